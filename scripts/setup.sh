@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Orion builds with. Idempotent: when everything is present it
+# only checks and returns in about a second. Needs root (or sudo) the first time.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libopenblas-dev          # GEMM for prefill
+  nlohmann-json3-dev       # JSON (safetensors headers, config.json, tokenizer.json)
+  libcli11-dev libfmt-dev  # command line, formatting
+  libsentencepiece-dev     # SentencePiece tokenizers
+  libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,52 @@
+#include "base/error.h"
+
+namespace orion {
+
+int exit_code(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::Usage: return 2;
+    case ErrorKind::Input: return 3;
+    case ErrorKind::Runtime: return 4;
+    case ErrorKind::Internal: return 5;
+  }
+  return 1;
+}
+
+std::string format_error_line(ErrorKind kind, const std::string& message, const ErrorContext& ctx) {
+  std::string line;
+  if (!ctx.file.empty()) line += ctx.file + ": ";
+  if (!ctx.field.empty()) line += fmt::format("{} '{}'", kind == ErrorKind::Usage ? "option" : "field", ctx.field);
+  if (ctx.offset >= 0) line += fmt::format("{}at byte {}", ctx.field.empty() ? "" : " ", ctx.offset);
+  if (!ctx.field.empty() || ctx.offset >= 0) line += ": ";
+  line += message;
+  if (!ctx.hint.empty()) line += " (hint: " + ctx.hint + ")";
+  return line;
+}
+
+Error::Error(ErrorKind kind, const std::string& message, ErrorContext ctx)
+    : std::runtime_error(format_error_line(kind, message, ctx)),
+      kind_(kind),
+      message_(message),
+      ctx_(std::move(ctx)) {}
+
+void throw_input_error(const std::string& file, const std::string& message, const std::string& field,
+                       int64_t offset, const std::string& hint) {
+  throw Error(ErrorKind::Input, message, {file, field, offset, hint});
+}
+
+void throw_usage_error(const std::string& message, const std::string& field, const std::string& hint) {
+  throw Error(ErrorKind::Usage, message, {{}, field, -1, hint});
+}
+
+void throw_runtime_error(const std::string& message, const std::string& file, const std::string& hint) {
+  throw Error(ErrorKind::Runtime, message, {file, {}, -1, hint});
+}
+
+void check_failed(const char* cond, const char* file, int line, const std::string& msg) {
+  throw Error(ErrorKind::Internal,
+              fmt::format("internal check failed: {} at {}:{}{}{}", cond, file, line,
+                          msg.empty() ? "" : ": ", msg),
+              {{}, {}, -1, "this is a bug in Orion; please report it with the command you ran"});
+}
+
+}  // namespace orion

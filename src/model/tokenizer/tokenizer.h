@@ -1,0 +1,37 @@
+// Tokenizers: text ⇄ token ids. One interface, several formats (GPT-2 byte-level BPE, llama2.c
+// tokenizer.bin, SentencePiece .model); load_tokenizer() picks the reader from the path.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orion {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // Token ids of text. add_bos prepends the beginning-of-sequence id where the format has one
+  // (llama2.c / SentencePiece: id 1; GPT-2 has none and ignores it).
+  virtual std::vector<int> encode(std::string_view text, bool add_bos) const = 0;
+  // The bytes of one token as it appears in decoded text. prev is the previous token id (-1 at the
+  // start): llama2.c strips the leading space of a piece that follows BOS.
+  virtual std::string decode_token(int prev, int id) const = 0;
+  // Whole-sequence decode (concatenation of decode_token).
+  std::string decode(const std::vector<int>& ids) const;
+  virtual int vocab_size() const = 0;
+  virtual int bos_id() const = 0;  // -1 when none
+  virtual int eos_id() const = 0;  // -1 when none (GPT-2: <|endoftext|> 50256)
+  virtual std::string name() const = 0;  // "gpt2-bpe", "llama2c", "sentencepiece"
+};
+
+// Loads a tokenizer from a file or folder:
+//   *.model                                 → SentencePiece
+//   tokenizer.json                          → Hugging Face (byte-level BPE, GPT-2 style)
+//   vocab.json (+ merges.txt beside it), encoder.json (+ vocab.bpe), or a folder holding either
+//                                           → GPT-2 byte-level BPE
+//   anything else (*.bin)                   → llama2.c tokenizer.bin
+// Malformed input gives an orion::Error (kind Input) naming the file and the problem.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
+
+}  // namespace orion

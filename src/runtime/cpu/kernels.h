@@ -1,0 +1,63 @@
+// CPU kernels: the fp32 numerical reference of Orion and its fast inference path.
+//
+// Conventions: activations are fp32 row-major; x: [M, K] means M rows (tokens) of K channels.
+// Weight matrices are [N, K] (out, in) in their stored dtype (f32, f16 or bf16) and are applied as
+// y = x · Wᵀ. Every kernel is multithreaded with OpenMP (set_num_threads) and vectorised; the
+// instruction set (AVX-512, AVX2, portable C++) is chosen once at start-up (see dispatch.cpp).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "base/dtype.h"
+
+namespace orion::cpu {
+
+// --- threads and instruction set ---------------------------------------------------------------
+void set_num_threads(int n);  // n ≤ 0: all cores
+int num_threads();
+enum class Isa { Generic, Avx2, Avx512 };
+Isa active_isa();
+const char* isa_name(Isa isa);  // "generic", "avx2", "avx512"
+// Forces an instruction set (tests compare them); ignored (returns false) if the CPU lacks it.
+bool set_isa(Isa isa);
+
+// --- linear algebra ------------------------------------------------------------------------------
+// y[M, N] = x[M, K] · W[N, K]ᵀ (+ bias[N] when bias != nullptr).
+// M == 1 is the decode matrix–vector product (memory-bound: streams W once);
+// M > 1 is prefill (compute-bound: each weight row is reused across the M tokens).
+void matmul(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N);
+
+// --- normalisation --------------------------------------------------------------------------------
+// y[m, :] = x[m, :] / sqrt(mean(x[m, :]²) + eps) ⊙ w          x, y: [M, C]; w: [C]
+void rmsnorm(float* y, const float* x, const float* w, int M, int C, float eps);
+// y[m, :] = (x[m, :] − mean) / sqrt(var + eps) ⊙ w + b      x, y: [M, C]; w, b: [C]
+void layernorm(float* y, const float* x, const float* w, const float* b, int M, int C, float eps);
+
+// --- elementwise ---------------------------------------------------------------------------------
+void add_inplace(float* y, const float* x, size_t n);        // y += x
+void gelu_tanh_inplace(float* x, size_t n);                   // x = 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))
+void swiglu(float* h, const float* gate, const float* up, size_t n);  // h = silu(gate) ⊙ up, silu(g) = g·σ(g)
+void softmax_inplace(float* x, int n);                        // x = exp(x − max) / Σ
+
+// --- embeddings and positions --------------------------------------------------------------------
+// out[C] = row `id` of table [rows, C] (any dtype) converted to fp32.
+void embedding_row(float* out, const void* table, DType dt, int64_t id, int C);
+// RoPE on one token, llama2.c convention: for each head and pair i (x[2i], x[2i+1]) is rotated by
+// angle pos · theta^(−2i/HS). x: [n_heads, HS].
+void rope(float* x, int n_heads, int head_dim, int pos, float theta);
+
+// --- attention -----------------------------------------------------------------------------------
+// Causal attention of T new query tokens at positions pos0 .. pos0+T−1 against a KV cache holding
+// positions 0 .. pos0+T−1 (the new tokens' keys/values already written).
+//   q:   [T, NH·HS]          out: [T, NH·HS]
+//   k, v: [pos0+T, NKV·HS]   (row stride kv_stride floats); head h reads kv head h / (NH/NKV)
+// scores = q·kᵀ / √HS over positions ≤ its own, softmax, then weighted sum of v.
+void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads,
+               int n_kv_heads, int head_dim, int kv_stride);
+
+// --- memory bandwidth ----------------------------------------------------------------------------
+// STREAM triad a[i] = b[i] + s·c[i] over arrays of `bytes_per_array` bytes with all threads;
+// returns the best of `reps` runs in bytes/second (3 arrays moved per element: 2 read, 1 written).
+double stream_triad_bandwidth(size_t bytes_per_array, int reps);
+
+}  // namespace orion::cpu

@@ -1,0 +1,12 @@
+// Placeholder registration; the real command is being written.
+#include "base/error.h"
+#include "tools/command.h"
+
+namespace orion::tools {
+
+void add_demo_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("demo", "(not built yet)");
+  cmd->callback([] { throw_runtime_error("`orion demo` is not built yet"); });
+}
+
+}  // namespace orion::tools

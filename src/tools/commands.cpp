@@ -1,0 +1,49 @@
+#include <cstdio>
+
+#include "base/error.h"
+#include "tools/command.h"
+
+namespace orion::tools {
+
+void add_all_commands(CLI::App& app) {
+  add_demo_command(app);
+  add_generate_command(app);
+  add_tokenize_command(app);
+  add_convert_command(app);
+  add_info_command(app);
+  add_bench_command(app);
+}
+
+int run_main(int argc, char** argv) {
+  CLI::App app{
+      "orion — train and run small language models on the Apple Neural Engine, anesim or the CPU.\n"
+      "Run `orion <command> --help` for the options of one command."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "orion 0.1.0");
+  add_all_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "orion: usage error: %s (hint: run `orion%s --help`)\n", e.what(),
+                 app.get_subcommands().empty() ? "" : (" " + app.get_subcommands()[0]->get_name()).c_str());
+    return exit_code(ErrorKind::Usage);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "orion: error: %s\n", e.what());
+    return exit_code(e.kind());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "orion: error: out of memory (hint: use a smaller model, --dtype f16, or a shorter --seq-len)\n");
+    return exit_code(ErrorKind::Runtime);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "orion: error: %s\n", e.what());
+    return exit_code(ErrorKind::Runtime);
+  }
+  return 0;
+}
+
+}  // namespace orion::tools

@@ -1,0 +1,58 @@
+#include "support.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace orion::test {
+namespace fs = std::filesystem;
+
+std::string data_path(const std::string& rel) { return std::string(ORION_TEST_DATA) + "/" + rel; }
+
+std::string shared_path(const std::string& rel) {
+  const char* env = std::getenv("ORION_SHARED_DIR");
+  std::string root = env ? env : ORION_SHARED_DIR;
+  std::error_code ec;
+  if (!fs::exists(root + "/" + rel, ec)) return "";
+  return root + "/" + rel;
+}
+
+namespace {
+struct TempDirs {
+  std::vector<std::string> dirs;
+  ~TempDirs() {
+    std::error_code ec;
+    for (auto& d : dirs) fs::remove_all(d, ec);
+  }
+} temp_dirs;
+}  // namespace
+
+std::string temp_dir() {
+  std::string tmpl = (fs::temp_directory_path() / "orion-test-XXXXXX").string();
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back(0);
+  if (!mkdtemp(buf.data())) return "";
+  temp_dirs.dirs.emplace_back(buf.data());
+  return buf.data();
+}
+
+int run_orion(const std::string& args, std::string* out, std::string* err) {
+  std::string dir = temp_dir();
+  std::string cmd = std::string(ORION_BINARY) + " " + args + " >" + dir + "/out 2>" + dir + "/err </dev/null";
+  int rc = std::system(cmd.c_str());
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  if (out) *out = slurp(dir + "/out");
+  if (err) *err = slurp(dir + "/err");
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+}  // namespace orion::test
