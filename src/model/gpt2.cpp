@@ -1,0 +1,41 @@
+// One GPT-2 block for n tokens at positions pos .. pos+n−1 (pre-norm, as GPT-2 / llm.c).
+//
+//   x: [n, C] residual stream, updated in place
+//   xb = layernorm(x) ⊙ ln1_w + ln1_b                          [n, C]
+//   q = xb·wqᵀ + bq, k = xb·wkᵀ + bk, v = xb·wvᵀ + bv           [n, C] (k, v into the KV cache)
+//   att = softmax(q·kᵀ/√HS, causal)·v per head                 [n, C]   (no RoPE: positions are
+//                                                                        learned, added at the input)
+//   x += att·woᵀ + bo
+//   xb = layernorm(x) ⊙ ln2_w + ln2_b
+//   x += w2·gelu(w1·xb + b1) + b2        (hidden H = 4C; GELU in its tanh form)
+#include "model/transformer.h"
+#include "runtime/cpu/kernels.h"
+
+namespace orion {
+
+void gpt2_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
+                        float* k_cache, float* v_cache) {
+  const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim(), H = c.hidden_dim;
+  float* x = a.x.data();
+  float* xb = a.xb.data();
+  float* k = k_cache + size_t(pos) * KV;
+  float* v = v_cache + size_t(pos) * KV;
+
+  // --- attention ---
+  cpu::layernorm(xb, x, l.attn_norm.f32(), l.attn_norm_b.f32(), n, C, c.norm_eps);
+  cpu::matmul(a.q.data(), xb, l.wq.data, l.wq.dtype, l.bq.f32(), n, C, Q);
+  cpu::matmul(k, xb, l.wk.data, l.wk.dtype, l.bk.f32(), n, C, KV);
+  cpu::matmul(v, xb, l.wv.data, l.wv.dtype, l.bv.f32(), n, C, KV);
+  cpu::attention(a.att.data(), a.q.data(), k_cache, v_cache, n, pos, c.n_heads, c.n_kv_heads, HS, KV);
+  cpu::matmul(xb, a.att.data(), l.wo.data, l.wo.dtype, l.bo.f32(), n, Q, C);
+  cpu::add_inplace(x, xb, size_t(n) * C);
+
+  // --- feed-forward (GELU) ---
+  cpu::layernorm(xb, x, l.ffn_norm.f32(), l.ffn_norm_b.f32(), n, C, c.norm_eps);
+  cpu::matmul(a.hb.data(), xb, l.w1.data, l.w1.dtype, l.b1.f32(), n, C, H);
+  cpu::gelu_tanh_inplace(a.hb.data(), size_t(n) * H);
+  cpu::matmul(xb, a.hb.data(), l.w2.data, l.w2.dtype, l.b2.f32(), n, H, C);
+  cpu::add_inplace(x, xb, size_t(n) * C);
+}
+
+}  // namespace orion

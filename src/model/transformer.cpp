@@ -1,0 +1,81 @@
+#include "model/transformer.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "runtime/cpu/kernels.h"
+
+namespace orion {
+
+Transformer::Transformer(const ModelWeights& weights, int max_seq)
+    : w_(weights), max_seq_(max_seq > 0 ? std::min(max_seq, weights.config.seq_len) : weights.config.seq_len),
+      kv_dim_(weights.config.kv_dim()) {
+  const ModelConfig& c = w_.config;
+  size_t n = kChunk, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), H = c.hidden_dim;
+  a_.x.resize(n * C), a_.xb.resize(n * C), a_.q.resize(n * Q), a_.att.resize(n * Q);
+  a_.hb.resize(n * H), a_.hb2.resize(n * H);
+  size_t cache = size_t(c.n_layers) * max_seq_ * kv_dim_;
+  key_cache_.assign(cache, 0.0f), value_cache_.assign(cache, 0.0f);
+}
+
+const float* Transformer::forward(const int* tokens, int n, int pos, bool all_logits) {
+  const ModelConfig& c = w_.config;
+  if (n <= 0) throw_usage_error("no tokens to run", "prompt", "give a non-empty prompt");
+  if (pos < 0 || pos + n > max_seq_)
+    throw_usage_error(fmt::format("sequence of {} tokens exceeds the model's context of {}", pos + n, max_seq_),
+                      "n", "ask for fewer tokens or use a shorter prompt");
+  for (int i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= c.vocab_size)
+      throw_usage_error(fmt::format("token id {} is outside the model's vocabulary of {}", tokens[i], c.vocab_size),
+                        "tokens", "the tokenizer does not belong to this model");
+  size_t V = size_t(c.vocab_size);
+  logits_.resize(all_logits ? size_t(n) * V : V);
+  for (int done = 0; done < n; done += kChunk) {
+    int m = std::min(kChunk, n - done);
+    bool want = all_logits || done + m == n;  // only the chunk holding the last token needs logits
+    forward_chunk(tokens + done, m, pos + done, want ? logits_.data() + (all_logits ? size_t(done) * V : 0) : nullptr,
+                  all_logits);
+  }
+  return logits_.data();
+}
+
+// One chunk of n ≤ kChunk tokens through embedding → L blocks → final norm → classifier.
+void Transformer::forward_chunk(const int* tokens, int n, int pos, float* logits_out, bool all_logits) {
+  const ModelConfig& c = w_.config;
+  const int C = c.dim;
+  // x[t] = tok_emb[token t] (+ pos_emb[pos + t] for GPT-2)
+  for (int t = 0; t < n; t++) {
+    float* xt = a_.x.data() + size_t(t) * C;
+    cpu::embedding_row(xt, w_.tok_emb.data, w_.tok_emb.dtype, tokens[t], C);
+    if (c.arch == Arch::GPT2) {
+      std::vector<float> p(static_cast<size_t>(C));
+      cpu::embedding_row(p.data(), w_.pos_emb.data, w_.pos_emb.dtype, pos + t, C);
+      cpu::add_inplace(xt, p.data(), size_t(C));
+    }
+  }
+  for (int l = 0; l < c.n_layers; l++) {
+    if (c.arch == Arch::Llama)
+      llama_block_forward(c, w_.layers[size_t(l)], a_, n, pos, k_cache(l, 0), v_cache(l, 0));
+    else
+      gpt2_block_forward(c, w_.layers[size_t(l)], a_, n, pos, k_cache(l, 0), v_cache(l, 0));
+  }
+  if (!logits_out) return;
+  // Final norm and classifier: on every token, or only on the last one.
+  int first = all_logits ? 0 : n - 1, rows = n - first;
+  const float* x = a_.x.data() + size_t(first) * C;
+  if (c.arch == Arch::Llama)
+    cpu::rmsnorm(a_.xb.data(), x, w_.final_norm.f32(), rows, C, c.norm_eps);
+  else
+    cpu::layernorm(a_.xb.data(), x, w_.final_norm.f32(), w_.final_norm_b.f32(), rows, C, c.norm_eps);
+  // logits[t] = xb[t] · classifierᵀ over the real vocabulary (llm.c's padding rows are skipped)
+  cpu::matmul(logits_out, a_.xb.data(), w_.classifier.data, w_.classifier.dtype, nullptr, rows, C, c.vocab_size);
+}
+
+double Transformer::decode_bytes(int pos) const {
+  const ModelConfig& c = w_.config;
+  double weights = double(w_.matrix_bytes());
+  double kv = 2.0 * c.n_layers * double(pos + 1) * kv_dim_ * sizeof(float);
+  return weights + kv;
+}
+
+}  // namespace orion

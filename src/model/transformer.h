@@ -1,0 +1,63 @@
+// Inference through a transformer on the CPU: the numerical reference of Orion and its fast path.
+//
+// A Transformer holds the activations and the KV cache of one sequence. forward() feeds n new
+// tokens at positions pos .. pos+n−1: n > 1 is prefill (every projection is one matrix–matrix
+// product over the n tokens), n == 1 is a decode step (matrix–vector, memory-bound).
+// The blocks of each family live in their own file (llama.cpp, gpt2.cpp); this file holds what is
+// common: embedding, the layer loop, the final norm and the classifier.
+#pragma once
+#include <vector>
+
+#include "model/weights.h"
+
+namespace orion {
+
+class Transformer {
+ public:
+  // max_seq ≤ 0 means the model's seq_len. The weights must outlive the Transformer.
+  explicit Transformer(const ModelWeights& weights, int max_seq = 0);
+
+  // Runs tokens[0..n) at positions pos..pos+n−1 (pos must equal the number of tokens already fed,
+  // i.e. the cache is filled in order; pos 0 starts a new sequence). Returns the logits of the last
+  // token, [V] — or of every token, [n, V] row-major, when all_logits is set.
+  // Usage errors for out-of-range token ids or a sequence longer than max_seq.
+  const float* forward(const int* tokens, int n, int pos, bool all_logits = false);
+
+  const ModelConfig& config() const { return w_.config; }
+  int max_seq() const { return max_seq_; }
+  int vocab_size() const { return w_.config.vocab_size; }
+  // Bytes read from memory by one decode step at position pos (weights + KV cache), for the
+  // bandwidth bound reported by `orion bench generate`.
+  double decode_bytes(int pos) const;
+
+  // Activations of one chunk of n tokens (n ≤ kChunk), row-major.
+  struct Activations {
+    std::vector<float> x;       // [n, C] residual stream
+    std::vector<float> xb;      // [n, C] normalised input of a sublayer / its output
+    std::vector<float> q;       // [n, NH·HS] queries
+    std::vector<float> att;     // [n, NH·HS] attention output (before wo)
+    std::vector<float> hb, hb2; // [n, H] FFN hidden (gate and up for SwiGLU)
+    std::vector<float> logits;  // [n, V] or [V]
+  };
+  static constexpr int kChunk = 128;  // prefill runs in chunks of at most this many tokens
+
+ private:
+  void forward_chunk(const int* tokens, int n, int pos, float* logits_out, bool all_logits);
+  float* k_cache(int layer, int pos) { return key_cache_.data() + (size_t(layer) * max_seq_ + pos) * kv_dim_; }
+  float* v_cache(int layer, int pos) { return value_cache_.data() + (size_t(layer) * max_seq_ + pos) * kv_dim_; }
+
+  const ModelWeights& w_;
+  int max_seq_, kv_dim_;
+  Activations a_;
+  std::vector<float> key_cache_, value_cache_;  // [L, max_seq, NKV·HS]
+  std::vector<float> logits_;
+};
+
+// The blocks, one file per family: x [n, C] is updated in place (x += attn(x); x += ffn(x)).
+// k_cache / v_cache point at row 0 of this layer's cache ([max_seq, NKV·HS]).
+void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
+                         float* k_cache, float* v_cache);
+void gpt2_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
+                        float* k_cache, float* v_cache);
+
+}  // namespace orion
