@@ -1,12 +1,50 @@
-// Placeholder registration; the real command is being written.
+// orion bench: speed measurements that need no files (random weights of named configs).
+#include <cstdio>
+
 #include "base/error.h"
+#include "infer/speed.h"
+#include "model/config.h"
 #include "tools/command.h"
+#include "tools/options.h"
 
 namespace orion::tools {
+namespace {
+
+struct BenchGenerateArgs {
+  SpeedOptions speed;
+  ThreadOptions threads;
+  DTypeOption dtype;
+  bool json = false, no_bandwidth = false;
+};
+
+void run_bench_generate(BenchGenerateArgs& a) {
+  a.threads.apply();
+  a.speed.dtype = a.dtype.get().value_or(DType::F32);
+  a.speed.measure_bandwidth = !a.no_bandwidth;
+  auto progress = a.json ? nullptr : +[](const char* s) { std::fprintf(stderr, "… %s\n", s); };
+  SpeedReport r = measure_generation_speed(a.speed, progress);
+  std::string out = a.json ? r.to_json() + "\n" : r.to_text();
+  std::fputs(out.c_str(), stdout);
+}
+
+}  // namespace
 
 void add_bench_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "(not built yet)");
-  cmd->callback([] { throw_runtime_error("`orion bench` is not built yet"); });
+  CLI::App* bench = app.add_subcommand("bench", "measure speed (random weights of named configs; no files needed)");
+  bench->require_subcommand(1);
+
+  auto a = std::make_shared<BenchGenerateArgs>();
+  CLI::App* gen = bench->add_subcommand("generate", "prefill and decode tok/s of the CPU path, against the memory-bandwidth bound");
+  gen->add_option("--config", a->speed.config, "model config")
+      ->capture_default_str()->check(CLI::IsMember(config_preset_names()));
+  a->dtype.add(gen, "weight precision (default f32)");
+  gen->add_option("--prompt-len", a->speed.prompt_tokens, "prompt tokens (prefill)")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  gen->add_option("--decode-len", a->speed.decode_tokens, "decoded tokens")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  gen->add_option("--repeat", a->speed.repeat, "runs; the best is reported")->capture_default_str()->check(CLI::Range(1, 100));
+  gen->add_flag("--json", a->json, "print the figures as one JSON object");
+  gen->add_flag("--no-bandwidth", a->no_bandwidth, "skip the STREAM-triad bandwidth measurement");
+  a->threads.add(gen);
+  gen->callback([a] { run_bench_generate(*a); });
 }
 
 }  // namespace orion::tools

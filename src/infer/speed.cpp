@@ -1,0 +1,94 @@
+#include "infer/speed.h"
+
+#include <algorithm>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/timer.h"
+#include "model/transformer.h"
+#include "runtime/cpu/kernels.h"
+
+namespace orion {
+
+SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress)(const char*)) {
+  auto say = [&](const std::string& s) {
+    if (on_progress) on_progress(s.c_str());
+  };
+  if (opt.prompt_tokens < 1 || opt.decode_tokens < 1 || opt.repeat < 1)
+    throw_usage_error("prompt, decode and repeat counts must be ≥ 1", "--prompt-len");
+  SpeedReport r;
+  r.config_name = opt.config;
+  r.config = config_preset(opt.config);
+  if (opt.prompt_tokens + opt.decode_tokens > r.config.seq_len)
+    throw_usage_error(fmt::format("prompt + decode tokens exceed the context of {} ({})", opt.config, r.config.seq_len),
+                      "--prompt-len", "use fewer tokens");
+  r.dtype = dtype_name(opt.dtype);
+  r.isa = cpu::isa_name(cpu::active_isa());
+  r.threads = cpu::num_threads();
+  r.prompt_tokens = opt.prompt_tokens, r.decode_tokens = opt.decode_tokens;
+
+  say(fmt::format("making random {} weights ({}, {:.1f}M parameters)", opt.config, r.dtype, r.config.num_params() / 1e6));
+  ModelWeights w = random_weights(r.config, opt.seed, opt.dtype);
+  Transformer tf(w, opt.prompt_tokens + opt.decode_tokens);
+  std::mt19937 rng(uint32_t(opt.seed));
+  std::vector<int> prompt(static_cast<size_t>(opt.prompt_tokens));
+  for (int& t : prompt) t = int(rng() % uint32_t(r.config.vocab_size));
+
+  for (int rep = 0; rep < opt.repeat; rep++) {
+    say(fmt::format("run {}/{}: prefill {} tokens, decode {} tokens", rep + 1, opt.repeat, opt.prompt_tokens, opt.decode_tokens));
+    Timer t;
+    const float* lg = tf.forward(prompt.data(), opt.prompt_tokens, 0);
+    r.prefill_tok_s = std::max(r.prefill_tok_s, opt.prompt_tokens / t.seconds());
+    t.reset();
+    for (int i = 0; i < opt.decode_tokens; i++) {
+      int next = int(std::max_element(lg, lg + r.config.vocab_size) - lg);
+      lg = tf.forward(&next, 1, opt.prompt_tokens + i);
+    }
+    r.decode_tok_s = std::max(r.decode_tok_s, opt.decode_tokens / t.seconds());
+  }
+  r.weight_bytes = double(w.matrix_bytes());
+  r.bytes_per_token = tf.decode_bytes(opt.prompt_tokens + opt.decode_tokens / 2);
+  if (opt.measure_bandwidth) {
+    say("measuring memory bandwidth (STREAM triad, 3 × 256 MB)");
+    r.stream_triad_gb_s = cpu::stream_triad_bandwidth(size_t(256) << 20, 5) / 1e9;
+    r.bound_tok_s = r.stream_triad_gb_s * 1e9 / r.bytes_per_token;
+    r.bandwidth_efficiency = r.decode_tok_s / r.bound_tok_s;
+  }
+  return r;
+}
+
+std::string SpeedReport::to_json() const {
+  nlohmann::json j = {{"config", config_name},
+                      {"params", config.num_params()},
+                      {"dtype", dtype},
+                      {"isa", isa},
+                      {"threads", threads},
+                      {"prompt_tokens", prompt_tokens},
+                      {"decode_tokens", decode_tokens},
+                      {"prefill_tok_s", prefill_tok_s},
+                      {"decode_tok_s", decode_tok_s},
+                      {"weight_bytes", weight_bytes},
+                      {"bytes_per_token", bytes_per_token},
+                      {"stream_triad_gb_s", stream_triad_gb_s},
+                      {"bandwidth_bound_tok_s", bound_tok_s},
+                      {"bandwidth_efficiency", bandwidth_efficiency}};
+  return j.dump();
+}
+
+std::string SpeedReport::to_text() const {
+  std::string s = fmt::format(
+      "{} ({}), weights {}, {} threads, {}\n"
+      "  prefill: {:8.1f} tok/s  ({} tokens)\n"
+      "  decode:  {:8.1f} tok/s  ({} tokens, {:.1f} MB read per token)\n",
+      config_name, config.describe(), dtype, threads, isa, prefill_tok_s, prompt_tokens, decode_tok_s, decode_tokens,
+      bytes_per_token / 1e6);
+  if (stream_triad_gb_s > 0)
+    s += fmt::format("  memory:  {:.1f} GB/s STREAM triad → bound {:.1f} tok/s; decode reaches {:.0f}% of it\n",
+                     stream_triad_gb_s, bound_tok_s, 100 * bandwidth_efficiency);
+  return s;
+}
+
+}  // namespace orion
