@@ -1,0 +1,53 @@
+// The orion command line: help on every command, exit codes by error kind, bench and demo.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support.h"
+
+namespace orion {
+
+using test::run_orion;
+
+TEST(Cli, HelpOnEveryCommand) {
+  for (const char* cmd : {"", "demo", "generate", "tokenize", "convert", "info", "bench", "bench generate"}) {
+    std::string out, err;
+    EXPECT_EQ(run_orion(std::string(cmd) + " --help", &out, &err), 0) << cmd << err;
+    EXPECT_NE(out.find("Usage"), std::string::npos) << cmd << ": " << out;
+  }
+}
+
+TEST(Cli, UnknownCommandAndBadFlagsAreUsageErrors) {
+  std::string out, err;
+  EXPECT_EQ(run_orion("frobnicate", &out, &err), 2);
+  EXPECT_NE(err.find("orion: usage error"), std::string::npos) << err;
+  EXPECT_EQ(run_orion("bench generate --config nope", &out, &err), 2);
+  EXPECT_EQ(run_orion("generate --model x.bin --temperature -1", &out, &err), 2);
+}
+
+TEST(Cli, MissingModelFileIsAnInputErrorNamingIt) {
+  std::string out, err;
+  EXPECT_EQ(run_orion("generate --model /nonexistent/m.bin --tokenizer /nonexistent/t.bin", &out, &err), 3);
+  EXPECT_NE(err.find("/nonexistent/"), std::string::npos) << err;
+  EXPECT_EQ(err.find('\n'), err.size() - 1) << "one line: " << err;
+}
+
+TEST(Cli, BenchGenerateJson) {
+  std::string out, err;
+  ASSERT_EQ(run_orion("bench generate --config stories260k --prompt-len 16 --decode-len 8 --repeat 1 --no-bandwidth --json",
+                      &out, &err),
+            0)
+      << err;
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["config"], "stories260k");
+  EXPECT_GT(j["decode_tok_s"].get<double>(), 0);
+  EXPECT_GT(j["prefill_tok_s"].get<double>(), 0);
+}
+
+TEST(Cli, DemoRunsWithNoFiles) {
+  std::string out, err;
+  ASSERT_EQ(run_orion("demo --config stories260k -n 8", &out, &err), 0) << err;
+  EXPECT_NE(out.find("decode"), std::string::npos) << out;
+}
+
+}  // namespace orion
