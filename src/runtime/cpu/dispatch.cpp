@@ -1,0 +1,150 @@
+// Threads, the choice of instruction set, and the kernels that split work over threads: matmul
+// (decode here, prefill in gemm.cpp), attention and the STREAM triad.
+//
+// The instruction set is chosen once at start-up: the best the CPU supports (AVX-512, then
+// AVX2+FMA+F16C, then portable C++), or the one named by the environment variable ORION_ISA
+// (generic, avx2, avx512) when the CPU has it. set_isa() switches it later (tests compare them).
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "runtime/cpu/kernels_impl.h"
+
+namespace orion::cpu {
+namespace {
+
+bool cpu_has(Isa isa) {
+  switch (isa) {
+    case Isa::Generic: return true;
+    case Isa::Avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case Isa::Avx512:
+      return cpu_has(Isa::Avx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  }
+  return false;
+}
+
+const IsaKernels& table_of(Isa isa) {
+  switch (isa) {
+    case Isa::Generic: return kGenericKernels;
+    case Isa::Avx2: return kAvx2Kernels;
+    case Isa::Avx512: return kAvx512Kernels;
+  }
+  return kGenericKernels;
+}
+
+const IsaKernels* choose_at_startup() {
+  if (const char* env = std::getenv("ORION_ISA"))
+    for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512})
+      if (std::strcmp(env, isa_name(isa)) == 0 && cpu_has(isa)) return &table_of(isa);
+  for (Isa isa : {Isa::Avx512, Isa::Avx2})
+    if (cpu_has(isa)) return &table_of(isa);
+  return &kGenericKernels;
+}
+
+const IsaKernels* g_kernels = choose_at_startup();
+
+}  // namespace
+
+// --- threads and instruction set ---------------------------------------------------------------
+
+void set_num_threads(int n) { omp_set_num_threads(n > 0 ? n : omp_get_num_procs()); }
+int num_threads() { return omp_get_max_threads(); }
+
+const IsaKernels& isa_kernels() { return *g_kernels; }
+Isa active_isa() { return g_kernels->isa; }
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Generic: return "generic";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+bool set_isa(Isa isa) {
+  if (!cpu_has(isa)) return false;
+  g_kernels = &table_of(isa);
+  return true;
+}
+
+// --- matmul --------------------------------------------------------------------------------------
+
+// y[M, N] = x[M, K]·W[N, K]ᵀ (+ bias). Decode (M == 1) splits the N output rows into one
+// contiguous range per thread, in units of BLOCK rows, so each thread streams its own part of W
+// exactly once. Which thread computes a row never changes how the row is summed.
+void matmul(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N) {
+  if (M > 1) return matmul_prefill(y, x, W, wt, bias, M, K, N);
+  constexpr int BLOCK = 16;  // a multiple of every ISA's row step
+  const IsaKernels& ker = *g_kernels;
+  const int blocks = (N + BLOCK - 1) / BLOCK;
+  const bool big = size_t(N) * K * dtype_size(wt) >= (64u << 10);  // smaller: not worth waking threads
+#pragma omp parallel if (big)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int n0 = std::min(N, blocks * t / nt * BLOCK), n1 = std::min(N, blocks * (t + 1) / nt * BLOCK);
+    ker.matvec_rows(y, x, W, wt, bias, K, n0, n1);
+  }
+}
+
+// --- attention -----------------------------------------------------------------------------------
+
+// For each new token t and head h (one task each, spread over threads):
+//   att[p] = q_t,h · k_p,kvh / √HS   for p ≤ pos0 + t (causal)
+//   att    = softmax(att)
+//   out_t,h = Σ_p att[p]·v_p,kvh
+// With grouped-query attention, NH/NKV consecutive query heads share kv head kvh = h / (NH/NKV).
+void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads,
+               int n_kv_heads, int head_dim, int kv_stride) {
+  const IsaKernels& ker = *g_kernels;
+  const int group = n_heads / n_kv_heads, HS = head_dim, Q = n_heads * HS;
+  const float scale = 1.0f / std::sqrt(float(HS));
+  const int tasks = T * n_heads;
+#pragma omp parallel if (tasks > 1)
+  {
+    std::vector<float> att(size_t(pos0 + T));  // scores of one (t, h), reused by this thread
+    // Round-robin: later tokens attend to more positions, so interleave them over threads.
+#pragma omp for schedule(static, 1)
+    for (int task = 0; task < tasks; task++) {
+      const int t = task / n_heads, h = task % n_heads, kvh = h / group, len = pos0 + t + 1;
+      const float* qh = q + size_t(t) * Q + size_t(h) * HS;
+      for (int p = 0; p < len; p++) att[size_t(p)] = ker.dot(qh, k + size_t(p) * kv_stride + size_t(kvh) * HS, HS) * scale;
+      softmax_inplace(att.data(), len);
+      float* oh = out + size_t(t) * Q + size_t(h) * HS;
+      std::memset(oh, 0, sizeof(float) * HS);
+      for (int p = 0; p < len; p++) ker.axpy(oh, att[size_t(p)], v + size_t(p) * kv_stride + size_t(kvh) * HS, HS);
+    }
+  }
+}
+
+// --- memory bandwidth ----------------------------------------------------------------------------
+
+// STREAM triad a = b + s·c with ordinary (cached) stores, as gcc compiles stream.c: 2 arrays read,
+// 1 written, counted as 3·n·4 bytes. Each thread first touches the part it later streams.
+double stream_triad_bandwidth(size_t bytes_per_array, int reps) {
+  const size_t n = std::max<size_t>(bytes_per_array / sizeof(float) / 16 * 16, 16);
+  float* __restrict a = static_cast<float*>(std::aligned_alloc(64, n * 4));
+  float* __restrict b = static_cast<float*>(std::aligned_alloc(64, n * 4));
+  float* __restrict c = static_cast<float*>(std::aligned_alloc(64, n * 4));
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; i++) a[i] = 0, b[i] = 1, c[i] = 2;
+  double best = 0;
+  for (int r = 0; r < std::max(reps, 1); r++) {
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) a[i] = b[i] + 3.0f * c[i];
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, 3.0 * double(n) * 4 / s);
+  }
+  std::free(a), std::free(b), std::free(c);
+  return best;
+}
+
+}  // namespace orion::cpu

@@ -1,0 +1,38 @@
+// Prefill matmul (M > 1 tokens at once): y[M, N] = x[M, K] · W[N, K]ᵀ (+ bias).
+//
+// Compute-bound: each weight row is used by all M tokens. The register-tiled kernels of the ISA
+// files do the arithmetic; this file splits the N weight rows into one contiguous range per thread,
+// so every thread reads its own part of W once and all of x (which stays in its L2 cache).
+//
+// Why not OpenBLAS's sgemm: measured on this machine (Debian's OpenBLAS 0.3.21), it
+//  - does not recognise the CPU and falls back to its "Prescott" SSE3 kernels (13–31 GFLOPS on
+//    one core against ~100 for its own SkylakeX kernels, which need OPENBLAS_CORETYPE set before
+//    the library loads), and
+//  - changes the bits of y between 1 and 2 threads for 305 of the 484 shapes we tried
+//    (M 2–256, K 64–3072, N 256–2048; still 84 with the SkylakeX kernels), which would break
+//    greedy generation being identical across thread counts.
+// Our kernels sum each element in one fixed order (the same as the decode matvec), so y is the
+// same for any thread count and the same whether a token is processed in prefill or decode.
+#include <omp.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "runtime/cpu/kernels_impl.h"
+
+namespace orion::cpu {
+
+void matmul_prefill(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N) {
+  const IsaKernels& ker = isa_kernels();
+  const int step = ker.gemm_rows_step, tiles = (N + step - 1) / step;
+  const bool big = double(M) * K * N >= 1e6;  // smaller: not worth waking threads
+#pragma omp parallel if (big)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int n0 = std::min(N, tiles * t / nt * step), n1 = std::min(N, tiles * (t + 1) / nt * step);
+    std::vector<float> scratch(wt == DType::F32 ? 0 : size_t(step) * K);  // step weight rows in fp32
+    if (n0 < n1) ker.gemm_rows(y, x, W, wt, bias, M, K, N, n0, n1, scratch.data());
+  }
+}
+
+}  // namespace orion::cpu

@@ -1,0 +1,182 @@
+// AVX2 + FMA + F16C kernels (8 fp32 lanes). Compiled with -mavx2 -mfma -mf16c (src/CMakeLists.txt)
+// and only called when the CPU has them (dispatch.cpp). Same structure as kernels_avx512.cpp; AVX2
+// has no masked 16-bit loads, so tails are copied into a zero-padded block of 8 first.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/cpu/kernels_impl.h"
+
+namespace orion::cpu {
+namespace {
+
+constexpr int ROWS = 4;  // weight rows per step (see kernels_avx512.cpp)
+
+// 8 weights at p (element type of D) as fp32.
+template <DType D>
+inline __m256 load8(const void* p) {
+  if constexpr (D == DType::F32) {
+    return _mm256_loadu_ps(static_cast<const float*>(p));
+  } else {
+    const __m128i h = _mm_loadu_si128(static_cast<const __m128i*>(p));
+    if constexpr (D == DType::F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));  // bf16 = top half of f32
+  }
+}
+
+// Sum of the 8 lanes, in a fixed order: (lo + hi) halves, then pairs, then the last two.
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Rows n .. n+R−1: acc[r] lane j sums x[k]·W[n+r, k] over k ≡ j mod 8; the same order for any R.
+template <DType D, int R>
+inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n) {
+  const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
+  const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+  __m256 acc[R];
+  for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  int k = 0;
+  for (; k + 8 <= K; k += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + k);
+    for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(load8<D>(w0 + r * row_bytes + k * es), xv, acc[r]);
+  }
+  if (k < K) {  // tail of K % 8 elements, copied into zero-padded blocks
+    const int t = K - k;
+    alignas(32) float xt[8] = {};
+    std::memcpy(xt, x + k, t * 4);
+    const __m256 xv = _mm256_load_ps(xt);
+    for (int r = 0; r < R; r++) {
+      alignas(32) uint8_t wt[32] = {};
+      std::memcpy(wt, w0 + r * row_bytes + k * es, t * es);
+      acc[r] = _mm256_fmadd_ps(load8<D>(wt), xv, acc[r]);
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    const float s = hsum(acc[r]);
+    y[n + r] = bias ? s + bias[n + r] : s;
+  }
+}
+
+template <DType D>
+void matvec_rows_t(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
+  int n = n0;
+  for (; n + ROWS <= n1; n += ROWS) matvec_block<D, ROWS>(y, x, W, bias, K, n);
+  for (; n < n1; n++) matvec_block<D, 1>(y, x, W, bias, K, n);
+}
+
+void matvec_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1) {
+  switch (wt) {
+    case DType::F32: return matvec_rows_t<DType::F32>(y, x, W, bias, K, n0, n1);
+    case DType::F16: return matvec_rows_t<DType::F16>(y, x, W, bias, K, n0, n1);
+    case DType::BF16: return matvec_rows_t<DType::BF16>(y, x, W, bias, K, n0, n1);
+  }
+}
+
+// dst[i] = fp32(src[i]), 8 at a time, the tail through the scalar conversions of base/dtype.h
+// (exact either way: every f16 and bf16 value is an fp32 value).
+void to_f32(float* dst, const void* src, DType dt, size_t n) {
+  if (dt == DType::F32) {
+    std::memcpy(dst, src, n * 4);
+    return;
+  }
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, dt == DType::F16 ? load8<DType::F16>(s + i) : load8<DType::BF16>(s + i));
+  for (; i < n; i++) dst[i] = dt == DType::F16 ? f16_to_f32(s[i]) : bf16_to_f32(s[i]);
+}
+
+// --- prefill: register-tiled y = x·Wᵀ --------------------------------------------------------------
+//
+// A tile of TM tokens × TN weight rows keeps TM·TN accumulators in registers (3·4 = 12 of the 16
+// ymm registers; 3 more hold x, 1 the weights): 12 FMAs per 7 loads. Each accumulator is summed
+// exactly like matvec_block's, so prefill and decode give the same y bit for bit.
+constexpr int TM = 3, TN = 4;
+
+// y[i, j] = Σ_k x[i, k]·w[j, k] (+ bias[j]) for i < MT, j < NT.
+//   x: MT rows, stride K;  w: NT fp32 rows, stride K;  y: row stride ldy.
+template <int MT, int NT>
+inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const float* bias, int K) {
+  __m256 acc[MT][NT];
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) acc[i][j] = _mm256_setzero_ps();
+  // One step: 8 k of every x and w row, read from xs / ws (row strides sx / sw).
+  auto step = [&](const float* xs, size_t sx, const float* ws, size_t sw) {
+    __m256 xv[MT];
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xs + i * sx);
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) {
+      const __m256 wv = _mm256_loadu_ps(ws + j * sw);
+#pragma GCC unroll 8
+      for (int i = 0; i < MT; i++) acc[i][j] = _mm256_fmadd_ps(wv, xv[i], acc[i][j]);
+    }
+  };
+  int k = 0;
+  for (; k + 8 <= K; k += 8) step(x + k, size_t(K), w + k, size_t(K));
+  if (k < K) {  // tail of K % 8, copied into zero-padded blocks of 8
+    alignas(32) float xt[MT][8] = {}, wt[NT][8] = {};
+    for (int i = 0; i < MT; i++) std::memcpy(xt[i], x + size_t(i) * K + k, (K - k) * 4);
+    for (int j = 0; j < NT; j++) std::memcpy(wt[j], w + size_t(j) * K + k, (K - k) * 4);
+    step(xt[0], 8, wt[0], 8);
+  }
+  for (int i = 0; i < MT; i++)
+    for (int j = 0; j < NT; j++) {
+      const float s = hsum(acc[i][j]);
+      y[size_t(i) * ldy + j] = bias ? s + bias[j] : s;
+    }
+}
+
+// All M rows against NT fp32 weight rows w (= W[n, :] .. W[n+NT−1, :]): tiles of TM tokens,
+// then single leftover tokens.
+template <int NT>
+void gemm_column_block(float* y, const float* x, const float* w, const float* bias, int M, int K, int N, int n) {
+  const float* b = bias ? bias + n : nullptr;
+  int m = 0;
+  for (; m + TM <= M; m += TM) gemm_tile<TM, NT>(y + size_t(m) * N + n, N, x + size_t(m) * K, w, b, K);
+  for (; m < M; m++) gemm_tile<1, NT>(y + size_t(m) * N + n, N, x + size_t(m) * K, w, b, K);
+}
+
+void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0,
+               int n1, float* scratch) {
+  for (int n = n0; n < n1; n += TN) {
+    const int nt = std::min(TN, n1 - n);
+    const float* w = static_cast<const float*>(W) + size_t(n) * K;
+    if (wt != DType::F32) {  // widen the nt weight rows to fp32 once; all M tokens reuse them
+      to_f32(scratch, static_cast<const uint8_t*>(W) + size_t(n) * K * dtype_size(wt), wt, size_t(nt) * K);
+      w = scratch;
+    }
+    if (nt == TN) gemm_column_block<TN>(y, x, w, bias, M, K, N, n);
+    else
+      for (int j = 0; j < nt; j++) gemm_column_block<1>(y, x, w + size_t(j) * K, bias, M, K, N, n + j);
+  }
+}
+
+float dot(const float* a, const float* b, int n) {
+  __m256 acc = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+  float s = hsum(acc);
+  for (; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+void axpy(float* y, float s, const float* x, int n) {
+  const __m256 sv = _mm256_set1_ps(s);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(sv, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; i++) y[i] += s * x[i];
+}
+
+}  // namespace
+
+const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy};
+
+}  // namespace orion::cpu

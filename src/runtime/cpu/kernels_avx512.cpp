@@ -1,0 +1,183 @@
+// AVX-512 kernels (16 fp32 lanes). Compiled with -mavx512f/bw/vl/dq -mfma -mf16c (src/CMakeLists.txt)
+// and only called when the CPU has them (dispatch.cpp).
+//
+// Decode matvec: y = x·Wᵀ reads every weight once and does 2 flops per weight, so it runs at the
+// speed memory delivers W. The loop below loads 16 weights of ROWS rows per step, widens them to
+// fp32 (f16: vcvtph2ps; bf16: shift the 16 bits into the top half of an fp32) and FMAs them with the
+// same 16 values of x, which stay in a register for all ROWS rows.
+#include <immintrin.h>
+
+// GCC 12's AVX-512 headers self-initialise a dummy operand (`__m256d __Y = __Y;`), which -Wall
+// reports at every use (GCC bug 105593); the warning says nothing about this file.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/cpu/kernels_impl.h"
+
+namespace orion::cpu {
+namespace {
+
+constexpr int ROWS = 4;  // weight rows per step: ROWS independent FMA chains hide FMA latency
+
+// 16 weights starting at element k of a row, as fp32. `mask` selects the valid lanes of a tail;
+// masked-off lanes read nothing and are zero.
+template <DType D>
+inline __m512 load16(const void* row, int k, __mmask16 mask) {
+  if constexpr (D == DType::F32) {
+    return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(row) + k);
+  } else {
+    const __m256i h = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(row) + k);
+    if constexpr (D == DType::F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));  // bf16 = top half of f32
+  }
+}
+
+// Sum of the 16 lanes in a fixed order: halves, quarters, pairs, then the last two.
+inline float hsum(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Rows n .. n+R−1 (R ≤ ROWS): acc[r] lane j sums x[k]·W[n+r, k] over k ≡ j mod 16, then one
+// horizontal sum per row. Every row follows the same order whatever R is.
+template <DType D, int R>
+inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n) {
+  const size_t row_bytes = size_t(K) * dtype_size(D);
+  const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+  __m512 acc[R];
+  for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+  int k = 0;
+  for (; k + 16 <= K; k += 16) {
+    const __m512 xv = _mm512_loadu_ps(x + k);
+    for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, 0xffff), xv, acc[r]);
+  }
+  if (k < K) {  // tail of K % 16 elements, zero-padded
+    const __mmask16 m = __mmask16((1u << (K - k)) - 1);
+    const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
+    for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, m), xv, acc[r]);
+  }
+  for (int r = 0; r < R; r++) {
+    const float s = hsum(acc[r]);
+    y[n + r] = bias ? s + bias[n + r] : s;
+  }
+}
+
+template <DType D>
+void matvec_rows_t(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
+  int n = n0;
+  for (; n + ROWS <= n1; n += ROWS) matvec_block<D, ROWS>(y, x, W, bias, K, n);
+  for (; n < n1; n++) matvec_block<D, 1>(y, x, W, bias, K, n);
+}
+
+void matvec_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1) {
+  switch (wt) {
+    case DType::F32: return matvec_rows_t<DType::F32>(y, x, W, bias, K, n0, n1);
+    case DType::F16: return matvec_rows_t<DType::F16>(y, x, W, bias, K, n0, n1);
+    case DType::BF16: return matvec_rows_t<DType::BF16>(y, x, W, bias, K, n0, n1);
+  }
+}
+
+// dst[i] = fp32(src[i]), 16 at a time (a masked step for the tail).
+void to_f32(float* dst, const void* src, DType dt, size_t n) {
+  if (dt == DType::F32) {
+    std::memcpy(dst, src, n * 4);
+    return;
+  }
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  size_t i = 0;
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    const __m512 v = dt == DType::F16 ? load16<DType::F16>(s + i, 0, m) : load16<DType::BF16>(s + i, 0, m);
+    _mm512_mask_storeu_ps(dst + i, m, v);
+  }
+}
+
+// --- prefill: register-tiled y = x·Wᵀ --------------------------------------------------------------
+//
+// A tile of TM tokens × TN weight rows keeps TM·TN accumulators in registers (4·6 = 24 of the 32
+// zmm registers; 4 more hold x). Each step loads 16 k of TM x rows and TN weight rows and does
+// TM·TN FMAs: 24 FMAs per 10 loads, where matvec does 4 per 5. Each accumulator is summed exactly
+// like matvec_block's (lane j over k ≡ j mod 16, masked tail, hsum), so y is the same bit for bit.
+constexpr int TM = 4, TN = 6;
+
+// y[i, j] = Σ_k x[i, k]·w[j, k] (+ bias[j]) for i < MT, j < NT.
+//   x: MT rows, stride K;  w: NT fp32 rows, stride K;  y: row stride ldy.
+template <int MT, int NT>
+inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const float* bias, int K) {
+  __m512 acc[MT][NT];
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) acc[i][j] = _mm512_setzero_ps();
+  for (int k = 0; k < K; k += 16) {
+    const __mmask16 m = K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1);
+    __m512 xv[MT];
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; i++) xv[i] = _mm512_maskz_loadu_ps(m, x + size_t(i) * K + k);
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) {
+      const __m512 wv = _mm512_maskz_loadu_ps(m, w + size_t(j) * K + k);
+#pragma GCC unroll 8
+      for (int i = 0; i < MT; i++) acc[i][j] = _mm512_fmadd_ps(wv, xv[i], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MT; i++)
+    for (int j = 0; j < NT; j++) {
+      const float s = hsum(acc[i][j]);
+      y[size_t(i) * ldy + j] = bias ? s + bias[j] : s;
+    }
+}
+
+// All M rows against NT fp32 weight rows w (= W[n, :] .. W[n+NT−1, :]): tiles of TM tokens,
+// then single leftover tokens.
+template <int NT>
+void gemm_column_block(float* y, const float* x, const float* w, const float* bias, int M, int K, int N, int n) {
+  const float* b = bias ? bias + n : nullptr;
+  int m = 0;
+  for (; m + TM <= M; m += TM) gemm_tile<TM, NT>(y + size_t(m) * N + n, N, x + size_t(m) * K, w, b, K);
+  for (; m < M; m++) gemm_tile<1, NT>(y + size_t(m) * N + n, N, x + size_t(m) * K, w, b, K);
+}
+
+void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0,
+               int n1, float* scratch) {
+  for (int n = n0; n < n1; n += TN) {
+    const int nt = std::min(TN, n1 - n);
+    const float* w = static_cast<const float*>(W) + size_t(n) * K;
+    if (wt != DType::F32) {  // widen the nt weight rows to fp32 once; all M tokens reuse them
+      to_f32(scratch, static_cast<const uint8_t*>(W) + size_t(n) * K * dtype_size(wt), wt, size_t(nt) * K);
+      w = scratch;
+    }
+    if (nt == TN) gemm_column_block<TN>(y, x, w, bias, M, K, N, n);
+    else
+      for (int j = 0; j < nt; j++) gemm_column_block<1>(y, x, w + size_t(j) * K, bias, M, K, N, n + j);
+  }
+}
+
+float dot(const float* a, const float* b, int n) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
+  }
+  return hsum(acc);
+}
+
+void axpy(float* y, float s, const float* x, int n) {
+  const __m512 sv = _mm512_set1_ps(s);
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(sv, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+}  // namespace
+
+const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy};
+
+}  // namespace orion::cpu

@@ -1,0 +1,166 @@
+// Portable C++ kernels: the generic entry of the ISA table, and the kernels every ISA shares
+// (normalisation, elementwise, embeddings, RoPE), which are a small part of the time per token.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "runtime/cpu/kernels_impl.h"
+
+namespace orion::cpu {
+namespace {
+
+// Weight element k of a row of dtype T as fp32 (T = float, or uint16_t bits of f16 / bf16).
+template <DType D>
+inline float load_w(const void* row, int k) {
+  if constexpr (D == DType::F32) return static_cast<const float*>(row)[k];
+  if constexpr (D == DType::F16) return f16_to_f32(static_cast<const uint16_t*>(row)[k]);
+  if constexpr (D == DType::BF16) return bf16_to_f32(static_cast<const uint16_t*>(row)[k]);
+  return 0;
+}
+
+// y[n] = Σ_k x[k]·W[n, k] for rows n0 .. n1−1. Each row keeps 8 partial sums (lane j sums the
+// k ≡ j mod 8), folded pairwise at the end, so the order is the same for every row and every call.
+template <DType D>
+void matvec_rows_t(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
+  const size_t row_bytes = size_t(K) * dtype_size(D);
+  for (int n = n0; n < n1; n++) {
+    const void* w = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int k = 0;
+    for (; k + 8 <= K; k += 8)
+      for (int j = 0; j < 8; j++) acc[j] += x[k + j] * load_w<D>(w, k + j);
+    for (int j = 0; k + j < K; j++) acc[j] += x[k + j] * load_w<D>(w, k + j);
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    y[n] = bias ? s + bias[n] : s;
+  }
+}
+
+void matvec_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1) {
+  switch (wt) {
+    case DType::F32: return matvec_rows_t<DType::F32>(y, x, W, bias, K, n0, n1);
+    case DType::F16: return matvec_rows_t<DType::F16>(y, x, W, bias, K, n0, n1);
+    case DType::BF16: return matvec_rows_t<DType::BF16>(y, x, W, bias, K, n0, n1);
+  }
+}
+
+// Prefill columns n0 .. n1−1: one matvec per token (the portable path keeps it simple).
+void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0,
+               int n1, float*) {
+  for (int m = 0; m < M; m++) matvec_rows(y + size_t(m) * N, x + size_t(m) * K, W, wt, bias, K, n0, n1);
+}
+
+void to_f32(float* dst, const void* src, DType dt, size_t n) {
+  switch (dt) {
+    case DType::F32: std::memcpy(dst, src, n * 4); return;
+    case DType::F16:
+      for (size_t i = 0; i < n; i++) dst[i] = f16_to_f32(static_cast<const uint16_t*>(src)[i]);
+      return;
+    case DType::BF16:
+      for (size_t i = 0; i < n; i++) dst[i] = bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
+      return;
+  }
+}
+
+float dot(const float* a, const float* b, int n) {
+  float s = 0;
+  for (int i = 0; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+void axpy(float* y, float s, const float* x, int n) {
+  for (int i = 0; i < n; i++) y[i] += s * x[i];
+}
+
+}  // namespace
+
+const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, gemm_rows, 4, to_f32, dot, axpy};
+
+// --- normalisation (one row per token; rows are independent, so threads split them) -------------
+
+void rmsnorm(float* y, const float* x, const float* w, int M, int C, float eps) {
+#pragma omp parallel for schedule(static) if (M > 1)
+  for (int m = 0; m < M; m++) {
+    const float* xm = x + size_t(m) * C;
+    float* ym = y + size_t(m) * C;
+    float ss = 0;
+    for (int i = 0; i < C; i++) ss += xm[i] * xm[i];
+    const float r = 1.0f / std::sqrt(ss / C + eps);  // 1 / rms(x)
+    for (int i = 0; i < C; i++) ym[i] = xm[i] * r * w[i];
+  }
+}
+
+void layernorm(float* y, const float* x, const float* w, const float* b, int M, int C, float eps) {
+#pragma omp parallel for schedule(static) if (M > 1)
+  for (int m = 0; m < M; m++) {
+    const float* xm = x + size_t(m) * C;
+    float* ym = y + size_t(m) * C;
+    float mean = 0, var = 0;
+    for (int i = 0; i < C; i++) mean += xm[i];
+    mean /= C;
+    for (int i = 0; i < C; i++) var += (xm[i] - mean) * (xm[i] - mean);  // two passes: no cancellation
+    const float r = 1.0f / std::sqrt(var / C + eps);
+    for (int i = 0; i < C; i++) ym[i] = (xm[i] - mean) * r * w[i] + b[i];
+  }
+}
+
+// --- elementwise ---------------------------------------------------------------------------------
+
+void add_inplace(float* __restrict y, const float* __restrict x, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+void gelu_tanh_inplace(float* x, size_t n) {
+  const float s = 0.7978845608028654f;  // √(2/π)
+#pragma omp parallel for schedule(static) if (n > (1u << 16))
+  for (size_t i = 0; i < n; i++) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(s * (v + 0.044715f * v * v * v)));
+  }
+}
+
+void swiglu(float* h, const float* gate, const float* up, size_t n) {
+#pragma omp parallel for schedule(static) if (n > (1u << 16))
+  for (size_t i = 0; i < n; i++) h[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];  // g·σ(g)·u
+}
+
+void softmax_inplace(float* x, int n) {
+  float mx = x[0];  // subtracting the max keeps every exp ≤ 1 (no overflow)
+  for (int i = 1; i < n; i++) mx = std::max(mx, x[i]);
+  float s = 0;
+  for (int i = 0; i < n; i++) s += (x[i] = std::exp(x[i] - mx));
+  const float inv = 1.0f / s;
+  for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+// --- embeddings and positions --------------------------------------------------------------------
+
+void embedding_row(float* out, const void* table, DType dt, int64_t id, int C) {
+  const uint8_t* row = static_cast<const uint8_t*>(table) + size_t(id) * C * dtype_size(dt);
+  isa_kernels().to_f32(out, row, dt, size_t(C));
+}
+
+// Pair i of every head, (x[2i], x[2i+1]), turns by the angle pos·freq with
+// freq = 1 / theta^(2i/HS) (llama2.c). The HS/2 angles are the same for every head, so their
+// cos/sin are computed once per call.
+void rope(float* x, int n_heads, int head_dim, int pos, float theta) {
+  const int P = head_dim / 2;
+  std::vector<float> cs(size_t(2 * P));  // cs[2i] = cos, cs[2i+1] = sin of pair i's angle
+  for (int i = 0; i < P; i++) {
+    const float freq = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
+    const float a = float(pos) * freq;
+    cs[2 * i] = std::cos(a);
+    cs[2 * i + 1] = std::sin(a);
+  }
+  for (int h = 0; h < n_heads; h++) {
+    float* xh = x + size_t(h) * head_dim;
+    for (int i = 0; i < P; i++) {
+      const float c = cs[2 * i], s = cs[2 * i + 1];
+      const float x0 = xh[2 * i], x1 = xh[2 * i + 1];
+      xh[2 * i] = x0 * c - x1 * s;
+      xh[2 * i + 1] = x0 * s + x1 * c;
+    }
+  }
+}
+
+}  // namespace orion::cpu

@@ -1,0 +1,48 @@
+// Internal to runtime/cpu: the kernels that exist once per instruction set, and the table that
+// dispatch.cpp fills with one of them at start-up.
+//
+// Every function here is single-threaded; the OpenMP loops that split the work live in
+// dispatch.cpp and gemm.cpp, so the three versions differ only in how they vectorise.
+//
+// Determinism rule: for a given ISA, the order in which each output element is summed depends only
+// on the sizes (K, n), never on which rows a call is given. That is what makes a matmul split over
+// 1 or 2 threads give bit-identical results.
+#pragma once
+#include <cstddef>
+
+#include "base/dtype.h"
+#include "runtime/cpu/kernels.h"
+
+namespace orion::cpu {
+
+struct IsaKernels {
+  Isa isa;
+  // Decode rows n0 .. n1−1 of y = x·Wᵀ (+ bias):  y[n] = Σ_k x[k]·W[n, k]
+  //   x: [K] fp32;  W: [N, K] in dtype wt;  y: [N];  bias: [N] or nullptr.
+  void (*matvec_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0,
+                      int n1);
+  // Prefill columns n0 .. n1−1 of y[M, N] = x[M, K]·W[N, K]ᵀ (+ bias), every element summed in
+  // the same order as matvec_rows (so prefill and decode agree bit for bit). `scratch` holds
+  // gemm_rows_step × K floats (f16/bf16 weight rows widened to fp32 once, reused by all M rows).
+  void (*gemm_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N,
+                    int n0, int n1, float* scratch);
+  int gemm_rows_step;  // weight rows per tile of gemm_rows; threads split N in multiples of it
+  // dst[i] = fp32(src[i]) for i < n (f32, f16 or bf16 source).
+  void (*to_f32)(float* dst, const void* src, DType dt, size_t n);
+  // Σ_i a[i]·b[i], and y[i] += s·x[i]: the two loops of attention over head_dim.
+  float (*dot)(const float* a, const float* b, int n);
+  void (*axpy)(float* y, float s, const float* x, int n);
+};
+
+// One table per instruction set; the AVX tables are only used when the CPU has the instructions.
+extern const IsaKernels kGenericKernels;
+extern const IsaKernels kAvx2Kernels;
+extern const IsaKernels kAvx512Kernels;
+
+// The table in use (set at start-up, or by set_isa).
+const IsaKernels& isa_kernels();
+
+// Prefill: y[M, N] = x[M, K]·W[N, K]ᵀ (+ bias) for M > 1, split over threads (gemm.cpp).
+void matmul_prefill(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N);
+
+}  // namespace orion::cpu

@@ -1,0 +1,316 @@
+// Every CPU kernel against a naive reference written here (plain loops, double accumulation), on
+// every instruction set this CPU has, for sizes that are not multiples of any vector width.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/dtype.h"
+#include "runtime/cpu/kernels.h"
+
+namespace orion::cpu {
+namespace {
+
+// The instruction sets this CPU can run; each test loops over them.
+std::vector<Isa> available_isas() {
+  std::vector<Isa> out;
+  const Isa before = active_isa();
+  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512})
+    if (set_isa(isa)) out.push_back(isa);
+  set_isa(before);
+  return out;
+}
+
+// Restores the start-up instruction set and thread count when a test ends.
+struct RestoreIsa {
+  Isa isa = active_isa();
+  int threads = num_threads();
+  ~RestoreIsa() { set_isa(isa), set_num_threads(threads); }
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& f : v) f = u(rng);
+  return v;
+}
+
+// A weight matrix stored in dtype dt, and the fp32 values the kernels must see (each stored
+// element converted with base/dtype.h, the same conversion the kernels are held to).
+struct Weights {
+  DType dt;
+  std::vector<uint8_t> bytes;
+  std::vector<float> f32;
+};
+
+Weights make_weights(DType dt, size_t n, uint32_t seed) {
+  Weights w{dt, std::vector<uint8_t>(n * dtype_size(dt)), random_floats(n, seed)};
+  for (size_t i = 0; i < n; i++) {
+    if (dt == DType::F32) std::memcpy(&w.bytes[i * 4], &w.f32[i], 4);
+    if (dt == DType::F16 || dt == DType::BF16) {
+      const uint16_t h = dt == DType::F16 ? f32_to_f16(w.f32[i]) : f32_to_bf16(w.f32[i]);
+      std::memcpy(&w.bytes[i * 2], &h, 2);
+      w.f32[i] = dt == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+  }
+  return w;
+}
+
+// --- matmul --------------------------------------------------------------------------------------
+
+// y[m, n] = Σ_k x[m, k]·W[n, k] + bias[n], in double. `mag` gets Σ_k |x·W| + |bias|, the scale
+// against which float rounding is measured (a relative error of the sum would blow up when the
+// terms cancel).
+void matmul_ref(std::vector<double>& y, std::vector<double>& mag, const std::vector<float>& x,
+                const std::vector<float>& W, const float* bias, int M, int K, int N) {
+  y.assign(size_t(M) * N, 0), mag.assign(size_t(M) * N, 0);
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) {
+      double s = bias ? bias[n] : 0, a = bias ? std::fabs(bias[n]) : 0;
+      for (int k = 0; k < K; k++) {
+        const double p = double(x[size_t(m) * K + k]) * double(W[size_t(n) * K + k]);
+        s += p, a += std::fabs(p);
+      }
+      y[size_t(m) * N + n] = s, mag[size_t(m) * N + n] = a;
+    }
+}
+
+TEST(Kernels, MatmulMatchesReferenceEveryIsaDtypeAndShape) {
+  RestoreIsa restore;
+  const int Ms[] = {1, 3, 17};
+  const int Ks[] = {1, 7, 16, 33, 100, 773};
+  const int Ns[] = {1, 5, 17, 67};
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (DType dt : {DType::F32, DType::F16, DType::BF16})
+      for (int M : Ms)
+        for (int K : Ks)
+          for (int N : Ns)
+            for (bool with_bias : {false, true}) {
+              const Weights W = make_weights(dt, size_t(N) * K, uint32_t(K * 131 + N));
+              const std::vector<float> x = random_floats(size_t(M) * K, uint32_t(M + K));
+              const std::vector<float> b = random_floats(size_t(N), 7);
+              const float* bias = with_bias ? b.data() : nullptr;
+              std::vector<float> y(size_t(M) * N, NAN);
+              matmul(y.data(), x.data(), W.bytes.data(), dt, bias, M, K, N);
+              std::vector<double> ref, mag;
+              matmul_ref(ref, mag, x, W.f32, bias, M, K, N);
+              for (size_t i = 0; i < y.size(); i++)
+                ASSERT_NEAR(y[i], ref[i], 1e-5 * mag[i] + 1e-30)
+                    << isa_name(isa) << " " << dtype_name(dt) << " M=" << M << " K=" << K << " N=" << N
+                    << " bias=" << with_bias << " i=" << i;
+            }
+  }
+}
+
+// Greedy generation must not depend on the thread count, so neither may one bit of a matmul.
+TEST(Kernels, MatmulBitIdenticalForOneAndTwoThreads) {
+  RestoreIsa restore;
+  struct Shape { int M, K, N; };
+  const Shape shapes[] = {{1, 773, 1001}, {1, 768, 2048}, {3, 100, 517}, {17, 773, 1001}, {64, 768, 2048}};
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (DType dt : {DType::F32, DType::F16, DType::BF16})
+      for (const Shape& s : shapes) {
+        const Weights W = make_weights(dt, size_t(s.N) * s.K, 3);
+        const std::vector<float> x = random_floats(size_t(s.M) * s.K, 4), b = random_floats(size_t(s.N), 5);
+        std::vector<float> y1(size_t(s.M) * s.N), y2(y1.size());
+        set_num_threads(1);
+        matmul(y1.data(), x.data(), W.bytes.data(), dt, b.data(), s.M, s.K, s.N);
+        set_num_threads(2);
+        matmul(y2.data(), x.data(), W.bytes.data(), dt, b.data(), s.M, s.K, s.N);
+        EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * 4), 0)
+            << isa_name(isa) << " " << dtype_name(dt) << " M=" << s.M << " K=" << s.K << " N=" << s.N;
+      }
+  }
+}
+
+// A token gives the same logits whether it went through prefill (M > 1) or decode (M = 1).
+TEST(Kernels, PrefillRowsEqualDecodeBitForBit) {
+  RestoreIsa restore;
+  const int M = 9, K = 773, N = 131;
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+      const Weights W = make_weights(dt, size_t(N) * K, 21);
+      const std::vector<float> x = random_floats(size_t(M) * K, 22), b = random_floats(size_t(N), 23);
+      std::vector<float> yp(size_t(M) * N), yd(size_t(M) * N);
+      matmul(yp.data(), x.data(), W.bytes.data(), dt, b.data(), M, K, N);
+      for (int m = 0; m < M; m++)
+        matmul(yd.data() + size_t(m) * N, x.data() + size_t(m) * K, W.bytes.data(), dt, b.data(), 1, K, N);
+      EXPECT_EQ(std::memcmp(yp.data(), yd.data(), yp.size() * 4), 0) << isa_name(isa) << " " << dtype_name(dt);
+    }
+  }
+}
+
+// --- normalisation and elementwise -------------------------------------------------------------
+
+TEST(Kernels, RmsnormAndLayernorm) {
+  RestoreIsa restore;
+  const int M = 3, C = 37;
+  const float eps = 1e-5f;
+  const std::vector<float> x = random_floats(size_t(M) * C, 1, -2, 3), w = random_floats(C, 2), b = random_floats(C, 3);
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    std::vector<float> y(x.size()), z(x.size());
+    rmsnorm(y.data(), x.data(), w.data(), M, C, eps);
+    layernorm(z.data(), x.data(), w.data(), b.data(), M, C, eps);
+    for (int m = 0; m < M; m++) {
+      double ss = 0, mean = 0, var = 0;
+      for (int i = 0; i < C; i++) ss += double(x[m * C + i]) * x[m * C + i], mean += x[m * C + i];
+      mean /= C;
+      for (int i = 0; i < C; i++) var += (x[m * C + i] - mean) * (x[m * C + i] - mean);
+      for (int i = 0; i < C; i++) {
+        const double r = x[m * C + i] / std::sqrt(ss / C + eps) * w[i];
+        const double l = (x[m * C + i] - mean) / std::sqrt(var / C + eps) * w[i] + b[i];
+        EXPECT_NEAR(y[m * C + i], r, 1e-5 * (1 + std::fabs(r))) << isa_name(isa);
+        EXPECT_NEAR(z[m * C + i], l, 1e-5 * (1 + std::fabs(l))) << isa_name(isa);
+      }
+    }
+  }
+}
+
+TEST(Kernels, Elementwise) {
+  RestoreIsa restore;
+  const size_t n = 1003;
+  const std::vector<float> a = random_floats(n, 1, -6, 6), g = random_floats(n, 2, -8, 8), u = random_floats(n, 3);
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    std::vector<float> y = u;
+    add_inplace(y.data(), a.data(), n);
+    for (size_t i = 0; i < n; i++) EXPECT_EQ(y[i], u[i] + a[i]);
+
+    std::vector<float> gl = a;
+    gelu_tanh_inplace(gl.data(), n);
+    for (size_t i = 0; i < n; i++) {
+      const double v = a[i], r = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      EXPECT_NEAR(gl[i], r, 1e-6 * (1 + std::fabs(r))) << isa_name(isa) << " gelu(" << v << ")";
+    }
+
+    std::vector<float> h(n);
+    swiglu(h.data(), g.data(), u.data(), n);
+    for (size_t i = 0; i < n; i++) {
+      const double r = double(g[i]) / (1 + std::exp(-double(g[i]))) * u[i];
+      EXPECT_NEAR(h[i], r, 1e-6 * (1 + std::fabs(r))) << isa_name(isa);
+    }
+
+    for (int len : {1, 5, 1003}) {
+      std::vector<float> s(a.begin(), a.begin() + len);
+      for (float& v : s) v *= 10;  // wide range: exercises the max subtraction
+      std::vector<float> sm = s;
+      softmax_inplace(sm.data(), len);
+      double mx = s[0], sum = 0;
+      for (int i = 0; i < len; i++) mx = std::max(mx, double(s[i]));
+      for (int i = 0; i < len; i++) sum += std::exp(s[i] - mx);
+      for (int i = 0; i < len; i++) EXPECT_NEAR(sm[i], std::exp(s[i] - mx) / sum, 1e-6) << isa_name(isa);
+    }
+  }
+}
+
+// --- embeddings and positions --------------------------------------------------------------------
+
+TEST(Kernels, EmbeddingRowConvertsExactly) {
+  RestoreIsa restore;
+  const int rows = 5, C = 37;
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+      const Weights T = make_weights(dt, size_t(rows) * C, 11);
+      std::vector<float> out(C);
+      for (int id : {0, 3, 4}) {
+        embedding_row(out.data(), T.bytes.data(), dt, id, C);
+        for (int i = 0; i < C; i++) EXPECT_EQ(out[i], T.f32[size_t(id) * C + i]) << isa_name(isa) << dtype_name(dt);
+      }
+    }
+  }
+}
+
+TEST(Kernels, RopeMatchesLlama2c) {
+  RestoreIsa restore;
+  const int NH = 3, HS = 10;
+  const float theta = 10000.0f;
+  const std::vector<float> x0 = random_floats(size_t(NH) * HS, 9);
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (int pos : {0, 1, 7, 300}) {
+      std::vector<float> x = x0;
+      rope(x.data(), NH, HS, pos, theta);
+      for (int h = 0; h < NH; h++)
+        for (int i = 0; i < HS; i += 2) {
+          // llama2.c's float formula, element by element: the kernel must equal it bit for bit.
+          const float freq = 1.0f / powf(theta, float(i) / float(HS)), a = float(pos) * freq;
+          const float c = cosf(a), s = sinf(a), v0 = x0[h * HS + i], v1 = x0[h * HS + i + 1];
+          EXPECT_EQ(x[h * HS + i], v0 * c - v1 * s) << isa_name(isa) << " pos=" << pos;
+          EXPECT_EQ(x[h * HS + i + 1], v0 * s + v1 * c) << isa_name(isa) << " pos=" << pos;
+          // And the rotation itself, in double (the float angle drifts by ~pos·1e-7 rad).
+          const double ad = pos * std::pow(double(theta), -double(i) / HS);
+          EXPECT_NEAR(x[h * HS + i], v0 * std::cos(ad) - v1 * std::sin(ad), 1e-6 * (1 + pos));
+        }
+    }
+  }
+}
+
+// --- attention -----------------------------------------------------------------------------------
+
+TEST(Kernels, AttentionCausalGqa) {
+  RestoreIsa restore;
+  struct Case { int T, pos0, NH, NKV, HS; };
+  const Case cases[] = {{1, 0, 4, 4, 16}, {1, 9, 4, 2, 20}, {5, 0, 6, 2, 20}, {5, 7, 4, 1, 67}, {3, 2, 2, 2, 64}};
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (const Case& c : cases) {
+      const int L = c.pos0 + c.T, Q = c.NH * c.HS, KV = c.NKV * c.HS, stride = KV + 3;  // padded rows
+      const std::vector<float> q = random_floats(size_t(c.T) * Q, 1, -2, 2);
+      const std::vector<float> k = random_floats(size_t(L) * stride, 2, -2, 2), v = random_floats(size_t(L) * stride, 3);
+      std::vector<float> out(size_t(c.T) * Q, NAN);
+      attention(out.data(), q.data(), k.data(), v.data(), c.T, c.pos0, c.NH, c.NKV, c.HS, stride);
+      for (int t = 0; t < c.T; t++)
+        for (int h = 0; h < c.NH; h++) {
+          const int kvh = h / (c.NH / c.NKV), len = c.pos0 + t + 1;
+          std::vector<double> att(len);
+          double mx = -1e300, sum = 0;
+          for (int p = 0; p < len; p++) {
+            double s = 0;
+            for (int i = 0; i < c.HS; i++) s += double(q[t * Q + h * c.HS + i]) * k[p * stride + kvh * c.HS + i];
+            att[p] = s / std::sqrt(double(c.HS)), mx = std::max(mx, att[p]);
+          }
+          for (int p = 0; p < len; p++) sum += (att[p] = std::exp(att[p] - mx));
+          for (int i = 0; i < c.HS; i++) {
+            double o = 0;
+            for (int p = 0; p < len; p++) o += att[p] / sum * v[p * stride + kvh * c.HS + i];
+            ASSERT_NEAR(out[t * Q + h * c.HS + i], o, 1e-5)
+                << isa_name(isa) << " T=" << c.T << " pos0=" << c.pos0 << " h=" << h << " i=" << i;
+          }
+        }
+    }
+  }
+}
+
+// --- threads, instruction sets, bandwidth ----------------------------------------------------------
+
+TEST(Kernels, ThreadsAndIsaControls) {
+  RestoreIsa restore;
+  set_num_threads(1);
+  EXPECT_EQ(num_threads(), 1);
+  set_num_threads(0);
+  EXPECT_EQ(num_threads(), omp_get_num_procs());
+  EXPECT_TRUE(set_isa(Isa::Generic));
+  EXPECT_EQ(active_isa(), Isa::Generic);
+  EXPECT_STREQ(isa_name(Isa::Generic), "generic");
+  EXPECT_STREQ(isa_name(Isa::Avx2), "avx2");
+  EXPECT_STREQ(isa_name(Isa::Avx512), "avx512");
+  for (Isa isa : available_isas()) EXPECT_EQ(set_isa(isa) && active_isa() == isa, true);
+}
+
+TEST(Kernels, StreamTriadReportsAPlausibleBandwidth) {
+  const double bw = stream_triad_bandwidth(4u << 20, 3);
+  EXPECT_GT(bw, 1e8);   // > 0.1 GB/s
+  EXPECT_LT(bw, 1e13);  // < 10 TB/s
+}
+
+}  // namespace
+}  // namespace orion::cpu
