@@ -1,0 +1,115 @@
+// Tensor views over mapped files, the copies that cannot be views (transposes, the Hugging Face
+// q/k permutation, misaligned data), and dtype-converting tensor writes.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "model/io/io_internal.h"
+
+namespace orion::io {
+
+Tensor view_or_copy(ModelWeights& w, const void* data, DType dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.data = data;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  if (reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) == 0) return t;
+  return w.copy_as(t, dtype);  // a same-dtype copy into 64-byte-aligned memory
+}
+
+Tensor vector_f32(ModelWeights& w, const void* data, DType dtype, int64_t n) {
+  Tensor t = view_or_copy(w, data, dtype, {n});
+  return t.dtype == DType::F32 ? t : w.copy_as(t, DType::F32);
+}
+
+Tensor transposed(ModelWeights& w, const Tensor& t) {
+  ORION_CHECK(t.shape.size() == 2, "transpose of a {}-D tensor", t.shape.size());
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  const size_t es = dtype_size(t.dtype);
+  void* p;
+  Tensor out = w.alloc_tensor({cols, rows}, t.dtype, &p);
+  const uint8_t* src = static_cast<const uint8_t*>(t.data);
+  uint8_t* dst = static_cast<uint8_t*>(p);
+  // out[c][r] = t[r][c]; walk the source row by row so reads stay sequential.
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++)
+      std::memcpy(dst + (size_t(c) * rows + r) * es, src + (size_t(r) * cols + c) * es, es);
+  return out;
+}
+
+Tensor row_slice(const Tensor& t, int64_t begin, int64_t count) {
+  ORION_CHECK(t.shape.size() == 2 && begin >= 0 && begin + count <= t.shape[0], "bad row slice");
+  Tensor s = t;
+  s.shape = {count, t.shape[1]};
+  s.data = static_cast<const uint8_t*>(t.data) + size_t(begin) * size_t(t.shape[1]) * dtype_size(t.dtype);
+  return s;
+}
+
+Tensor vec_slice(const Tensor& t, int64_t begin, int64_t count) {
+  ORION_CHECK(t.shape.size() == 1 && begin >= 0 && begin + count <= t.shape[0], "bad vector slice");
+  Tensor s = t;
+  s.shape = {count};
+  s.data = static_cast<const uint8_t*>(t.data) + size_t(begin) * dtype_size(t.dtype);
+  return s;
+}
+
+namespace {
+// Copies rows between the two layouts of one head-blocked matrix: for every head h, pair index i
+// and member j, row (h·HS + 2i + j) of the interleaved layout ⇄ row (h·HS + j·HS/2 + i) of the
+// rotate-half layout.
+Tensor permute_rows(ModelWeights& w, const Tensor& t, int n_heads, bool to_hf) {
+  ORION_CHECK(t.shape.size() == 2 && n_heads > 0 && t.shape[0] % (2 * n_heads) == 0,
+              "q/k permutation of [{}] with {} heads", fmt::join(t.shape, ", "), n_heads);
+  const int64_t HS = t.shape[0] / n_heads, half = HS / 2;
+  const size_t row_bytes = size_t(t.shape[1]) * dtype_size(t.dtype);
+  void* p;
+  Tensor out = w.alloc_tensor(t.shape, t.dtype, &p);
+  const uint8_t* src = static_cast<const uint8_t*>(t.data);
+  uint8_t* dst = static_cast<uint8_t*>(p);
+  for (int64_t h = 0; h < n_heads; h++)
+    for (int64_t i = 0; i < half; i++)
+      for (int64_t j = 0; j < 2; j++) {
+        int64_t interleaved = h * HS + 2 * i + j, rotate_half = h * HS + j * half + i;
+        int64_t from = to_hf ? interleaved : rotate_half, to = to_hf ? rotate_half : interleaved;
+        std::memcpy(dst + size_t(to) * row_bytes, src + size_t(from) * row_bytes, row_bytes);
+      }
+  return out;
+}
+}  // namespace
+
+Tensor hf_permute_rows(ModelWeights& w, const Tensor& t, int n_heads) { return permute_rows(w, t, n_heads, true); }
+Tensor hf_unpermute_rows(ModelWeights& w, const Tensor& t, int n_heads) { return permute_rows(w, t, n_heads, false); }
+
+void write_as(FileWriter& out, const Tensor& t, DType dtype) {
+  const size_t n = size_t(t.numel());
+  if (t.dtype == dtype) {
+    out.write(t.data, n * dtype_size(dtype));
+    return;
+  }
+  // Convert in chunks of 1M elements so that writing a large model needs no second copy of it.
+  constexpr size_t chunk = size_t(1) << 20;
+  std::vector<uint8_t> buf(std::min(n, chunk) * dtype_size(dtype));
+  const uint8_t* src = static_cast<const uint8_t*>(t.data);
+  for (size_t at = 0; at < n; at += chunk) {
+    size_t k = std::min(chunk, n - at);
+    convert_dtype(src + at * dtype_size(t.dtype), t.dtype, buf.data(), dtype, k);
+    out.write(buf.data(), k * dtype_size(dtype));
+  }
+}
+
+void rope_tables(const ModelConfig& c, std::vector<float>* real, std::vector<float>* imag) {
+  const int HS = c.head_dim(), half = HS / 2;
+  real->assign(size_t(c.seq_len) * half, 0.0f);
+  imag->assign(size_t(c.seq_len) * half, 0.0f);
+  for (int t = 0; t < c.seq_len; t++)
+    for (int i = 0; i < half; i++) {
+      // Computed in fp32 like PyTorch's float32 tables (llama2.c's model.py precompute_freqs_cis).
+      float freq = 1.0f / std::pow(c.rope_theta, float(2 * i) / float(HS));
+      float angle = float(t) * freq;
+      (*real)[size_t(t) * half + i] = std::cos(angle);
+      (*imag)[size_t(t) * half + i] = std::sin(angle);
+    }
+}
+
+}  // namespace orion::io
