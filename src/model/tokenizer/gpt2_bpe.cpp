@@ -158,10 +158,11 @@ void Gpt2BpeTokenizer::bpe(std::string_view word, std::vector<int>& out) const {
     heap.pop();
     Symbol& left = sym[c.left];
     if (left.id != c.left_id || left.next < 0 || sym[left.next].id != c.right_id) continue;  // stale
-    const Symbol right = sym[left.next];
+    Symbol& right = sym[left.next];
     left.id = merges_.at(pair_key(c.left_id, c.right_id)).result;
     left.next = right.next;
     if (right.next >= 0) sym[right.next].prev = c.left;
+    right.id = -1;  // dead: candidates that start at it are stale
     push_pair(left.prev);
     push_pair(c.left);
   }

@@ -9,6 +9,7 @@ namespace orion {
 namespace {
 
 constexpr int kBosId = 1;
+constexpr int kEosId = 2;
 constexpr int kByteFallbackOffset = 3;      // <0x00> is id 3
 constexpr float kMinMergeScore = -1e10f;    // run.c's starting "best score"
 
@@ -145,6 +146,9 @@ void Llama2cTokenizer::check_id(int id) const {
 
 std::string Llama2cTokenizer::decode_token(int prev, int id) const {
   check_id(id);
+  // BOS and EOS mark sequence boundaries; they are not text. (run.c never prints BOS: generation
+  // stops there. Their pieces "\n<s>\n" and "\n</s>\n" would only put noise in decoded text.)
+  if (id == kBosId || id == kEosId) return "";
   const std::string& p = pieces_[id];
   if (prev == kBosId && !p.empty() && p[0] == ' ') return p.substr(1);
   return decoded_[id];

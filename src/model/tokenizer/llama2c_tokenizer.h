@@ -11,7 +11,8 @@
 //      byte-fallback token per byte, id byte + 3 (ids 3..258 are <0x00>..<0xFF>);
 //   3. repeatedly merge the adjacent pair whose concatenation is a piece with the highest score
 //      (the leftmost pair on ties; scores at or below -1e10 never merge) until none is left.
-// Decoding: a piece that follows BOS loses its leading space; a piece <0xXX> is the raw byte XX.
+// Decoding: a piece that follows BOS loses its leading space; a piece <0xXX> is the raw byte XX;
+// BOS and EOS themselves decode to nothing (they delimit sequences, run.c never prints them).
 #pragma once
 #include <string>
 #include <unordered_map>
