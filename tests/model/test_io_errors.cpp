@@ -254,7 +254,7 @@ TEST(ModelIoErrors, ConfigJsonUnsupportedOrBroken) {
 TEST(ModelIoErrors, MissingFileAndEmptyFolder) {
   std::string dir = test::temp_dir();
   expect_input_error([&] { load_model(dir + "/nope.bin"); }, dir + "/nope.bin", {"cannot open"});
-  expect_input_error([&] { load_model(dir); }, dir, {"config.json"});
+  expect_input_error([&] { load_model(dir); }, dir, {"no model.safetensors"});
 }
 
 }  // namespace

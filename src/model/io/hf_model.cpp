@@ -35,16 +35,27 @@ struct HfPaths {
   std::string weights, config;
 };
 
+// The weights file of a folder: model.safetensors, or else the folder's only *.safetensors.
+std::string weights_in(const fs::path& dir) {
+  fs::path st = dir / "model.safetensors";
+  if (file_exists(st.string())) return st.string();
+  if (file_exists((dir / "model.safetensors.index.json").string()))
+    throw_input_error(dir.string(), "sharded checkpoints (model.safetensors.index.json) are not supported yet", {}, -1,
+                      "merge the shards into one model.safetensors");
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec))
+    if (e.path().extension() == ".safetensors") found.push_back(e.path().string());
+  if (found.size() == 1) return found[0];
+  throw_input_error(dir.string(), found.empty() ? "no model.safetensors in this folder"
+                                                : "several *.safetensors files and no model.safetensors", {}, -1,
+                    "pass the path of the .safetensors file to read");
+}
+
 HfPaths resolve(const std::string& path) {
   fs::path p(path);
-  if (is_directory(path)) {
-    std::string st = (p / "model.safetensors").string();
-    if (!file_exists(st) && file_exists((p / "model.safetensors.index.json").string()))
-      throw_input_error(path, "sharded checkpoints (model.safetensors.index.json) are not supported yet", {}, -1,
-                        "merge the shards into one model.safetensors");
-    return {st, (p / "config.json").string()};
-  }
-  if (p.filename() == "config.json") return {(p.parent_path() / "model.safetensors").string(), path};
+  if (is_directory(path)) return {weights_in(p), (p / "config.json").string()};
+  if (p.filename() == "config.json") return {weights_in(p.parent_path()), path};
   return {path, (p.parent_path() / "config.json").string()};
 }
 

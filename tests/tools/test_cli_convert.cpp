@@ -1,0 +1,100 @@
+// `orion convert` and `orion info` through the real binary.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "../model/test_io_util.h"
+#include "base/file.h"
+#include "model/io/model_io.h"
+#include "support.h"
+
+namespace orion {
+namespace {
+
+std::string llama_bin(const std::string& dir, bool tied = false) {
+  std::string p = dir + "/stories.bin";
+  save_model(test::random_model(test::tiny_llama(tied), 41), p, ModelFormat::Llama2c);
+  return p;
+}
+
+TEST(CliConvert, Llama2cToSafetensorsAndBack) {
+  std::string dir = test::temp_dir(), in = llama_bin(dir), out, err;
+  ASSERT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/hf --dtype bf16", &out, &err), 0) << err;
+  EXPECT_NE(out.find("safetensors"), std::string::npos) << out;
+  EXPECT_NE(out.find("bf16"), std::string::npos) << out;
+  ModelWeights hf = load_model(dir + "/hf");
+  EXPECT_EQ(hf.matrix_dtype(), DType::BF16);
+  test::expect_same_weights(load_model(in), hf, DType::BF16, DType::F32);
+  // Back to llama2.c (guessed from ".bin" and the Llama architecture), exactly the first file when f32.
+  ASSERT_EQ(test::run_orion("convert --in " + dir + "/hf --out " + dir + "/back.bin", &out, &err), 0) << err;
+  EXPECT_EQ(detect_format(dir + "/back.bin"), ModelFormat::Llama2c);
+  ASSERT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/hf32 --to safetensors", &out, &err), 0) << err;
+  ASSERT_EQ(test::run_orion("convert --in " + dir + "/hf32 --out " + dir + "/again.bin --to llama2c", &out, &err), 0);
+  EXPECT_EQ(test::slurp(in), test::slurp(dir + "/again.bin"));
+}
+
+TEST(CliConvert, LlmcToSafetensorsAndV1) {
+  std::string dir = test::temp_dir(), in = dir + "/gpt2_124M.bin", out, err;
+  ModelWeights w = test::random_model(test::tiny_gpt2(), 42);
+  save_model(w, in, ModelFormat::LlmC);
+  ASSERT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/gpt2.safetensors", &out, &err), 0) << err;
+  EXPECT_TRUE(file_exists(dir + "/config.json"));
+  test::expect_same_weights(w, load_model(dir + "/gpt2.safetensors"), DType::F32, DType::F32, 300);
+  ASSERT_EQ(test::run_orion("convert --in " + dir + "/gpt2.safetensors --out " + dir + "/bf16.bin --dtype bf16", &out, &err), 0)
+      << err;
+  EXPECT_EQ(test::peek<int32_t>(dir + "/bf16.bin", 4), 5);  // llm.c version 5 = bf16
+  std::string l = llama_bin(dir, true);
+  ASSERT_EQ(test::run_orion("convert --in " + l + " --out " + dir + "/v1.bin --to llama2c-v1", &out, &err), 0) << err;
+  EXPECT_EQ(detect_format(dir + "/v1.bin"), ModelFormat::Llama2cV1);
+  test::expect_same_weights(load_model(l), load_model(dir + "/v1.bin"));
+}
+
+TEST(CliConvert, RefusesImpossibleConversionsClearly) {
+  std::string dir = test::temp_dir(), in = dir + "/gpt2.bin", out, err;
+  save_model(test::random_model(test::tiny_gpt2(), 43), in, ModelFormat::LlmC);
+  EXPECT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/x.bin --to llama2c", &out, &err), 2);
+  EXPECT_NE(err.find("gpt2 model cannot be written as llama2c"), std::string::npos) << err;
+  EXPECT_FALSE(file_exists(dir + "/x.bin"));
+  EXPECT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/x.gguf", &out, &err), 2);
+  EXPECT_NE(err.find("--to"), std::string::npos) << err;
+  EXPECT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/y --dtype f8", &out, &err), 2);
+  EXPECT_NE(err.find("unknown dtype 'f8'"), std::string::npos) << err;
+  EXPECT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/y --to onnx", &out, &err), 2);
+  EXPECT_NE(err.find("unknown format 'onnx'"), std::string::npos) << err;
+}
+
+TEST(CliConvert, BadInputIsOneLineNamingTheFile) {
+  std::string dir = test::temp_dir(), in = llama_bin(dir), out, err;
+  std::filesystem::resize_file(in, 1000);
+  EXPECT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/hf", &out, &err), 3);
+  EXPECT_NE(err.find(in), std::string::npos) << err;
+  EXPECT_NE(err.find("the file has 1000 bytes"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_FALSE(file_exists(dir + "/hf"));
+}
+
+TEST(CliInfo, DescribesModel) {
+  std::string dir = test::temp_dir(), in = llama_bin(dir), out, err;
+  ASSERT_EQ(test::run_orion("info --model " + in + " --tensors", &out, &err), 0) << err;
+  ModelConfig c = test::tiny_llama(false);
+  EXPECT_NE(out.find("format:     llama2c"), std::string::npos) << out;
+  EXPECT_NE(out.find(c.describe()), std::string::npos) << out;
+  EXPECT_NE(out.find("f32 matrices"), std::string::npos) << out;
+  EXPECT_NE(out.find(std::to_string(c.num_params())), std::string::npos) << out;
+  EXPECT_NE(out.find(std::to_string(std::filesystem::file_size(in)) + " on disk"), std::string::npos) << out;
+  EXPECT_NE(out.find("layers.1.wk"), std::string::npos) << out;
+  EXPECT_EQ(test::run_orion("info --model " + dir + "/missing.bin", &out, &err), 3);
+  EXPECT_NE(err.find("missing.bin"), std::string::npos) << err;
+}
+
+TEST(CliConvert, HelpExplainsFormats) {
+  std::string out;
+  EXPECT_EQ(test::run_orion("convert --help", &out), 0);
+  for (const char* s : {"--in", "--out", "--to", "--dtype", "llama2c-v1", "safetensors", "llmc"})
+    EXPECT_NE(out.find(s), std::string::npos) << s;
+  EXPECT_EQ(test::run_orion("info --help", &out), 0);
+  EXPECT_NE(out.find("--model"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace orion
