@@ -1,8 +1,10 @@
 // orion generate: text from a model file and its tokenizer, streamed to stdout; speed to stderr.
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "infer/generate.h"
 #include "model/io/model_io.h"
 #include "model/tokenizer/tokenizer.h"
@@ -35,6 +37,8 @@ std::string find_tokenizer_beside(const std::string& model_path) {
 
 void run_generate(const GenerateArgs& a) {
   a.threads.apply();
+  if (!file_exists(a.model))
+    throw_input_error(a.model, "no such file or folder", {}, -1, "pass the path of a model file (--model)");
   std::string tok_path = a.tokenizer.empty() ? find_tokenizer_beside(a.model) : a.tokenizer;
   auto tokenizer = load_tokenizer(tok_path);
   LoadOptions lo;
@@ -60,6 +64,10 @@ void run_generate(const GenerateArgs& a) {
   int prev = prompt.back();
   GenerateStats st = generate(model, prompt, go, [&](int id) {
     std::string piece = tokenizer->decode_token(prev, id);
+    // A lone ASCII control byte (a raw-byte token such as <0x10>) would garble the terminal; it is
+    // dropped, as llama2.c does. Bytes ≥ 0x80 are kept: they are parts of UTF-8 characters.
+    bool control = piece.size() == 1 && (uint8_t(piece[0]) < 0x20 || piece[0] == 0x7f) && !std::isspace(uint8_t(piece[0]));
+    if (control) piece.clear();
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     prev = id;
