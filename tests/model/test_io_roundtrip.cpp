@@ -62,6 +62,13 @@ TEST(ModelIo, Llama2cLegacyLayoutHasHeaderAndRealRopeTables) {
   EXPECT_NEAR(test::peek<float>(path, freq_at + 4 * (T * HS / 2 + 5 * HS / 2 + 3)), std::sin(angle), 1e-6);
   // The first embedding value is the first float after the header: the data is in place.
   EXPECT_EQ(test::peek<float>(path, 28), w.tok_emb.f32()[0]);
+  // Zero-copy: loaded tensors point into one mapping, at their file offsets.
+  ModelWeights r = load_model(path);
+  auto offset = [&](const Tensor& t) { return static_cast<const char*>(t.data) - static_cast<const char*>(r.tok_emb.data); };
+  EXPECT_EQ(offset(r.layers[0].wq), ptrdiff_t(4 * (V * C + L * C)));
+  EXPECT_EQ(offset(r.layers[1].w3), ptrdiff_t(4 * (V * C + L * C + L * C * C + 2 * L * KV * C + L * C * C + L * C +
+                                                   2 * L * C * H + C * H)));
+  EXPECT_EQ(offset(r.classifier), ptrdiff_t(freq_at - 28 + 4 * T * HS));
 }
 
 TEST(ModelIo, Llama2cWithoutRopeTablesIsAccepted) {
@@ -101,6 +108,27 @@ TEST(ModelIo, SafetensorsLlamaEveryDtype) {
       EXPECT_EQ(r.layers[0].wv.dtype, dt);
       expect_same_weights(w, r);
     }
+}
+
+TEST(ModelIo, SafetensorsMatricesAreViewsAtTheirOffsets) {
+  // v_proj, o_proj and the MLP need no rearranging, so they are views into the mapping: the distance
+  // between two of them in memory equals the distance of their data_offsets in the file.
+  for (DType dt : {DType::F32, DType::BF16}) {
+    ModelWeights w = random_model(tiny_llama(false), 20, dt);
+    std::string dir = test::temp_dir() + "/hf";
+    save_model(w, dir, ModelFormat::Safetensors);
+    std::string st = test::slurp(dir + "/model.safetensors");
+    uint64_t n;
+    std::memcpy(&n, st.data(), 8);
+    auto h = nlohmann::json::parse(st.substr(8, n));
+    auto begin = [&](const char* name) { return h[name]["data_offsets"][0].get<ptrdiff_t>(); };
+    ModelWeights r = load_model(dir);
+    auto at = [](const Tensor& t) { return static_cast<const char*>(t.data); };
+    EXPECT_EQ(at(r.layers[1].wo) - at(r.layers[0].wv),
+              begin("model.layers.1.self_attn.o_proj.weight") - begin("model.layers.0.self_attn.v_proj.weight"));
+    EXPECT_EQ(at(r.classifier) - at(r.layers[1].w2),
+              begin("lm_head.weight") - begin("model.layers.1.mlp.down_proj.weight"));
+  }
 }
 
 TEST(ModelIo, SafetensorsGpt2EveryDtype) {

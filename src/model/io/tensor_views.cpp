@@ -23,18 +23,29 @@ Tensor vector_f32(ModelWeights& w, const void* data, DType dtype, int64_t n) {
   return t.dtype == DType::F32 ? t : w.copy_as(t, DType::F32);
 }
 
+namespace {
+// dst[c][r] = src[r][c] for a [rows, cols] matrix of E-sized elements, in 32 × 32 tiles so that
+// both the reads and the writes stay within a few cache lines.
+template <typename E>
+void transpose_tiles(const E* src, E* dst, int64_t rows, int64_t cols) {
+  constexpr int64_t B = 32;
+#pragma omp parallel for schedule(static) if (rows * cols > (int64_t(1) << 18))
+  for (int64_t r0 = 0; r0 < rows; r0 += B)
+    for (int64_t c0 = 0; c0 < cols; c0 += B)
+      for (int64_t r = r0; r < std::min(rows, r0 + B); r++)
+        for (int64_t c = c0; c < std::min(cols, c0 + B); c++) dst[c * rows + r] = src[r * cols + c];
+}
+}  // namespace
+
 Tensor transposed(ModelWeights& w, const Tensor& t) {
   ORION_CHECK(t.shape.size() == 2, "transpose of a {}-D tensor", t.shape.size());
   const int64_t rows = t.shape[0], cols = t.shape[1];
-  const size_t es = dtype_size(t.dtype);
   void* p;
   Tensor out = w.alloc_tensor({cols, rows}, t.dtype, &p);
-  const uint8_t* src = static_cast<const uint8_t*>(t.data);
-  uint8_t* dst = static_cast<uint8_t*>(p);
-  // out[c][r] = t[r][c]; walk the source row by row so reads stay sequential.
-  for (int64_t r = 0; r < rows; r++)
-    for (int64_t c = 0; c < cols; c++)
-      std::memcpy(dst + (size_t(c) * rows + r) * es, src + (size_t(r) * cols + c) * es, es);
+  if (dtype_size(t.dtype) == 4)
+    transpose_tiles(static_cast<const uint32_t*>(t.data), static_cast<uint32_t*>(p), rows, cols);
+  else
+    transpose_tiles(static_cast<const uint16_t*>(t.data), static_cast<uint16_t*>(p), rows, cols);
   return out;
 }
 
