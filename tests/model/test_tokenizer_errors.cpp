@@ -1,0 +1,222 @@
+// Malformed tokenizer files: each gives one orion::Error of kind Input that names the file and the
+// problem — never a crash, never a hang.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "base/file.h"
+#include "model/tokenizer/tokenizer.h"
+#include "support.h"
+
+namespace orion {
+namespace {
+
+using nlohmann::json;
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+std::string slurp(const std::string& path) { return read_text_file(path); }
+
+// Loading `path` fails with an Input error whose line names `named_file` and contains `problem`.
+void expect_input_error(const std::string& path, const std::string& named_file, const std::string& problem) {
+  try {
+    load_tokenizer(path);
+    ADD_FAILURE() << "no error loading " << path;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Input) << e.what();
+    EXPECT_NE(std::string(e.what()).find(named_file), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(problem), std::string::npos) << e.what();
+  }
+}
+
+std::string stories_bin() { return read_text_file(test::data_path("tokenizer/spm_stories/tokenizer.bin")); }
+
+template <typename T>
+std::string pod(T v) {
+  return std::string(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+// ---- llama2.c tokenizer.bin ---------------------------------------------------------------------
+
+TEST(TokenizerErrors, Llama2cEmptyFile) {
+  std::string p = test::temp_dir() + "/tokenizer.bin";
+  write_file(p, "");
+  expect_input_error(p, p, "empty");
+}
+
+TEST(TokenizerErrors, Llama2cTruncatedInsideAToken) {
+  std::string bin = stories_bin();
+  std::string p = test::temp_dir() + "/tokenizer.bin";
+  write_file(p, pod<int32_t>(8) + pod<float>(0) + pod<int32_t>(5) + "ab");  // cut inside a piece
+  expect_input_error(p, p, "runs past the end");
+  write_file(p, bin.substr(0, bin.size() - 3));  // cut inside the last token
+  expect_input_error(p, p, "token 511");
+  write_file(p, bin.substr(0, 4 + 8 + 5 + 3));  // cut inside the second token's score
+  expect_input_error(p, p, "ends inside token 1");
+  write_file(p, bin.substr(0, 2));  // cut inside the header
+  expect_input_error(p, p, "max_token_length");
+}
+
+TEST(TokenizerErrors, Llama2cNegativeAndHugeLengths) {
+  std::string p = test::temp_dir() + "/tokenizer.bin";
+  write_file(p, pod<int32_t>(8) + pod<float>(0) + pod<int32_t>(-5) + "abcd");
+  expect_input_error(p, p, "piece length -5");
+  write_file(p, pod<int32_t>(8) + pod<float>(0) + pod<int32_t>(1 << 30) + "abcd");
+  expect_input_error(p, p, "piece length 1073741824");
+  write_file(p, pod<int32_t>(-1) + pod<float>(0) + pod<int32_t>(1) + "a");
+  expect_input_error(p, p, "max_token_length -1");
+  // A length above the declared maximum would overflow run.c's merge buffer.
+  std::string bin = stories_bin();
+  std::string big = pod<int32_t>(2) + bin.substr(4);
+  write_file(p, big);
+  expect_input_error(p, p, "outside 0..max_token_length");
+}
+
+TEST(TokenizerErrors, Llama2cTooFewTokensForByteFallback) {
+  std::string p = test::temp_dir() + "/tokenizer.bin";
+  std::string content = pod<int32_t>(1);
+  for (int i = 0; i < 10; ++i) content += pod<float>(0) + pod<int32_t>(1) + "x";
+  write_file(p, content);
+  expect_input_error(p, p, "only 10 tokens");
+}
+
+// Every prefix and many random corruptions of a real file either load or fail with an Error.
+TEST(TokenizerErrors, Llama2cCorruptionsNeverCrash) {
+  std::string bin = stories_bin();
+  std::string p = test::temp_dir() + "/tokenizer.bin";
+  std::mt19937 rng(5);
+  for (int round = 0; round < 300; ++round) {
+    std::string c = round < 100 ? bin.substr(0, rng() % bin.size()) : bin;
+    if (round >= 100)
+      for (int k = 0; k < 4; ++k) c[rng() % c.size()] = char(rng() % 256);
+    write_file(p, c);
+    try {
+      auto tok = load_tokenizer(p);
+      tok->decode(tok->encode("Once upon a time there was a cat.", true));
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input) << e.what();
+    }
+  }
+}
+
+// ---- GPT-2 vocab.json + merges.txt --------------------------------------------------------------
+
+struct BpeFolder {
+  std::string dir = test::temp_dir();
+  std::string vocab = dir + "/vocab.json", merges = dir + "/merges.txt";
+  BpeFolder() {
+    write_file(vocab, slurp(test::data_path("tokenizer/small_gpt2/vocab.json")));
+    write_file(merges, slurp(test::data_path("tokenizer/small_gpt2/merges.txt")));
+  }
+};
+
+TEST(TokenizerErrors, Gpt2InvalidJsonAndEmptyVocab) {
+  BpeFolder f;
+  write_file(f.vocab, "{\"a\": 1, ");
+  expect_input_error(f.vocab, f.vocab, "invalid JSON");
+  write_file(f.vocab, "");
+  expect_input_error(f.vocab, f.vocab, "empty");
+  write_file(f.vocab, "[1, 2]");
+  expect_input_error(f.vocab, f.vocab, "expected an object");
+  write_file(f.vocab, "{\"a\": \"x\"}");
+  expect_input_error(f.vocab, f.vocab, "not an integer");
+}
+
+TEST(TokenizerErrors, Gpt2MissingMergesFile) {
+  BpeFolder f;
+  std::remove(f.merges.c_str());
+  expect_input_error(f.vocab, f.merges, "merges file is missing");
+}
+
+TEST(TokenizerErrors, Gpt2MergeNamesMissingToken) {
+  BpeFolder f;
+  write_file(f.merges, "#version: 0.2\nĠ t\nzzzq Ġt\n");
+  expect_input_error(f.vocab, f.merges, "'zzzq', which is not in the vocabulary");
+  expect_input_error(f.vocab, "line 3", "not in the vocabulary");
+  // Both parts exist but their concatenation does not.
+  write_file(f.merges, "#version: 0.2\nq z\n");
+  expect_input_error(f.vocab, f.merges, "'qz', which is not in the vocabulary");
+}
+
+TEST(TokenizerErrors, Gpt2MalformedMergeLine) {
+  BpeFolder f;
+  write_file(f.merges, "#version: 0.2\nĠ t\nabc\n");
+  expect_input_error(f.vocab, "line 3", "expected two tokens");
+}
+
+TEST(TokenizerErrors, Gpt2VocabMissingByteTokens) {
+  BpeFolder f;
+  json v = json::parse(slurp(f.vocab));
+  v.erase("Ġ");  // the byte 0x20 (space)
+  write_file(f.vocab, v.dump());
+  expect_input_error(f.vocab, f.vocab, "no token for byte 0x20");
+}
+
+// ---- Hugging Face tokenizer.json ----------------------------------------------------------------
+
+struct TokenizerJson {
+  std::string path = test::temp_dir() + "/tokenizer.json";
+  json j = json::parse(slurp(test::data_path("tokenizer/small_gpt2/tokenizer.json")));
+  void save() { write_file(path, j.dump()); }
+};
+
+TEST(TokenizerErrors, TokenizerJsonInvalidOrUnsupported) {
+  TokenizerJson t;
+  write_file(t.path, "{\"model\": ");
+  expect_input_error(t.path, t.path, "invalid JSON");
+
+  t.j["model"]["type"] = "WordPiece";
+  t.save();
+  expect_input_error(t.path, t.path, "model type 'WordPiece' is not supported");
+
+  t.j["model"]["type"] = "BPE";
+  t.j["pre_tokenizer"] = {{"type", "Metaspace"}};
+  t.save();
+  expect_input_error(t.path, t.path, "pre_tokenizer type 'Metaspace' is not supported");
+}
+
+TEST(TokenizerErrors, TokenizerJsonBadMergesAndAddedTokens) {
+  TokenizerJson t;
+  t.j["model"]["merges"][3] = 42;
+  t.save();
+  expect_input_error(t.path, "model.merges[3]", "expected a string");
+
+  TokenizerJson u;
+  u.j["model"]["merges"].push_back({"Ġt", "nope"});
+  u.save();
+  expect_input_error(u.path, u.path, "'nope', which is not in the vocabulary");
+
+  TokenizerJson w;
+  w.j["added_tokens"][0].erase("id");
+  w.save();
+  expect_input_error(w.path, "added_tokens[0]", "expected");
+
+  TokenizerJson x;
+  x.j["model"].erase("merges");
+  x.save();
+  expect_input_error(x.path, "model.merges", "no merges");
+}
+
+// ---- SentencePiece and dispatch ---------------------------------------------------------------
+
+TEST(TokenizerErrors, SentencePieceEmptyOrGarbage) {
+  std::string p = test::temp_dir() + "/tokenizer.model";
+  write_file(p, "");
+  expect_input_error(p, p, "empty");
+  write_file(p, "this is not a protobuf at all \xFF\xFF\xFF\xFF");
+  expect_input_error(p, p, "not a valid SentencePiece model");
+}
+
+TEST(TokenizerErrors, MissingPathAndEmptyFolder) {
+  std::string dir = test::temp_dir();
+  expect_input_error(dir + "/nothing.bin", dir + "/nothing.bin", "no such file");
+  expect_input_error(dir, dir, "holds no tokenizer");
+}
+
+}  // namespace
+}  // namespace orion
