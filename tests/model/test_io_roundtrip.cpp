@@ -276,6 +276,20 @@ TEST(ModelIo, RefusesImpossibleConversions) {
   expect_usage(l, ModelFormat::Llama2cV1, {}, "rope_theta");
 }
 
+TEST(ModelIo, RefusesToWriteBrokenWeightsAndKeepsTheOldFile) {
+  std::string path = test::temp_dir() + "/m.bin";
+  ModelWeights good = random_model(tiny_llama(), 24);
+  save_model(good, path, ModelFormat::Llama2c);
+  const std::string before = test::slurp(path);
+  ModelWeights bad = random_model(tiny_llama(), 25);
+  float* p = static_cast<float*>(const_cast<void*>(bad.layers[1].w1.data));
+  p[17] = std::nanf("");
+  test::expect_input_error([&] { save_model(bad, path, ModelFormat::Llama2c); }, path, {"layers.1.w1", "NaN"});
+  bad.layers[0].wk = Tensor{};
+  test::expect_input_error([&] { save_model(bad, path, ModelFormat::Safetensors); }, path, {"layers.0.wk", "missing"});
+  EXPECT_EQ(test::slurp(path), before);
+}
+
 TEST(ModelIo, FormatForOutputName) {
   EXPECT_EQ(format_for_output("x.safetensors", Arch::Llama), ModelFormat::Safetensors);
   EXPECT_EQ(format_for_output("out/hf", Arch::GPT2), ModelFormat::Safetensors);

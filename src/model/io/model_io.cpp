@@ -116,6 +116,8 @@ void check_can_save(const ModelWeights& w, ModelFormat format, std::optional<DTy
 
 void save_model(const ModelWeights& w, const std::string& path, ModelFormat format, std::optional<DType> dtype) {
   check_can_save(w, format, dtype);
+  // Shapes and finiteness before a byte is written: never produce a file that load_model refuses.
+  w.validate(fmt::format("the weights to write to {}", path));
   switch (format) {
     case ModelFormat::Llama2c: io::write_llama2c(w, path, 0); break;
     case ModelFormat::Llama2cV1: io::write_llama2c(w, path, 1); break;
