@@ -39,10 +39,12 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
   const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
   __m256 acc[R];
+#pragma GCC unroll 8
   for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   int k = 0;
   for (; k + 8 <= K; k += 8) {
     const __m256 xv = _mm256_loadu_ps(x + k);
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(load8<D>(w0 + r * row_bytes + k * es), xv, acc[r]);
   }
   if (k < K) {  // tail of K % 8 elements, copied into zero-padded blocks
@@ -50,12 +52,14 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
     alignas(32) float xt[8] = {};
     std::memcpy(xt, x + k, t * 4);
     const __m256 xv = _mm256_load_ps(xt);
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
       alignas(32) uint8_t wt[32] = {};
       std::memcpy(wt, w0 + r * row_bytes + k * es, t * es);
       acc[r] = _mm256_fmadd_ps(load8<D>(wt), xv, acc[r]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; r++) {
     const float s = hsum(acc[r]);
     y[n + r] = bias ? s + bias[n + r] : s;
@@ -123,11 +127,15 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
   for (; k + 8 <= K; k += 8) step(x + k, size_t(K), w + k, size_t(K));
   if (k < K) {  // tail of K % 8, copied into zero-padded blocks of 8
     alignas(32) float xt[MT][8] = {}, wt[NT][8] = {};
+#pragma GCC unroll 8
     for (int i = 0; i < MT; i++) std::memcpy(xt[i], x + size_t(i) * K + k, (K - k) * 4);
+#pragma GCC unroll 8
     for (int j = 0; j < NT; j++) std::memcpy(wt[j], w + size_t(j) * K + k, (K - k) * 4);
     step(xt[0], 8, wt[0], 8);
   }
+#pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
     for (int j = 0; j < NT; j++) {
       const float s = hsum(acc[i][j]);
       y[size_t(i) * ldy + j] = bias ? s + bias[j] : s;

@@ -51,17 +51,21 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
   const size_t row_bytes = size_t(K) * dtype_size(D);
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
   __m512 acc[R];
+#pragma GCC unroll 8
   for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
   int k = 0;
   for (; k + 16 <= K; k += 16) {
     const __m512 xv = _mm512_loadu_ps(x + k);
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, 0xffff), xv, acc[r]);
   }
   if (k < K) {  // tail of K % 16 elements, zero-padded
     const __mmask16 m = __mmask16((1u << (K - k)) - 1);
     const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, m), xv, acc[r]);
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; r++) {
     const float s = hsum(acc[r]);
     y[n + r] = bias ? s + bias[n + r] : s;
@@ -127,7 +131,9 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
       for (int i = 0; i < MT; i++) acc[i][j] = _mm512_fmadd_ps(wv, xv[i], acc[i][j]);
     }
   }
+#pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
     for (int j = 0; j < NT; j++) {
       const float s = hsum(acc[i][j]);
       y[size_t(i) * ldy + j] = bias ? s + bias[j] : s;

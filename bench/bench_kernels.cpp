@@ -1,0 +1,145 @@
+// Speed of the CPU kernels (runtime/cpu/kernels.h), Google Benchmark.
+//
+//   bench_kernels --benchmark_filter=Decode     decode matvec, bytes/s of W and % of STREAM triad
+//   bench_kernels --benchmark_filter=Prefill    prefill matmul, FLOP/s (and OpenBLAS sgemm beside it)
+//   bench_kernels --benchmark_filter=Attention  attention over a KV cache
+//   bench_kernels --benchmark_filter=Stream     STREAM triad
+//
+// Decode reads W from memory, not from cache: each iteration uses the next of many copies of W
+// spread over a 768 MB buffer (this machine's L3 is 260 MB), as a model's layers do.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/dtype.h"
+#include "runtime/cpu/kernels.h"
+
+namespace {
+
+using orion::DType;
+namespace cpu = orion::cpu;
+
+constexpr size_t kPoolBytes = 768u << 20;  // > 2 × L3, so no copy of W is still cached when reused
+
+// The STREAM triad figure every decode result is compared with (measured once, best of 10).
+double triad_bytes_per_s() {
+  static const double bw = cpu::stream_triad_bandwidth(256u << 20, 10);
+  return bw;
+}
+
+// A 768 MB pool of weights of dtype dt with values in ±[0.5, 1) (no subnormals, no NaN).
+uint8_t* weight_pool(DType dt) {
+  static uint8_t* pool = static_cast<uint8_t*>(std::aligned_alloc(64, kPoolBytes));
+  static DType filled = DType(255);
+  if (filled != dt) {
+    // 64 KB of random values, repeated over the pool.
+    std::mt19937 rng(1);
+    const size_t tile = 64u << 10, n = tile / orion::dtype_size(dt);
+    for (size_t i = 0; i < n; i++) {
+      const float v = (rng() & 1 ? 1.0f : -1.0f) * (0.5f + float(rng() % 1000) / 2000.0f);
+      if (dt == DType::F32) std::memcpy(pool + 4 * i, &v, 4);
+      const uint16_t h = dt == DType::F16 ? orion::f32_to_f16(v) : orion::f32_to_bf16(v);
+      if (dt != DType::F32) std::memcpy(pool + 2 * i, &h, 2);
+    }
+    for (size_t off = tile; off < kPoolBytes; off += tile) std::memcpy(pool + off, pool, tile);
+    filled = dt;
+  }
+  return pool;
+}
+
+const DType kDtypes[] = {DType::F32, DType::F16, DType::BF16};
+const cpu::Isa kIsas[] = {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512};
+
+// Args: K, N, dtype index, isa index. y[N] = x[K]·Wᵀ with W read from memory.
+void BM_Decode(benchmark::State& st) {
+  const int K = int(st.range(0)), N = int(st.range(1));
+  const DType dt = kDtypes[st.range(2)];
+  if (!cpu::set_isa(kIsas[st.range(3)])) return st.SkipWithError("ISA not available");
+  const size_t bytes = (size_t(N) * K * orion::dtype_size(dt) + 63) / 64 * 64;
+  const size_t copies = kPoolBytes / bytes;
+  const uint8_t* pool = weight_pool(dt);
+  std::vector<float> x(size_t(K), 0.01f), y(size_t(N), 0.0f);
+  const double triad = triad_bytes_per_s();
+  size_t i = 0;
+  for (auto _ : st) {
+    cpu::matmul(y.data(), x.data(), pool + (i++ % copies) * bytes, dt, nullptr, 1, K, N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(size_t(N) * K * orion::dtype_size(dt)));
+  st.counters["pct_of_triad"] = benchmark::Counter(
+      100.0 * double(size_t(N) * K * orion::dtype_size(dt)) / triad, benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(std::string(orion::dtype_name(dt)) + " " + cpu::isa_name(kIsas[st.range(3)]));
+  cpu::set_isa(cpu::Isa::Avx512) || cpu::set_isa(cpu::Isa::Avx2);
+}
+
+void decode_args(benchmark::internal::Benchmark* b) {
+  const int shapes[][2] = {{768, 768}, {768, 2048}, {2048, 768}, {768, 32000}};  // Stories110M: K → N
+  for (int d = 0; d < 3; d++)
+    for (int isa = 2; isa >= 0; isa--)
+      for (auto& s : shapes) b->Args({s[0], s[1], d, isa});
+}
+BENCHMARK(BM_Decode)->Apply(decode_args)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Args: M, K, N, dtype index. y[M, N] = x[M, K]·Wᵀ, W in cache after the first call.
+void BM_Prefill(benchmark::State& st) {
+  const int M = int(st.range(0)), K = int(st.range(1)), N = int(st.range(2));
+  const DType dt = kDtypes[st.range(3)];
+  const uint8_t* W = weight_pool(dt);
+  std::vector<float> x(size_t(M) * K, 0.01f), y(size_t(M) * N, 0.0f);
+  for (auto _ : st) {
+    cpu::matmul(y.data(), x.data(), W, dt, nullptr, M, K, N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GFLOPS"] = benchmark::Counter(2.0 * M * K * N / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(std::string(orion::dtype_name(dt)) + " " + cpu::isa_name(cpu::active_isa()));
+}
+BENCHMARK(BM_Prefill)
+    ->ArgsProduct({{64, 128, 256}, {768}, {2048}, {0, 1, 2}})
+    ->Args({128, 768, 768, 0})
+    ->Args({128, 2048, 768, 0})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The same product through OpenBLAS sgemm (f32 only), to compare with BM_Prefill.
+void BM_PrefillOpenBlas(benchmark::State& st) {
+  const int M = int(st.range(0)), K = int(st.range(1)), N = int(st.range(2));
+  openblas_set_num_threads(cpu::num_threads());
+  const float* W = reinterpret_cast<const float*>(weight_pool(DType::F32));
+  std::vector<float> x(size_t(M) * K, 0.01f), y(size_t(M) * N, 0.0f);
+  for (auto _ : st) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x.data(), K, W, K, 0.0f, y.data(), N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GFLOPS"] = benchmark::Counter(2.0 * M * K * N / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(openblas_get_corename());
+}
+BENCHMARK(BM_PrefillOpenBlas)->ArgsProduct({{64, 128, 256}, {768}, {2048}})->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Args: T new tokens, pos0 cached positions. Stories110M heads: 12 × 64.
+void BM_Attention(benchmark::State& st) {
+  const int T = int(st.range(0)), pos0 = int(st.range(1)), NH = 12, HS = 64, D = NH * HS, L = pos0 + T;
+  std::vector<float> q(size_t(T) * D, 0.1f), k(size_t(L) * D, 0.2f), v(size_t(L) * D, 0.3f), out(q.size());
+  for (auto _ : st) {
+    cpu::attention(out.data(), q.data(), k.data(), v.data(), T, pos0, NH, NH, HS, D);
+    benchmark::DoNotOptimize(out.data());
+  }
+  // Bytes of K and V read per call: every token reads the cache up to its own position.
+  const double kv_bytes = 2.0 * 4 * D * (double(T) * pos0 + double(T) * (T + 1) / 2);
+  st.SetBytesProcessed(int64_t(double(st.iterations()) * kv_bytes));
+}
+BENCHMARK(BM_Attention)->Args({1, 255})->Args({1, 1023})->Args({64, 0})->Args({256, 0})->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_StreamTriad(benchmark::State& st) {
+  double bw = 0;
+  for (auto _ : st) bw = cpu::stream_triad_bandwidth(size_t(st.range(0)) << 20, 10);
+  st.counters["GB_per_s"] = bw / 1e9;
+  st.SetLabel(std::to_string(cpu::num_threads()) + " threads");
+}
+BENCHMARK(BM_StreamTriad)->Arg(256)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
