@@ -4,7 +4,9 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <random>
+#include <sstream>
 
 #include "base/file.h"
 #include "model/tokenizer/gpt2_bpe.h"
@@ -190,6 +192,81 @@ TEST(Gpt2Bpe, DecodeRejectsUnknownIds) {
   EXPECT_THROW(tok->decode({-1}), Error);
 }
 
+// encoder.py's BPE loop, literally: find the lowest-rank adjacent pair, merge every occurrence of
+// it left to right, repeat. The tokenizer's heap-based loop must give the same tokens.
+class NaiveBpe {
+ public:
+  NaiveBpe(const std::string& vocab_path, const std::string& merges_path) {
+    const json vocab = json::parse(read_text_file(vocab_path));
+    for (const auto& [k, v] : vocab.items()) vocab_[k] = v.get<int>();
+    std::istringstream in(read_text_file(merges_path));
+    std::string line;
+    for (int rank = 0; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      size_t sp = line.find(' ');
+      ranks_[{line.substr(0, sp), line.substr(sp + 1)}] = rank++;
+    }
+  }
+  std::vector<int> encode(std::string_view text) const {
+    std::vector<int> ids;
+    for (auto piece : gpt2_pretokenize(text)) {
+      std::vector<std::string> parts;
+      for (unsigned char b : piece) parts.push_back(utf8(gpt2_byte_to_codepoint()[b]));
+      while (parts.size() > 1) {
+        int best = INT32_MAX;
+        std::pair<std::string, std::string> best_pair;
+        for (size_t i = 0; i + 1 < parts.size(); ++i) {
+          auto it = ranks_.find({parts[i], parts[i + 1]});
+          if (it != ranks_.end() && it->second < best) best = it->second, best_pair = it->first;
+        }
+        if (best == INT32_MAX) break;
+        std::vector<std::string> merged;
+        for (size_t i = 0; i < parts.size(); ++i) {
+          if (i + 1 < parts.size() && parts[i] == best_pair.first && parts[i + 1] == best_pair.second)
+            merged.push_back(parts[i] + parts[i + 1]), ++i;
+          else
+            merged.push_back(parts[i]);
+        }
+        parts = merged;
+      }
+      for (const auto& p : parts) ids.push_back(vocab_.at(p));
+    }
+    return ids;
+  }
+
+ private:
+  static std::string utf8(uint32_t cp) {
+    std::string s;
+    if (cp < 0x80) s += char(cp);
+    else s += char(0xC0 | (cp >> 6)), s += char(0x80 | (cp & 0x3F));  // the table stays below U+0800
+    return s;
+  }
+  std::map<std::string, int> vocab_;
+  std::map<std::pair<std::string, std::string>, int> ranks_;
+};
+
+// Random text from fragments that make long words, repeats and unusual byte sequences.
+std::string random_text(std::mt19937& rng) {
+  static const std::vector<std::string> frags = {"th", "e", " ", "in", "er", "an", "re", "on", "at", "aaa", "ing",
+                                                 "\n", "  ", "'s", "123", "é", "中文", "😀", "\xFF", ".", "!?", "ation"};
+  std::string s;
+  int n = int(rng() % 40);
+  for (int i = 0; i < n; ++i) s += frags[rng() % frags.size()];
+  return s;
+}
+
+void expect_same_as_naive(const std::string& vocab, const std::string& merges) {
+  NaiveBpe naive(vocab, merges);
+  auto tok = load_gpt2_bpe(vocab, merges);
+  std::mt19937 rng(17);
+  for (int round = 0; round < 500; ++round) {
+    std::string text = random_text(rng);
+    EXPECT_EQ(tok->encode(text, false), naive.encode(text)) << text;
+  }
+}
+
+TEST(Gpt2Bpe, HeapMergeLoopEqualsEncoderPyLoop) { expect_same_as_naive(small("vocab.json"), small("merges.txt")); }
+
 // ---- the real GPT-2 vocabulary from ../shared (skipped when absent) ----------------------------
 
 std::string real_gpt2_encoder() { return test::shared_path("tokenizers/gpt2/encoder.json"); }
@@ -221,6 +298,12 @@ TEST(Gpt2BpeReal, RoundTripsLongText) {
   auto ids = tok->encode(text, false);
   EXPECT_LT(ids.size(), text.size());  // BPE compresses
   EXPECT_EQ(tok->decode(ids), text);
+}
+
+TEST(Gpt2BpeReal, HeapMergeLoopEqualsEncoderPyLoop) {
+  std::string encoder = real_gpt2_encoder();
+  if (encoder.empty()) GTEST_SKIP() << "../shared/tokenizers/gpt2 is absent";
+  expect_same_as_naive(encoder, test::shared_path("tokenizers/gpt2/vocab.bpe"));
 }
 
 }  // namespace
