@@ -4,7 +4,9 @@
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //
 // \p{L} and \p{N} are the Unicode letter and number categories and \s the White_Space property
-// (unicode_tables.cpp). The pieces tile the text exactly: concatenated they give it back.
+// (unicode_tables.cpp), as in Python's `regex`, Rust's `regex` and Oniguruma. (JavaScript's \s
+// differs on two code points, U+0085 and U+FEFF.) Invalid UTF-8 bytes count as "other" characters.
+// The pieces tile the text exactly: concatenated they give it back.
 #pragma once
 #include <string_view>
 #include <vector>

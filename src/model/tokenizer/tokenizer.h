@@ -25,12 +25,18 @@ class Tokenizer {
   virtual std::string name() const = 0;  // "gpt2-bpe", "llama2c", "sentencepiece"
 };
 
-// Loads a tokenizer from a file or folder:
+// Loads a tokenizer from a file or folder (the format readers themselves are load_gpt2_bpe and
+// load_hf_tokenizer_json in gpt2_bpe.h, load_llama2c_tokenizer in llama2c_tokenizer.h and
+// load_sentencepiece in sentencepiece_tokenizer.h):
 //   *.model                                 → SentencePiece
 //   tokenizer.json                          → Hugging Face (byte-level BPE, GPT-2 style)
 //   vocab.json (+ merges.txt beside it), encoder.json (+ vocab.bpe), or a folder holding either
 //                                           → GPT-2 byte-level BPE
+//   merges.txt / vocab.bpe                  → GPT-2 byte-level BPE with the vocabulary beside it
 //   anything else (*.bin)                   → llama2.c tokenizer.bin
+// A folder is searched in the order vocab.json, encoder.json, tokenizer.json, tokenizer.model,
+// tokenizer.bin. GPT-2 special tokens (<|endoftext|>, and a tokenizer.json's added_tokens) written
+// literally in the text encode as their own id, as Hugging Face does.
 // Malformed input gives an orion::Error (kind Input) naming the file and the problem.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
 
