@@ -32,7 +32,7 @@ void run_info(const InfoArgs& a) {
   size_t memory = 0, stored_params = 0;
   for (auto& [name, t] : w.named_tensors()) memory += t->nbytes(), stored_params += size_t(t->numel());
   std::printf("model:      %s\n", a.model.c_str());
-  std::printf("format:     %s (%s)\n", format_name(format), format_description(format).c_str());
+  std::printf("format:     %s — %s\n", format_name(format), format_description(format).c_str());
   std::printf("config:     %s\n", w.config.describe().c_str());
   std::printf("arch:       %s, norm_eps=%g%s, %s classifier\n", arch_name(w.config.arch), w.config.norm_eps,
               w.config.arch == Arch::Llama ? fmt::format(", rope_theta={:g}", w.config.rope_theta).c_str() : "",
