@@ -20,7 +20,10 @@
 namespace orion::cpu {
 namespace {
 
-constexpr int ROWS = 4;  // weight rows per step: ROWS independent FMA chains hide FMA latency
+constexpr int ROWS = 8;  // weight rows per step: ROWS independent FMA chains, x loaded once for all
+// Each row is prefetched this far ahead of its loads. The hardware prefetcher alone keeps too few
+// lines in flight for one core to reach its share of the memory bandwidth (measured: +30%).
+constexpr int PREFETCH_BYTES = 2048;  // (a prefetch past the end of W is harmless: it never faults)
 
 // 16 weights starting at element k of a row, as fp32. `mask` selects the valid lanes of a tail;
 // masked-off lanes read nothing and are zero.
@@ -55,6 +58,10 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
   for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
   int k = 0;
   for (; k + 16 <= K; k += 16) {
+    if (k * dtype_size(D) % 64 == 0)  // once per 64-byte cache line of each row
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++)
+        _mm_prefetch(reinterpret_cast<const char*>(w0 + r * row_bytes + k * dtype_size(D)) + PREFETCH_BYTES, _MM_HINT_T0);
     const __m512 xv = _mm512_loadu_ps(x + k);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, 0xffff), xv, acc[r]);
