@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ane_boundary.h"
 #include "compiler/chip.h"
 #include "ir/graph.h"
 
@@ -24,6 +25,7 @@ struct PassContext {
   const ChipProfile* chip = &default_chip();
   std::vector<Diagnostic> diagnostics;
   int64_t sram_estimate_bytes = 0;  // set by annotate-sram
+  AneBoundary ane_boundary;         // set by legalize-ane: splits, padding, allocation sizes (C1, C5, C7, C13, C18)
   void warn(std::string rule, std::string node, std::string msg) {
     diagnostics.push_back({Diagnostic::Level::Warning, std::move(rule), std::move(node), std::move(msg)});
   }

@@ -20,8 +20,8 @@ const Entry kPasses[] = {
     {"fuse-casts", make_fuse_casts_pass},
     {"annotate-sram", make_annotate_sram_pass},
     // --- ANE legalisation and validation (legalize_ane.cpp, validate_ane.cpp) register here: ---
-    // {"legalize-ane", make_legalize_ane_pass},
-    // {"validate-ane", make_validate_ane_pass},
+    {"legalize-ane", make_legalize_ane_pass},
+    {"validate-ane", make_validate_ane_pass},
 };
 
 }  // namespace
