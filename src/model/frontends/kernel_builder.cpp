@@ -1,0 +1,207 @@
+// The building blocks of the frontends (see kernel_builder.h); shapes in comments use the letters
+// of frontends.h.
+#include "model/frontends/kernel_builder.h"
+
+#include <cmath>
+
+#include "base/error.h"
+
+namespace orion::frontends {
+
+using ir::Op;
+
+// --- values ------------------------------------------------------------------------------------
+
+Value KernelBuilder::scalar(double v, const std::string& name) {
+  auto it = scalars_.find(v);
+  if (it != scalars_.end()) return it->second;
+  return scalars_[v] = g.scalar(g.fresh_name(name), v, dt);
+}
+
+namespace {
+std::vector<float> to_f32(const Tensor& t) {
+  std::vector<float> v(size_t(t.numel()));
+  convert_dtype(t.data, t.dtype, v.data(), DType::F32, v.size());
+  return v;
+}
+}  // namespace
+
+Value KernelBuilder::weight(const std::string& name, const Tensor& W, bool transposed) {
+  ORION_CHECK(!W.empty() && W.shape.size() == 2, "weight {} must be a matrix", name);
+  const int64_t out = W.shape[0], in = W.shape[1];
+  std::vector<float> v = to_f32(W);  // [out, in] row-major
+  if (!transposed) return constant(name, {out, in, 1, 1}, v);
+  std::vector<float> t(v.size());  // Wᵀ [in, out]
+  for (int64_t o = 0; o < out; o++)
+    for (int64_t i = 0; i < in; i++) t[size_t(i * out + o)] = v[size_t(o * in + i)];
+  return constant(name, {in, out, 1, 1}, t);
+}
+
+Value KernelBuilder::channel_vector(const std::string& name, const Tensor& v) {
+  ORION_CHECK(!v.empty() && v.shape.size() == 1, "{} must be a vector", name);
+  return constant(name, {1, v.shape[0], 1, 1}, to_f32(v));
+}
+
+Value KernelBuilder::matmul(Value x, Value y, bool tx, bool ty, const std::string& name) {
+  return op(Op::Matmul, {x, y}, {{"transpose_x", tx}, {"transpose_y", ty}}, name);
+}
+
+// --- layers ------------------------------------------------------------------------------------
+
+Value KernelBuilder::linear(Value x, const std::string& wname, const Tensor& W, const Tensor& b, const std::string& name) {
+  // x [1, in, 1, S] → y [1, out, 1, S]: y[o, s] = Σ_i W[o, i]·x[i, s]
+  if (b.empty()) return op(Op::Conv1x1, {x, weight(wname, W)}, {}, name);
+  Value y = op(Op::Conv1x1, {x, weight(wname, W)}, {}, name + "_conv");
+  return add(y, channel_vector("b" + wname.substr(1), b), name);  // bias of "wq" is "bq"
+}
+
+Value KernelBuilder::linear_t(Value dy, const std::string& wname, const Tensor& W, const std::string& name) {
+  // dy [1, out, 1, S] → dx [1, in, 1, S]: dx[i, s] = Σ_o W[o, i]·dy[o, s]
+  return op(Op::Conv1x1, {dy, weight(wname, W, /*transposed=*/true)}, {}, name);
+}
+
+Value KernelBuilder::layernorm(Value x, const std::string& prefix, const Tensor& w, const Tensor& b, float eps,
+                               const std::string& name) {
+  // mean, var over the channels (axis 1), one value per position: [1, 1, 1, S]
+  Value mean = reduce(Op::ReduceMean, x, {1}, prefix + "_mean");
+  Value d = sub(x, mean, prefix + "_centred");                          // x − mean       [1, C, 1, S]
+  Value var = reduce(Op::ReduceMean, mul(d, d), {1}, prefix + "_var");  // mean((x − mean)²)
+  Value r = op(Op::Pow, {add(var, scalar(eps, "eps")), scalar(-0.5, "neg_half")}, {}, prefix + "_rstd");
+  Value y = mul(mul(d, r), channel_vector(prefix + "_w", w));
+  return add(y, channel_vector(prefix + "_b", b), name);
+}
+
+Value KernelBuilder::rmsnorm(Value x, const std::string& prefix, const Tensor& w, float eps, const std::string& name) {
+  Value ms = reduce(Op::ReduceMean, mul(x, x), {1}, prefix + "_ms");  // mean(x²)   [1, 1, 1, S]
+  Value r = op(Op::Pow, {add(ms, scalar(eps, "eps")), scalar(-0.5, "neg_half")}, {}, prefix + "_rrms");
+  return mul(mul(x, r), channel_vector(prefix + "_w", w), name);
+}
+
+Value KernelBuilder::rmsnorm_backward(Value x, Value dy, const std::string& prefix, const Tensor& w, float eps,
+                                      const std::string& name) {
+  // y_i = x_i·r·w_i with r = (Σ_j x_j²/C + eps)^−½, so ∂r/∂x_i = −r³·x_i/C and
+  // dx_i = g_i·r − x_i·r³·(Σ_j g_j x_j)/C with g = dy⊙w.
+  Value ms = reduce(Op::ReduceMean, mul(x, x), {1}, prefix + "_ms");
+  Value r = op(Op::Pow, {add(ms, scalar(eps, "eps")), scalar(-0.5, "neg_half")}, {}, prefix + "_rrms");
+  Value gw = mul(dy, channel_vector(prefix + "_w", w), prefix + "_g");   // g = dy⊙w       [1, C, 1, S]
+  Value gx = reduce(Op::ReduceMean, mul(gw, x), {1}, prefix + "_gx");     // mean(g⊙x)      [1, 1, 1, S]
+  Value r3 = mul(mul(r, r), r);                                          // r³
+  return sub(mul(gw, r), mul(x, mul(r3, gx)), name);
+}
+
+// --- attention pieces --------------------------------------------------------------------------
+
+Value KernelBuilder::repeat_kv(Value kv4, int64_t G) {
+  if (G == 1) return kv4;
+  auto s = shape(kv4);  // [1, NKV, HS, S]
+  Value flat = reshape(kv4, {1, s[1], 1, s[2] * s[3]});
+  auto it = tables_.find("ones_groups");
+  Value ones = it != tables_.end() ? it->second : tables_["ones_groups"] = constant("kv_group_ones", {1, 1, G, 1},
+                                                                                   std::vector<float>(size_t(G), 1.0f));
+  return reshape(mul(flat, ones), {1, s[1] * G, s[2], s[3]});  // [1, NKV, G, HS·S] → [1, NH, HS, S]
+}
+
+Value KernelBuilder::sum_kv_groups(Value x4, int64_t G) {
+  auto s = shape(x4);  // [1, NH, HS, S]
+  if (G == 1) return x4;
+  Value grouped = reshape(x4, {1, s[1] / G, G, s[2] * s[3]});
+  return reshape(reduce(Op::ReduceSum, grouped, {2}), {1, s[1] / G, s[2], s[3]});
+}
+
+Value KernelBuilder::causal_mask(int64_t S) {
+  auto it = tables_.find("mask");
+  if (it != tables_.end()) return it->second;
+  std::vector<float> m(size_t(S * S), 0.0f);
+  for (int64_t i = 0; i < S; i++)
+    for (int64_t j = i + 1; j < S; j++) m[size_t(i * S + j)] = -1e4f;  // query i must not see key j > i
+  return tables_["mask"] = constant("causal_mask", {1, 1, S, S}, m);
+}
+
+Value KernelBuilder::attention_probs(Value q4, Value k4, double scale, const std::string& name) {
+  // scores[h, i, j] = Σ_d q[h, d, i]·k[h, d, j]: qᵀ·k per head                [1, NH, S, S]
+  Value scores = matmul(q4, k4, /*tx=*/true, /*ty=*/false, "scores");
+  Value masked = add(mul(scores, scalar(scale, "attn_scale")), causal_mask(shape(q4)[3]), "scores_masked");
+  return op(Op::Softmax, {masked}, {{"axis", int64_t(-1)}}, name);  // over the keys j
+}
+
+Value KernelBuilder::rope(Value x, int64_t N, int64_t HS, float theta, bool inverse, const std::string& name) {
+  const int64_t S = shape(x)[3], P = N * HS / 2;  // P channel pairs
+  // Tables [1, 1, HS/2, S], shared by every head (and by q and k): the angle of pair i at
+  // position s is s·θ^(−2i/HS), computed in fp32 exactly as the CPU's cpu::rope.
+  if (!tables_.count("rope_cos")) {
+    std::vector<float> c(size_t(HS / 2 * S)), sn(c.size()), nsn(c.size());
+    for (int64_t i = 0; i < HS / 2; i++) {
+      const float freq = 1.0f / std::pow(theta, float(2 * i) / float(HS));
+      for (int64_t s = 0; s < S; s++) {
+        const float a = float(s) * freq;
+        c[size_t(i * S + s)] = std::cos(a), sn[size_t(i * S + s)] = std::sin(a), nsn[size_t(i * S + s)] = -std::sin(a);
+      }
+    }
+    tables_["rope_cos"] = constant("rope_cos", {1, 1, HS / 2, S}, c);
+    tables_["rope_sin"] = constant("rope_sin", {1, 1, HS / 2, S}, sn);
+    tables_["rope_nsin"] = constant("rope_neg_sin", {1, 1, HS / 2, S}, nsn);
+    tables_["sel_even"] = constant("rope_sel_even", {1, 1, 2, 1}, {1.0f, 0.0f});
+    tables_["sel_odd"] = constant("rope_sel_odd", {1, 1, 2, 1}, {0.0f, 1.0f});
+  }
+  Value cos = tables_["rope_cos"], sin = tables_[inverse ? "rope_nsin" : "rope_sin"];
+  // Channel h·HS + 2i + j is element (pair h·HS/2 + i, j): split the pairs into even and odd parts.
+  Value pairs = reshape(x, {1, P, 2, S});
+  auto eo = g.results_of(op(Op::Split, {pairs}, {{"axis", int64_t(2)}, {"split_sizes", std::vector<int64_t>{1, 1}}}));
+  Value e = reshape(eo[0], {1, N, HS / 2, S}), o = reshape(eo[1], {1, N, HS / 2, S});
+  Value e2 = sub(mul(e, cos), mul(o, sin));  // x'[2i]   = x[2i]·cos − x[2i+1]·sin
+  Value o2 = add(mul(e, sin), mul(o, cos));  // x'[2i+1] = x[2i]·sin + x[2i+1]·cos
+  // Interleave again without concat (C1): e2⊗[1, 0] + o2⊗[0, 1] is [1, P, 2, S].
+  Value even = mul(reshape(e2, {1, P, 1, S}), tables_["sel_even"]);
+  Value odd = mul(reshape(o2, {1, P, 1, S}), tables_["sel_odd"]);
+  return reshape(add(even, odd), {1, N * HS, 1, S}, name);
+}
+
+Value KernelBuilder::lora_delta(Value x, Value a, Value b, double scale, const std::string& name) {
+  const int64_t in = shape(x)[1], S = shape(x)[3], r = shape(a)[1], out = shape(b)[1];
+  Value ax = matmul(reshape(a, {1, 1, r, in}), reshape(x, {1, 1, in, S}), false, false);  // A·x   [1, 1, r, S]
+  Value bax = matmul(reshape(b, {1, 1, out, r}), ax, false, false);                       // B·A·x [1, 1, out, S]
+  return mul(reshape(bax, {1, out, 1, S}), scalar(scale, "lora_scale"), name);
+}
+
+// --- the attention sublayer --------------------------------------------------------------------
+
+AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int layer, Value x, const QVAdapters* lora) {
+  const ModelConfig& c = w.config;
+  const LayerWeights& l = w.layers[size_t(layer)];
+  const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
+  const bool gpt2 = c.arch == Arch::GPT2;
+  AttentionParts p;
+  // xnorm = norm1(x)                                                              [1, C, 1, S]
+  p.xnorm = gpt2 ? b.layernorm(x, "ln1", l.attn_norm, l.attn_norm_b, c.norm_eps, "xnorm")
+                 : b.rmsnorm(x, "attn_norm", l.attn_norm, c.norm_eps, "xnorm");
+  // q = Wq·xnorm (+ bq) [1, Q, 1, S]; k = Wk·xnorm, v = Wv·xnorm (+ bk, bv) [1, KV, 1, S];
+  // an adapter adds scale·B·A·xnorm. Llama rotates q and k (RoPE); the final values are named q, k, v.
+  auto project = [&](const char* n, const Tensor& W, const Tensor& bias, Value a, Value bb, bool rope, int64_t heads) {
+    std::string out = n, lin = rope ? out + "_lin" : out;
+    Value y = b.linear(p.xnorm, std::string("w") + n, W, bias, a.valid() ? lin + "_base" : lin);
+    if (a.valid()) y = b.add(y, b.lora_delta(p.xnorm, a, bb, lora->scale, out + "_lora"), lin);
+    return rope ? b.rope(y, heads, HS, c.rope_theta, false, out) : y;
+  };
+  Value none;
+  p.q = project("q", l.wq, l.bq, lora ? lora->a_q : none, lora ? lora->b_q : none, !gpt2, NH);
+  p.k = project("k", l.wk, l.bk, none, none, !gpt2, NKV);
+  p.v = project("v", l.wv, l.bv, lora ? lora->a_v : none, lora ? lora->b_v : none, false, NKV);
+  // probs = softmax(qᵀk/√HS + mask) [1, NH, S, S];  att[h, d, i] = Σ_j v[h, d, j]·probs[h, i, j]
+  Value k4 = b.repeat_kv(b.heads(p.k, NKV, HS), G), v4 = b.repeat_kv(b.heads(p.v, NKV, HS), G);
+  Value probs = b.attention_probs(b.heads(p.q, NH, HS), k4, 1.0 / std::sqrt(double(HS)), "probs");
+  p.att = b.merge_heads(b.matmul(v4, probs, false, /*ty=*/true, "att_heads"), "att");  // [1, Q, 1, S]
+  p.o = b.linear(p.att, "wo", l.wo, l.bo, "o");                                         // [1, C, 1, S]
+  return p;
+}
+
+void check_kernel_args(const ModelWeights& w, int layer, int S, const char* kernel, const char* arch) {
+  const ModelConfig& c = w.config;
+  if (arch && std::string(arch_name(c.arch)) != arch)
+    throw_usage_error(fmt::format("kernel {} is for {} models, this one is {}", kernel, arch, arch_name(c.arch)), "arch");
+  if (layer < 0 || layer >= c.n_layers || size_t(layer) >= w.layers.size())
+    throw_usage_error(fmt::format("kernel {}: layer {} is out of range (the model has {})", kernel, layer, c.n_layers),
+                      "layer");
+  if (S < 1) throw_usage_error(fmt::format("kernel {}: sequence length {} must be at least 1", kernel, S), "seq");
+}
+
+}  // namespace orion::frontends

@@ -1,0 +1,138 @@
+// Stories (Llama) training kernels, one layer: the forward halves of a block and the input
+// gradients of each, as DESIGN.md §3 splits a training step (the CPU adds the residuals, computes
+// every weight gradient dW = dY·Xᵀ from the saved activations, and runs AdamW).
+//
+// Forward of one block (model/llama.cpp), positions 0..S−1:
+//   xnorm = rmsnorm(x)⊙attn_norm;  q = rope(Wq·xnorm), k = rope(Wk·xnorm), v = Wv·xnorm
+//   probs = softmax(qᵀk/√HS + mask);  att = v·probsᵀ;  o = Wo·att          x ← x + o
+//   xnorm2 = rmsnorm(x)⊙ffn_norm;  h1 = W1·xnorm2, h3 = W3·xnorm2;  gate = silu(h1)⊙h3;
+//   y = W2·gate                                                            x ← x + y
+// Backward, walking the forward in reverse (d<name> is ∂loss/∂<name>):
+//   ffn_bwd:   dgate = W2ᵀ·dy;  dh3 = dgate⊙silu(h1);  dh1 = dgate⊙h3⊙silu'(h1);
+//              dxnorm2 = W1ᵀ·dh1 + W3ᵀ·dh3;  dx = rmsnorm_backward(dxnorm2)
+//   sdpa_bwd1: datt = Woᵀ·do;  dv = datt·probs;  dprobs = dattᵀ·v         (probs recomputed)
+//   sdpa_bwd2: dscores = probs⊙(dprobs − Σ_j probs⊙dprobs)/√HS;  dq = k·dscoresᵀ;  dk = q·dscores
+//   qkv_bwd:   dq_lin = rope⁻¹(dq), dk_lin = rope⁻¹(dk);
+//              dxnorm = Wqᵀ·dq_lin + Wkᵀ·dk_lin + Wvᵀ·dv;  dx = rmsnorm_backward(dxnorm)
+// In the [1, NH, HS, S] head layout a "row vector per position" is a column, so q·kᵀ per head is
+// matmul(q4, k4, transpose_x) and so on; the comments give each product's index form.
+#include <cmath>
+
+#include "base/error.h"
+#include "model/frontends/frontends.h"
+#include "model/frontends/kernel_builder.h"
+
+namespace orion::frontends {
+
+ir::Graph stories_fwd_attn(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "stories_fwd_attn", "llama");
+  KernelBuilder b("stories_fwd_attn", opt.dtype);
+  Value x = b.act("x", w.config.dim, S);  // [1, C, 1, S]
+  AttentionParts p = attention_sublayer(b, w, layer, x);
+  for (Value v : {p.o, p.q, p.k, p.v, p.att, p.xnorm}) b.output(v);
+  return std::move(b.g);
+}
+
+ir::Graph stories_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "stories_fwd_ffn", "llama");
+  const ModelConfig& c = w.config;
+  const LayerWeights& l = w.layers[size_t(layer)];
+  KernelBuilder b("stories_fwd_ffn", opt.dtype);
+  Value x = b.act("x", c.dim, S);
+  Value xn = b.rmsnorm(x, "ffn_norm", l.ffn_norm, c.norm_eps, "xnorm");  // [1, C, 1, S]
+  Value h1 = b.linear(xn, "w1", l.w1, {}, "h1");                          // gate branch [1, H, 1, S]
+  Value h3 = b.linear(xn, "w3", l.w3, {}, "h3");                          // up branch   [1, H, 1, S]
+  Value gate = b.mul(b.op(ir::Op::Silu, {h1}, {}, "h1_silu"), h3, "gate");  // silu(h1)⊙h3 (SwiGLU)
+  Value y = b.linear(gate, "w2", l.w2, {}, "y");                          // [1, C, 1, S]
+  for (Value v : {y, h1, h3, gate, xn}) b.output(v);
+  return std::move(b.g);
+}
+
+ir::Graph stories_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "stories_ffn_bwd", "llama");
+  const ModelConfig& c = w.config;
+  const LayerWeights& l = w.layers[size_t(layer)];
+  KernelBuilder b("stories_ffn_bwd", opt.dtype);
+  Value dy = b.act("dy", c.dim, S);
+  Value x = b.act("x", c.dim, S);
+  Value h1 = b.act("h1", c.hidden_dim, S);
+  Value h3 = b.act("h3", c.hidden_dim, S);
+  // y = W2·gate  ⇒  dgate = W2ᵀ·dy                                                 [1, H, 1, S]
+  Value dgate = b.linear_t(dy, "w2t", l.w2, "dgate");
+  // gate = silu(h1)⊙h3 with silu(h) = h·σ(h) and silu'(h) = σ(h)·(1 + h·(1 − σ(h)))
+  Value sig = b.op(ir::Op::Sigmoid, {h1}, {}, "h1_sigmoid");
+  Value dh3 = b.mul(dgate, b.mul(h1, sig), "dh3");
+  Value one = b.scalar(1.0, "one");
+  Value dsilu = b.mul(sig, b.add(one, b.mul(h1, b.sub(one, sig))), "silu_grad");
+  Value dh1 = b.mul(b.mul(dgate, h3), dsilu, "dh1");
+  // h1 = W1·xnorm, h3 = W3·xnorm  ⇒  dxnorm = W1ᵀ·dh1 + W3ᵀ·dh3                       [1, C, 1, S]
+  Value dxn = b.add(b.linear_t(dh1, "w1t", l.w1, "dxnorm_1"), b.linear_t(dh3, "w3t", l.w3, "dxnorm_3"), "dxnorm");
+  Value dx = b.rmsnorm_backward(x, dxn, "ffn_norm", l.ffn_norm, c.norm_eps, "dx");
+  for (Value v : {dx, dh1, dh3, dxn}) b.output(v);
+  return std::move(b.g);
+}
+
+ir::Graph stories_sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "stories_sdpa_bwd1", "llama");
+  const ModelConfig& c = w.config;
+  const LayerWeights& l = w.layers[size_t(layer)];
+  const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
+  KernelBuilder b("stories_sdpa_bwd1", opt.dtype);
+  Value dy = b.act("dy", c.dim, S);  // gradient of o
+  Value q = b.act("q", NH * HS, S), k = b.act("k", c.kv_dim(), S), v = b.act("v", c.kv_dim(), S);
+  Value k4 = b.repeat_kv(b.heads(k, NKV, HS), G), v4 = b.repeat_kv(b.heads(v, NKV, HS), G);  // [1, NH, HS, S]
+  // The forward's probabilities, recomputed from q and k                          [1, NH, S, S]
+  Value probs = b.attention_probs(b.heads(q, NH, HS), k4, 1.0 / std::sqrt(double(HS)), "probs");
+  // o = Wo·att  ⇒  datt = Woᵀ·do                                                    [1, Q, 1, S]
+  Value datt4 = b.heads(b.linear_t(dy, "wot", l.wo, "datt"), NH, HS);
+  // att[d, i] = Σ_j v[d, j]·probs[i, j]  ⇒  dv[d, j] = Σ_i datt[d, i]·probs[i, j]
+  //                                        dprobs[i, j] = Σ_d datt[d, i]·v[d, j]
+  Value dv4 = b.matmul(datt4, probs, false, false, "dv_heads");  // [1, NH, HS, S]
+  Value dv = b.merge_heads(b.sum_kv_groups(dv4, G), "dv");        // [1, KV, 1, S]
+  Value dprobs = b.matmul(datt4, v4, /*tx=*/true, false, "dprobs");
+  for (Value o : {dv, probs, dprobs}) b.output(o);
+  return std::move(b.g);
+}
+
+ir::Graph stories_sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt) {
+  if (c.arch != Arch::Llama) throw_usage_error("kernel stories_sdpa_bwd2 is for llama models", "arch");
+  if (S < 1) throw_usage_error(fmt::format("kernel stories_sdpa_bwd2: sequence length {} must be at least 1", S), "seq");
+  const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
+  KernelBuilder b("stories_sdpa_bwd2", opt.dtype);
+  Value probs = b.input("probs", {1, NH, S, S}), dprobs = b.input("dprobs", {1, NH, S, S});
+  Value q = b.act("q", NH * HS, S), k = b.act("k", c.kv_dim(), S);
+  // Softmax backward along the keys: dscores = probs⊙(dprobs − Σ_j probs⊙dprobs); the scores
+  // were scale·qᵀk + mask, so the gradient of qᵀk is scale·dscores (the mask is a constant).
+  Value row = b.reduce(ir::Op::ReduceSum, b.mul(probs, dprobs), {3}, "probs_dot");  // [1, NH, S, 1]
+  Value dscores = b.mul(probs, b.sub(dprobs, row), "dscores");
+  Value dqk = b.mul(dscores, b.scalar(1.0 / std::sqrt(double(HS)), "attn_scale"));
+  // scores[i, j] = Σ_d q[d, i]·k[d, j]  ⇒  dq[d, i] = Σ_j k[d, j]·dqk[i, j],  dk[d, j] = Σ_i q[d, i]·dqk[i, j]
+  Value k4 = b.repeat_kv(b.heads(k, NKV, HS), G);
+  Value dq = b.merge_heads(b.matmul(k4, dqk, false, /*ty=*/true, "dq_heads"), "dq");        // [1, Q, 1, S]
+  Value dk4 = b.matmul(b.heads(q, NH, HS), dqk, false, false, "dk_heads");                   // [1, NH, HS, S]
+  Value dk = b.merge_heads(b.sum_kv_groups(dk4, G), "dk");                                   // [1, KV, 1, S]
+  b.output(dq);
+  b.output(dk);
+  return std::move(b.g);
+}
+
+ir::Graph stories_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "stories_qkv_bwd", "llama");
+  const ModelConfig& c = w.config;
+  const LayerWeights& l = w.layers[size_t(layer)];
+  const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim();
+  KernelBuilder b("stories_qkv_bwd", opt.dtype);
+  Value dq = b.act("dq", NH * HS, S), dk = b.act("dk", c.kv_dim(), S), dv = b.act("dv", c.kv_dim(), S);
+  Value x = b.act("x", c.dim, S);
+  // q = rope(q_lin) is a rotation per pair, so dq_lin is dq rotated back (the transpose).
+  Value dq_lin = b.rope(dq, NH, HS, c.rope_theta, /*inverse=*/true, "dq_lin");
+  Value dk_lin = b.rope(dk, NKV, HS, c.rope_theta, /*inverse=*/true, "dk_lin");
+  // q_lin = Wq·xnorm, k_lin = Wk·xnorm, v = Wv·xnorm  ⇒  dxnorm = Wqᵀ·dq_lin + Wkᵀ·dk_lin + Wvᵀ·dv
+  Value dxn = b.add(b.add(b.linear_t(dq_lin, "wqt", l.wq, "dxnorm_q"), b.linear_t(dk_lin, "wkt", l.wk, "dxnorm_k")),
+                    b.linear_t(dv, "wvt", l.wv, "dxnorm_v"), "dxnorm");
+  Value dx = b.rmsnorm_backward(x, dxn, "attn_norm", l.attn_norm, c.norm_eps, "dx");
+  for (Value v : {dx, dxn, dq_lin, dk_lin}) b.output(v);
+  return std::move(b.g);
+}
+
+}  // namespace orion::frontends
