@@ -194,11 +194,11 @@ TEST(ValidateAne, C16_MoreThan16BlobConstantsRejected) {
   EXPECT_EQ(describe(validate(ok)), "");
   Graph tensors = build(17, 0);
   expect_one(validate(tensors), "C16", "",
-             "program 'main' needs 17 BLOBFILE constants (17 tensors + 0 inline scalars), more than the 16 the ANE "
+             "program 'main' needs 17 BLOBFILE constants (tensors: 17, inline scalars: 0), more than the 16 the ANE "
              "accepts (C16); split the program or pass weights as inputs");
   Graph mixed = build(15, 2);
   expect_one(validate(mixed), "C16", "",
-             "program 'main' needs 17 BLOBFILE constants (15 tensors + 2 inline scalars), more than the 16 the ANE "
+             "program 'main' needs 17 BLOBFILE constants (tensors: 15, inline scalars: 2), more than the 16 the ANE "
              "accepts (C16); split the program or pass weights as inputs");
 }
 

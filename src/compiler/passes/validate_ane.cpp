@@ -109,7 +109,7 @@ void check_constant_slots(const Graph& g, PassContext& ctx) {
   int tensors = 0, scalars = 0;
   for (int i : used) (g.node(i).results[0].numel() > 1 ? tensors : scalars)++;
   if (tensors + scalars > ctx.chip->max_blob_constants)
-    ctx.error("C16", "", fmt::format("program '{}' needs {} BLOBFILE constants ({} tensors + {} inline scalars), more than the {} the ANE accepts (C16); split the program or pass weights as inputs",
+    ctx.error("C16", "", fmt::format("program '{}' needs {} BLOBFILE constants (tensors: {}, inline scalars: {}), more than the {} the ANE accepts (C16); split the program or pass weights as inputs",
                                      g.name(), tensors + scalars, tensors, scalars, ctx.chip->max_blob_constants));
 }
 
