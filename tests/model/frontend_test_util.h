@@ -86,6 +86,12 @@ inline void expect_valid(const ir::Graph& g) {
   EXPECT_EQ(g.verify(), "") << g.name();
   for (const ir::Node& n : g.nodes()) EXPECT_FALSE(ir::op_info(n.op).flags & ir::kRejectedByAne) << g.name() << ": " << n.name;
   for (const ir::GraphOutput& o : g.outputs()) EXPECT_EQ(g.node(o.value).name, o.name) << g.name();
+  // Every program input and output is [1, C, 1, S] (C14).
+  auto boundary = [&](const ir::Type& t, const std::string& what) {
+    EXPECT_TRUE(t.shape.size() == 4 && t.shape[0] == 1 && t.shape[2] == 1) << g.name() << ": " << what << " " << t.str();
+  };
+  for (int i : g.input_nodes()) boundary(g.node(i).results[0], g.node(i).name);
+  for (const ir::GraphOutput& o : g.outputs()) boundary(g.type(o.value), o.name);
 }
 
 inline std::map<std::string, Tensor32> run(const ir::Graph& g, const In& in, bool round_fp16 = false) {

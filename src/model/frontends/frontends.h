@@ -65,9 +65,10 @@ ir::Graph stories_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions
 //   dh1, dh3 [1, H, 1, S], dxnorm [1, C, 1, S]
 ir::Graph stories_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
 // sdpa_bwd1: in dy [1, C, 1, S] (gradient of fwd_attn's o), q [1, Q, 1, S], k, v [1, KV, 1, S];
-//   out dv [1, KV, 1, S], probs [1, NH, S, S] (recomputed), dprobs [1, NH, S, S]
+//   out dv [1, KV, 1, S], probs (recomputed) and dprobs [1, NH·S, 1, S] — the per-head [S, S]
+//   matrices with channel h·S + i holding query row i of head h (boundaries are [1, C, 1, S], C14)
 ir::Graph stories_sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
-// sdpa_bwd2 (no weights): in probs, dprobs [1, NH, S, S], q [1, Q, 1, S], k [1, KV, 1, S];
+// sdpa_bwd2 (no weights): in probs, dprobs [1, NH·S, 1, S] (sdpa_bwd1's layout), q [1, Q, 1, S], k [1, KV, 1, S];
 //   out dq [1, Q, 1, S], dk [1, KV, 1, S] (gradients of the post-RoPE q and k)
 ir::Graph stories_sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt = {});
 // qkv_bwd: in dq [1, Q, 1, S], dk, dv [1, KV, 1, S], x [1, C, 1, S] (fwd_attn's input);

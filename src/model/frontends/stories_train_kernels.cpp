@@ -82,15 +82,19 @@ ir::Graph stories_sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptio
   Value q = b.act("q", NH * HS, S), k = b.act("k", c.kv_dim(), S), v = b.act("v", c.kv_dim(), S);
   Value k4 = b.repeat_kv(b.heads(k, NKV, HS), G), v4 = b.repeat_kv(b.heads(v, NKV, HS), G);  // [1, NH, HS, S]
   // The forward's probabilities, recomputed from q and k                          [1, NH, S, S]
-  Value probs = b.attention_probs(b.heads(q, NH, HS), k4, 1.0 / std::sqrt(double(HS)), "probs");
+  Value probs = b.attention_probs(b.heads(q, NH, HS), k4, 1.0 / std::sqrt(double(HS)), "probs_heads");
   // o = Wo·att  ⇒  datt = Woᵀ·do                                                    [1, Q, 1, S]
   Value datt4 = b.heads(b.linear_t(dy, "wot", l.wo, "datt"), NH, HS);
   // att[d, i] = Σ_j v[d, j]·probs[i, j]  ⇒  dv[d, j] = Σ_i datt[d, i]·probs[i, j]
   //                                        dprobs[i, j] = Σ_d datt[d, i]·v[d, j]
   Value dv4 = b.matmul(datt4, probs, false, false, "dv_heads");  // [1, NH, HS, S]
   Value dv = b.merge_heads(b.sum_kv_groups(dv4, G), "dv");        // [1, KV, 1, S]
-  Value dprobs = b.matmul(datt4, v4, /*tx=*/true, false, "dprobs");
-  for (Value o : {dv, probs, dprobs}) b.output(o);
+  Value dprobs = b.matmul(datt4, v4, /*tx=*/true, false, "dprobs_heads");
+  // At the program boundary every tensor is [1, C, 1, S] (C14): [1, NH, S, S] → [1, NH·S, 1, S]
+  // (channel h·S + i holds query row i of head h; the memory order is unchanged).
+  b.output(dv);
+  b.output(b.reshape(probs, {1, NH * S, 1, S}, "probs"));
+  b.output(b.reshape(dprobs, {1, NH * S, 1, S}, "dprobs"));
   return std::move(b.g);
 }
 
@@ -99,7 +103,9 @@ ir::Graph stories_sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt) {
   if (S < 1) throw_usage_error(fmt::format("kernel stories_sdpa_bwd2: sequence length {} must be at least 1", S), "seq");
   const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
   KernelBuilder b("stories_sdpa_bwd2", opt.dtype);
-  Value probs = b.input("probs", {1, NH, S, S}), dprobs = b.input("dprobs", {1, NH, S, S});
+  // probs, dprobs arrive as [1, NH·S, 1, S] (sdpa_bwd1's outputs) and are viewed as [1, NH, S, S].
+  Value probs = b.reshape(b.act("probs", NH * S, S), {1, NH, S, S});
+  Value dprobs = b.reshape(b.act("dprobs", NH * S, S), {1, NH, S, S});
   Value q = b.act("q", NH * HS, S), k = b.act("k", c.kv_dim(), S);
   // Softmax backward along the keys: dscores = probs⊙(dprobs − Σ_j probs⊙dprobs); the scores
   // were scale·qᵀk + mask, so the gradient of qᵀk is scale·dscores (the mask is a constant).
