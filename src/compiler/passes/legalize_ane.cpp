@@ -4,7 +4,8 @@
 // no neg), conv bias → separate add (C4), rsqrt → pow(x, −0.5) where the chip lacks it (C17),
 // attention spelled out as QKᵀ·scale + mask → softmax → ·V (C15), and on chips without cast (M1/M2,
 // C18) the fp16↔fp32 casts dropped by running the whole program in fp16. Boundary rewrites
-// (legalize_ane_boundary.cpp): concats that only feed outputs become separate outputs (C1), and
+// (legalize_ane_boundary.cpp): concats that only feed outputs become separate outputs (C1),
+// inputs and outputs of another shape are declared as the [1, C, 1, S] the runtime binds (C14), and
 // inputs below the minimum buffer get their sequence padded to a bucket (C7).
 //
 // What is graph-level and what is runtime-level: the graph can change only what the program
@@ -325,6 +326,7 @@ class LegalizeAne final : public Pass {
   bool run(ir::Graph& g, PassContext& ctx) override {
     bool changed = ane::rewrite_ops(g, *ctx.chip);
     changed |= ane::split_output_concats(g, ctx);
+    changed |= ane::flatten_boundary_to_ane_layout(g, ctx);
     if (changed) ane::tidy(g);
     if (ane::drop_float_casts(g, ctx)) {
       ane::tidy(g);

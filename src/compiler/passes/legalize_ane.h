@@ -28,6 +28,8 @@ void record_change(PassContext& ctx, const std::string& name, bool is_input, con
 
 // C1: concats that feed only graph outputs become one output per operand.
 bool split_output_concats(ir::Graph& g, PassContext& ctx);
+// C14: inputs and outputs that are not [1, C, 1, S] are declared flat and reshaped inside.
+bool flatten_boundary_to_ane_layout(ir::Graph& g, PassContext& ctx);
 // C7: inputs below the minimum buffer get their sequence axis padded to a bucket.
 bool pad_sequence_to_min_buffer(ir::Graph& g, PassContext& ctx);
 // C5, C13: records the uniform input and output allocation sizes (never changes the graph).

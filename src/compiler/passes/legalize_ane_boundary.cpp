@@ -74,6 +74,45 @@ bool split_output_concats(Graph& g, PassContext& ctx) {
   return changed;
 }
 
+// C14: the runtime binds every buffer as packed [1, C, 1, S]. A boundary tensor of another shape
+// holds the same bytes as [1, numel/S, 1, S] (S its last dimension; row-major), so it is declared
+// that way and reshaped inside the program; the runtime moves no data.
+//   x: [1, H, S, S] → users              →   x: [1, H·S, 1, S] → reshape [1, H, S, S] → users
+//   return p = v: [1, H, S, S]            →   return p = reshape(v, [1, H·S, 1, S])
+bool flatten_boundary_to_ane_layout(Graph& g, PassContext& ctx) {
+  auto flat = [](const ir::Type& t) {
+    const int64_t S = t.shape.empty() ? 1 : t.shape.back();
+    return ir::Type{t.elem, {1, S ? t.numel() / S : 0, 1, S}};
+  };
+  bool changed = false;
+  for (int i : g.input_nodes()) {
+    const ir::Type original = g.node(i).results[0];
+    if (is_ane_4d(original) || original.numel() == 0) continue;
+    std::vector<std::pair<int, size_t>> uses;  // (node, operand index)
+    for (int u = 0; u < int(g.nodes().size()); u++)
+      if (!g.node(u).dead)
+        for (size_t k = 0; k < g.node(u).inputs.size(); k++)
+          if (g.node(u).inputs[k] == Value{i, 0}) uses.push_back({u, k});
+    g.node_mut(i).results[0] = flat(original);
+    Value back = g.add_node(Op::Reshape, {{i, 0}}, {{"shape", original.shape}}, g.fresh_name(g.node(i).name + "_unflat"));
+    for (auto [u, k] : uses) g.node_mut(u).inputs[k] = back;
+    record_change(ctx, g.node(i).name, true, original, flat(original), "C14");
+    changed = true;
+  }
+  for (size_t o = 0; o < g.outputs().size(); o++) {
+    const Value v = g.outputs()[o].value;
+    if (v.node < 0 || v.node >= int(g.nodes().size()) || g.node(v.node).dead) continue;  // C11: validate-ane
+    const ir::Type original = g.type(v);
+    if (is_ane_4d(original) || original.numel() == 0) continue;
+    const std::string name = g.outputs()[o].name;
+    Value f = g.add_node(Op::Reshape, {v}, {{"shape", flat(original).shape}}, g.fresh_name(name + "_flat"));
+    g.outputs_mut()[o].value = f;
+    record_change(ctx, name, false, original, flat(original), "C14");
+    changed = true;
+  }
+  return changed;
+}
+
 int64_t sequence_bucket(int64_t seq, int64_t bytes_per_position, int64_t min_bytes) {
   int64_t b = 16;
   while (b < seq) b *= 2;

@@ -18,7 +18,8 @@
 // be fp16, on every chip. On M1/M2 legalize-ane demotes fp32 programs that only cast between fp16
 // and fp32; anything else that is still fp32 (or int32/bool) at the boundary is rejected here.
 //
-// The pass never changes the graph.
+// The pass never changes the graph. It owns the error diagnostics (pass.h): each run replaces the
+// errors of the previous one, so the pipeline's later rounds do not leave stale findings behind.
 #include <fmt/format.h>
 
 #include <set>
