@@ -28,13 +28,21 @@ std::vector<float> to_f32(const Tensor& t) {
 
 Value KernelBuilder::weight(const std::string& name, const Tensor& W, bool transposed) {
   ORION_CHECK(!W.empty() && W.shape.size() == 2, "weight {} must be a matrix", name);
+  ORION_CHECK(dt == ir::ElemType::F16 || dt == ir::ElemType::F32, "weights are fp16 or fp32");
   const int64_t out = W.shape[0], in = W.shape[1];
-  std::vector<float> v = to_f32(W);  // [out, in] row-major
-  if (!transposed) return constant(name, {out, in, 1, 1}, v);
-  std::vector<float> t(v.size());  // Wᵀ [in, out]
-  for (int64_t o = 0; o < out; o++)
-    for (int64_t i = 0; i < in; i++) t[size_t(i * out + o)] = v[size_t(o * in + i)];
-  return constant(name, {in, out, 1, 1}, t);
+  if (transposed) {  // Wᵀ [in, out], through fp32
+    std::vector<float> v = to_f32(W), t(v.size());
+    for (int64_t o = 0; o < out; o++)
+      for (int64_t i = 0; i < in; i++) t[size_t(i * out + o)] = v[size_t(o * in + i)];
+    return constant(name, {in, out, 1, 1}, t);
+  }
+  // [out, in] → [out, in, 1, 1] is the same bytes: one conversion straight into the constant
+  // (a copy when the model is already stored in the kernel's type).
+  ir::Type type{dt, {out, in, 1, 1}};
+  auto data = std::make_shared<ir::ConstData>();
+  data->bytes.resize(type.bytes());
+  convert_dtype(W.data, W.dtype, data->bytes.data(), dt == ir::ElemType::F16 ? DType::F16 : DType::F32, size_t(W.numel()));
+  return g.constant(name, std::move(type), std::move(data));
 }
 
 Value KernelBuilder::channel_vector(const std::string& name, const Tensor& v) {
