@@ -35,7 +35,8 @@ struct AneBoundary {
   std::vector<OutputSplit> output_splits;
   std::vector<BoundaryChange> changes;
   // C13 / C5: every input (output) buffer is allocated with this many bytes: the largest input
-  // (output) of the program rounded up to the chip's buffer alignment. Data sits packed at offset 0 (C14).
+  // (output) of the program, at least the minimum buffer (C7), rounded up to the chip's buffer
+  // alignment. Data sits packed at offset 0 (C14).
   int64_t input_alloc_bytes = 0;
   int64_t output_alloc_bytes = 0;
 

@@ -439,6 +439,14 @@ TEST(LegalizeAne, C5_C13_UniformAllocationSizesRecorded) {
   EXPECT_EQ(c5.ane_boundary.output_alloc_bytes, 49280);  // 49,216 rounded up to 128
   PassContext c4b = legalize(g5, m4(), /*expect_change=*/false);
   EXPECT_EQ(c4b.ane_boundary.output_alloc_bytes, 49216);  // already a multiple of 64
+
+  // Buffers below the minimum (a program legalize-ane cannot pad) are still allocated with it (C7).
+  Graph small;
+  Value x = small.input("x", {ElemType::F16, {1, 64, 1, 32}});
+  small.add_output("y", small.add_node(Op::Softmax, {x}, {{"axis", int64_t(-1)}}, "sm"));
+  PassContext cs = legalize(small, m4(), /*expect_change=*/false);
+  EXPECT_EQ(cs.ane_boundary.input_alloc_bytes, 49152);
+  EXPECT_EQ(cs.ane_boundary.output_alloc_bytes, 49152);
 }
 
 TEST(LegalizeAne, C18_FloatCastsDroppedOnChipsWithoutCast) {

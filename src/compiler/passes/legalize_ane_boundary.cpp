@@ -251,10 +251,14 @@ bool pad_sequence_to_min_buffer(Graph& g, PassContext& ctx) {
 
 // C13 and C5: all inputs of a program need one allocation size, and so do all outputs. The graph
 // keeps its declared shapes; the runtime allocates every buffer of a group with the group's largest
-// size (rounded up to the chip's buffer alignment, C18) and writes or reads packed data at byte 0 (C14).
+// size, raised to the minimum buffer (C7) and rounded up to the chip's buffer alignment (C18) — the
+// same rule as the emitter's binding table (program.h) — and writes or reads packed data at byte 0 (C14).
 void record_allocation_sizes(const Graph& g, PassContext& ctx) {
   const int64_t align = std::max(1, ctx.chip->buffer_alignment);
-  auto round_up = [&](int64_t b) { return (b + align - 1) / align * align; };
+  auto round_up = [&](int64_t b) {
+    b = std::max(b, ctx.chip->min_buffer_bytes);
+    return (b + align - 1) / align * align;
+  };
   int64_t in = 0, out = 0;
   for (int i : g.input_nodes()) in = std::max(in, int64_t(g.node(i).results[0].bytes()));
   for (const ir::GraphOutput& o : g.outputs())
