@@ -14,6 +14,18 @@
 namespace orion::compiler::mil {
 namespace {
 
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+bool too_many_elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d <= 0) continue;  // −1 (inferred) and invalid dims are shape inference's to judge
+    if (n > kMaxElements / d) return true;
+    n *= d;
+  }
+  return false;
+}
+
 class Builder {
  public:
   Builder(const MilProgram& p, const std::string& source) : p_(p), src_(source) {}
@@ -176,7 +188,14 @@ class Builder {
     auto list = [](const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); };
     switch (sp.kind) {
       case ArgKind::AttrInt: want(is(ir::ElemType::I32, 0), "int32"), attrs[sp.attr] = ints()[0]; break;
-      case ArgKind::AttrInts: want(is(ir::ElemType::I32, 1), "tensor<int32, [n]>"), attrs[sp.attr] = ints(); break;
+      case ArgKind::AttrInts: {
+        want(is(ir::ElemType::I32, 1), "tensor<int32, [n]>");
+        std::vector<int64_t> v = ints();
+        if (op_from_mil(s.op.text) == ir::Op::Reshape && too_many_elements(v))  // would overflow shape inference
+          fail(id, fmt::format("'{}' asks for more than 2^40 elements", id.text));
+        attrs[sp.attr] = std::move(v);
+        break;
+      }
       case ArgKind::AttrBool: want(is(ir::ElemType::Bool, 0), "bool"), attrs[sp.attr] = c.data->bytes[0] != 0; break;
       case ArgKind::AttrDType:
         want(t.is_string && ir::elem_from_name(c.str_value).has_value(), "a string naming fp16, fp32, int32 or bool");
