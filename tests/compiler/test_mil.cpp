@@ -133,6 +133,16 @@ TEST(MilEmit, WeightFreeProgramHasAnEmptyDictionary) {
   EXPECT_EQ(p.blob_constants, 0);
 }
 
+TEST(MilEmit, SaveProgramWritesModelMilAndWeights) {
+  CompiledProgram p = emit_mil(tg::linear(), default_chip());
+  std::string dir = test::temp_dir() + "/linear";
+  save_program(p, dir);
+  EXPECT_EQ(read_text(dir + "/model.mil"), p.mil_text);
+  EXPECT_EQ(read_text(dir + "/weights/w.bin"), std::string(p.weights.at("@model_path/weights/w.bin").begin(),
+                                                           p.weights.at("@model_path/weights/w.bin").end()));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/weights/b.bin"));
+}
+
 TEST(MilEmit, DeterministicBytes) {
   for (const auto& ng : tg::all()) {
     CompiledProgram a = emit_mil(ng.make(), default_chip()), b = emit_mil(ng.make(), default_chip());
