@@ -1,4 +1,4 @@
-// The IR text parser: a hand-written lexer and a recursive-descent parser for the grammar in
+// The IR text parser: a recursive-descent parser (over text_lexer.h's tokens) for the grammar in
 // text.h. Nodes are built through the Graph builder, so shape inference checks every node as it is
 // read; the result types written in the text must equal the inferred ones.
 #include <charconv>
@@ -12,152 +12,15 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "ir/text.h"
+#include "ir/text_lexer.h"
 
 namespace orion::ir {
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Lexer: turns the text into tokens on demand, remembering where each one starts.
-
-enum class Tok { Ident, ValueName, Number, String, Punct, Newline, End };
-
-struct Token {
-  Tok kind = Tok::End;
-  std::string text;  // identifier, value name (without %), number spelling, unescaped string, punct
-  int line = 1, col = 1;
-  bool quoted = false;  // a value name written %"..."
-};
-
-bool ident_start(char c) { return std::isalpha(uint8_t(c)) || c == '_'; }
-bool ident_char(char c) { return std::isalnum(uint8_t(c)) || c == '_' || c == '@'; }
-
-class Lexer {
- public:
-  Lexer(std::string_view text, const std::string& source) : s_(text), source_(source) {}
-
-  const Token& peek() {
-    if (!has_) tok_ = lex(), has_ = true;
-    return tok_;
-  }
-  Token next() {
-    peek();
-    has_ = false;
-    return tok_;
-  }
-  [[noreturn]] void fail(int line, int col, const std::string& msg) const {
-    throw Error(ErrorKind::Input, msg, {source_, fmt::format("line {}, column {}", line, col), -1, {}});
-  }
-
- private:
-  char at(size_t k = 0) const { return i_ + k < s_.size() ? s_[i_ + k] : '\0'; }
-  void advance() {
-    if (at() == '\n') line_++, line_start_ = i_ + 1;
-    i_++;
-  }
-  int col() const { return int(i_ - line_start_) + 1; }
-
-  void skip_blanks_and_comments() {
-    for (;;) {
-      if (at() == ' ' || at() == '\t' || at() == '\r') advance();
-      else if (at() == '/' && at(1) == '/')
-        while (i_ < s_.size() && at() != '\n') advance();
-      else return;
-    }
-  }
-
-  Token lex() {
-    skip_blanks_and_comments();
-    Token t;
-    t.line = line_, t.col = col();
-    char c = at();
-    if (i_ >= s_.size()) return t;  // End
-    if (c == '\n') return advance(), t.kind = Tok::Newline, t.text = "\n", t;
-    if (ident_start(c)) return t.kind = Tok::Ident, t.text = word(), t;
-    if (c == '%') {
-      advance();
-      t.kind = Tok::ValueName;
-      if (at() == '"') t.quoted = true, t.text = string_body(t);
-      else if (ident_start(at())) t.text = word();
-      else fail(t.line, t.col + 1, "expected a name after '%'");
-      return t;
-    }
-    if (c == '"') return t.kind = Tok::String, t.text = string_body(t), t;
-    if (std::isdigit(uint8_t(c)) || (c == '-' && (std::isdigit(uint8_t(at(1))) || ident_start(at(1)))))
-      return t.kind = Tok::Number, t.text = number(), t;
-    if (std::strchr("=:,()[]{}<>#", c)) return advance(), t.kind = Tok::Punct, t.text = std::string(1, c), t;
-    fail(t.line, t.col, fmt::format("unexpected character '{}'", c));
-  }
-
-  std::string word() {
-    std::string w;
-    while (ident_char(at())) w += at(), advance();
-    return w;
-  }
-
-  // -?digits[.digits][e[+-]digits], or -inf / -nan (a '-' followed by a word).
-  std::string number() {
-    std::string n;
-    if (at() == '-') n += at(), advance();
-    if (ident_start(at())) return n + word();
-    auto digits = [&] {
-      while (std::isdigit(uint8_t(at()))) n += at(), advance();
-    };
-    digits();
-    if (at() == '.') n += at(), advance(), digits();
-    if ((at() == 'e' || at() == 'E') &&
-        (std::isdigit(uint8_t(at(1))) || ((at(1) == '+' || at(1) == '-') && std::isdigit(uint8_t(at(2)))))) {
-      n += at(), advance();
-      if (at() == '+' || at() == '-') n += at(), advance();
-      digits();
-    }
-    return n;
-  }
-
-  // The text between double quotes, unescaping \" \\ and \XX.
-  std::string string_body(const Token& t) {
-    advance();  // opening quote
-    std::string out;
-    for (;;) {
-      char c = at();
-      if (i_ >= s_.size() || c == '\n') fail(t.line, t.col, "unterminated string");
-      if (c == '"') return advance(), out;
-      if (c != '\\') {
-        out += c, advance();
-        continue;
-      }
-      int l = line_, k = col();
-      advance();
-      if (at() == '"' || at() == '\\') {
-        out += at(), advance();
-      } else if (std::isxdigit(uint8_t(at())) && std::isxdigit(uint8_t(at(1)))) {
-        out += char(std::stoi(std::string{at(), at(1)}, nullptr, 16));
-        advance(), advance();
-      } else {
-        fail(l, k, "unknown escape in string (expected \\\", \\\\ or \\XX)");
-      }
-    }
-  }
-
-  std::string_view s_;
-  const std::string& source_;
-  size_t i_ = 0, line_start_ = 0;
-  int line_ = 1;
-  Token tok_;
-  bool has_ = false;
-};
-
-std::string describe(const Token& t) {
-  switch (t.kind) {
-    case Tok::End: return "end of input";
-    case Tok::Newline: return "end of line";
-    case Tok::String: return t.text.size() > 24 ? "a string" : fmt::format("\"{}\"", t.text);
-    case Tok::ValueName: return "'%" + t.text + "'";
-    case Tok::Ident:
-    case Tok::Number:
-    case Tok::Punct: return "'" + t.text + "'";
-  }
-  return "?";
-}
+using text_detail::describe;
+using text_detail::Lexer;
+using text_detail::Tok;
+using text_detail::Token;
 
 std::string types_written(size_t n) { return n == 1 ? "1 type is" : fmt::format("{} types are", n); }
 

@@ -287,6 +287,8 @@ TEST(IrText, ParseErrorsSayWhereAndWhat) {
   EXPECT_EQ(err("  %y = relu(%x) : fp16[1, 8, 1, 16] extra\n"), "t.ir: field 'line 3, column 37': expected end of line, got 'extra'");
   EXPECT_EQ(err("  %y = relu(%x) {s = \"open} : fp16[1, 8, 1, 16]\n"), "t.ir: field 'line 3, column 22': unterminated string");
   EXPECT_EQ(err("  %y = relu(%x) ; fp16[1, 8, 1, 16]\n"), "t.ir: field 'line 3, column 17': unexpected character ';'");
+  EXPECT_EQ(err(std::string("  %y = relu(%x)\0", 16)), "t.ir: field 'line 3, column 16': unexpected character '\\x00'");
+  EXPECT_EQ(err("  %y = relu(%x) \xC3\xA9\n"), "t.ir: field 'line 3, column 17': unexpected character '\\xC3'");
   EXPECT_EQ(parse_error(head + "  return %a = %x, %a = %x\n}\n"), "t.ir: field 'line 3, column 19': output 'a' is given twice");
 }
 
@@ -307,6 +309,32 @@ TEST(IrText, HostileSizesAreErrorsNotAllocations) {
             "t.ir: field 'line 2, column 27': shape fp16[1099511627776, 1099511627776] has too many elements");
   EXPECT_EQ(parse_error("graph g {\n  %w = const splat<0.0> : fp16[1073741824]\n  return\n}\n"),
             "t.ir: field 'line 2, column 20': constant 'w' of type fp16[1073741824] is larger than 1 GiB");
+}
+
+// Every prefix of a valid text, and every single-byte corruption of it, is either a graph or an
+// orion::Error — never a crash or another exception.
+TEST(IrText, DamagedTextsFailCleanly) {
+  const std::string text = kFfn;
+  int parsed = 0, errors = 0;
+  auto attempt = [&](const std::string& t) {
+    try {
+      parse_graph(t);
+      parsed++;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input);
+      EXPECT_NE(e.context().field.find("line "), std::string::npos) << e.what();
+      errors++;
+    }
+  };
+  for (size_t n = 0; n < text.size(); n++) attempt(text.substr(0, n));
+  for (size_t i = 0; i < text.size(); i++)
+    for (char c : {'\0', '%', '#', '"', '[', '-', '9', 'x', '\n', '}'}) {
+      std::string t = text;
+      t[i] = c;
+      attempt(t);
+    }
+  EXPECT_GT(errors, int(text.size()));
+  EXPECT_GT(parsed, 0);  // e.g. the text minus its final line break, or a renamed node
 }
 
 TEST(IrText, OddNamesAreQuoted) {
