@@ -19,7 +19,9 @@ struct ChipProfile {
   int buffer_alignment = 64;      // bytes; M5 wants 128                         (C18)
   int64_t min_buffer_bytes = 49152;  // C7: smaller evaluates with status 0x1d
   int max_blob_constants = 16;    // C16
-  int64_t max_conv_channels = 32768;  // C12
+  // C12: a 32000-token classifier is rejected, so the limit is below 32000; public notes give 16384
+  // as the largest tensor dimension the ANE compiler accepts.
+  int64_t max_conv_channels = 16384;
   int64_t sram_bytes = 32ll << 20;    // C20: working sets above this run ~30% slower
   int compile_budget = 119;           // C9: compiles per process before they fail silently
   double fp16_tflops = 19.0;          // for predicted ANE time (M4 measured ~19 TFLOPS)

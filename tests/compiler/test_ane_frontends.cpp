@@ -99,6 +99,13 @@ TEST(AneFrontends, C12_VocabularyClassifierRejectedOnlyPastTheChannelLimit) {
   bool c12 = false;
   for (const Diagnostic& d : ctx.diagnostics) c12 |= d.rule == "C12" && d.node == g.node(g.outputs()[0].value).name;
   EXPECT_TRUE(c12) << errors_of(ctx);
+
+  // DESIGN.md C12: the 32000-token Llama classifier is rejected too.
+  Graph s = frontends::classifier_fwd(stories(), 128);
+  PassContext sctx = compile(s, "m4");
+  bool s12 = false;
+  for (const Diagnostic& d : sctx.diagnostics) s12 |= d.rule == "C12";
+  EXPECT_TRUE(s12) << errors_of(sctx);
 }
 
 // Runs g (legalized from `before`) on inputs zero-padded/reshaped to its declared shapes and cuts

@@ -145,18 +145,18 @@ TEST(ValidateAne, C12_ConvOver32kChannelsRejected) {
   Value w = g.input("wte", {ElemType::F16, {50257, 768, 1, 1}});
   g.add_output("logits", g.add_node(Op::Conv1x1, {x, w}, {}, "classifier"));
   expect_one(with_rule(validate(g), "C12"), "C12", "classifier",
-             "conv 'classifier' has 50257 output channels, more than the 32768 the ANE accepts (C12); run it on the CPU");
+             "conv 'classifier' has 50257 output channels, more than the 16384 the ANE accepts (C12); run it on the CPU");
 
   Graph in;  // and the same limit on the input side (the classifier's backward pass)
   Value dy = in.input("dlogits", {ElemType::F16, {1, 50257, 1, 32}});
   Value wt = in.input("wte_t", {ElemType::F16, {768, 50257, 1, 1}});
   in.add_output("dx", in.add_node(Op::Conv1x1, {dy, wt}, {}, "classifier_bwd"));
   expect_one(with_rule(validate(in), "C12"), "C12", "classifier_bwd",
-             "conv 'classifier_bwd' has 50257 input channels, more than the 32768 the ANE accepts (C12); run it on the CPU");
+             "conv 'classifier_bwd' has 50257 input channels, more than the 16384 the ANE accepts (C12); run it on the CPU");
 
   Graph ok;  // at the limit: accepted
   Value x2 = ok.input("x", kX);
-  ok.add_output("y", ok.add_node(Op::Conv1x1, {x2, ok.input("w", {ElemType::F16, {32768, 768, 1, 1}})}, {}, "wide"));
+  ok.add_output("y", ok.add_node(Op::Conv1x1, {x2, ok.input("w", {ElemType::F16, {16384, 768, 1, 1}})}, {}, "wide"));
   EXPECT_TRUE(with_rule(validate(ok), "C12").empty());
 }
 
