@@ -10,6 +10,8 @@ void add_generate_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_info_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
+void add_mil_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 
 // Builds the whole CLI; main() and the CLI tests share it.

@@ -11,6 +11,8 @@ void add_all_commands(CLI::App& app) {
   add_tokenize_command(app);
   add_convert_command(app);
   add_info_command(app);
+  add_compile_command(app);
+  add_mil_command(app);
   add_bench_command(app);
 }
 

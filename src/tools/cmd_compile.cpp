@@ -1,0 +1,158 @@
+// orion compile: a model's (or one IR file's) ANE programs → per program model.mil, weights/*.bin
+// and manifest.json. orion mil check: parse a MIL file and list every ANE rule it breaks.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/file.h"
+#include "base/timer.h"
+#include "compiler/compile.h"
+#include "compiler/mil/parse_mil.h"
+#include "ir/text.h"
+#include "model/frontends/program_set.h"
+#include "model/io/model_io.h"
+#include "tools/command.h"
+
+namespace orion::tools {
+namespace {
+namespace fs = std::filesystem;
+using compiler::Binding;
+
+nlohmann::json bindings_json(const compiler::BindingTable& t) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const Binding& b : t.bindings)
+    a.push_back({{"name", b.name}, {"dtype", ir::elem_name(b.type.elem)}, {"shape", b.type.shape}, {"bytes", b.bytes},
+                 {"alloc_bytes", b.alloc_bytes}, {"declared_index", b.declared_index}});
+  return a;
+}
+
+nlohmann::json manifest_json(const std::string& name, const compiler::CompileResult& r, double ms) {
+  nlohmann::json warnings = nlohmann::json::array();
+  for (auto& d : r.diagnostics) warnings.push_back(compiler::format_diagnostic(d));
+  return {{"name", name},
+          {"chip", r.program.chip},
+          {"inputs", bindings_json(r.program.inputs)},    // in binding (alphabetical) order, C6
+          {"outputs", bindings_json(r.program.outputs)},
+          {"input_alloc_bytes", r.program.inputs.alloc_bytes},
+          {"output_alloc_bytes", r.program.outputs.alloc_bytes},
+          {"blob_constants", r.program.blob_constants},
+          {"sram_estimate_bytes", r.sram_estimate_bytes},
+          {"compile_ms", ms},
+          {"warnings", warnings}};
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::string text = j.dump(2) + "\n";
+  write_file_atomic(path, [&](FileWriter& w) { w.write_str(text); });
+}
+
+struct CompileArgs {
+  std::string model, config, ir_file, out, chip = "m4";
+  int seq = 64;
+  uint64_t seed = 1;
+};
+
+void run_compile(const CompileArgs& a) {
+  const compiler::ChipProfile& chip = compiler::chip_profile(a.chip);
+  int sources = !a.model.empty() + !a.config.empty() + !a.ir_file.empty();
+  if (sources != 1) throw_usage_error("give exactly one of --model, --config or --ir", "--model");
+  fs::create_directories(a.out);
+  nlohmann::json all = nlohmann::json::array();
+  double total_ms = 0;
+  size_t warnings = 0;
+  auto compile_one = [&](const std::string& name, ir::Graph g) {
+    Timer t;
+    compiler::CompileResult r = compiler::compile_graph(g, chip);
+    double ms = t.seconds() * 1e3;
+    total_ms += ms;
+    std::string dir = (fs::path(a.out) / name).string();
+    compiler::save_program(r.program, dir);
+    nlohmann::json m = manifest_json(name, r, ms);
+    write_json(dir + "/manifest.json", m);
+    warnings += r.diagnostics.size();
+    for (auto& d : r.diagnostics) std::fprintf(stderr, "%s: %s\n", name.c_str(), compiler::format_diagnostic(d).c_str());
+    all.push_back(m);
+  };
+  if (!a.ir_file.empty()) {
+    ir::Graph g = ir::parse_graph_file(a.ir_file);
+    compile_one(g.name(), std::move(g));
+  } else {
+    ModelWeights w = !a.model.empty() ? load_model(a.model) : random_weights(config_preset(a.config), a.seed);
+    if (a.seq < 1 || a.seq > w.config.seq_len)
+      throw_usage_error(fmt::format("must be in 1..{} (the model's context)", w.config.seq_len), "--seq");
+    auto specs = frontends::model_programs(w, a.seq, chip.max_conv_channels);
+    bool tty = isatty(2);
+    for (size_t i = 0; i < specs.size(); i++) {
+      if (tty) std::fprintf(stderr, "\r[%zu/%zu] %-28s", i + 1, specs.size(), specs[i].name.c_str());
+      compile_one(specs[i].name, specs[i].build());
+    }
+    if (tty) std::fprintf(stderr, "\r%60s\r", "");
+  }
+  write_json((fs::path(a.out) / "manifest.json").string(),
+             {{"chip", chip.name}, {"seq", a.seq}, {"programs", all}, {"compile_ms", total_ms}});
+  std::printf("compiled %zu program(s) for %s in %.1f ms (passes + MIL, excluding weight I/O); %zu warning(s); wrote %s\n",
+              all.size(), chip.name.c_str(), total_ms, warnings, a.out.c_str());
+}
+
+struct MilCheckArgs {
+  std::string file, weights, chip = "m4";
+};
+
+void run_mil_check(const MilCheckArgs& a) {
+  const compiler::ChipProfile& chip = compiler::chip_profile(a.chip);
+  std::string text = read_text_file(a.file);
+  // Weights: weights/*.bin beside the file (or --weights DIR), keyed as the MIL names them.
+  compiler::WeightDict dict;
+  fs::path wdir = a.weights.empty() ? fs::path(a.file).parent_path() / "weights" : fs::path(a.weights);
+  std::error_code ec;
+  if (fs::is_directory(wdir, ec))
+    for (auto& e : fs::directory_iterator(wdir)) {
+      auto m = MappedFile::open(e.path().string());
+      dict[compiler::weight_key(e.path().filename().string())] = std::vector<uint8_t>(m->data(), m->data() + m->size());
+    }
+  ir::Graph g = compiler::parse_mil(text, dict, a.file);
+  auto diags = compiler::check_graph(g, chip);
+  int errors = 0;
+  for (auto& d : diags) {
+    std::printf("%s: %s\n", a.file.c_str(), compiler::format_diagnostic(d).c_str());
+    errors += d.level == compiler::Diagnostic::Level::Error;
+  }
+  if (errors)
+    throw Error(ErrorKind::Input, fmt::format("{} rule violation(s) for {}", errors, chip.name),
+                {a.file, {}, -1, "see docs/ane-rules.md for each rule"});
+  std::printf("%s: ok for %s (%zu nodes, %zu warning(s))\n", a.file.c_str(), chip.name.c_str(), g.nodes().size(),
+              diags.size());
+}
+
+}  // namespace
+
+void add_compile_command(CLI::App& app) {
+  auto a = std::make_shared<CompileArgs>();
+  CLI::App* cmd = app.add_subcommand("compile", "compile a model's ANE programs (MIL text + weight blobs + manifest)");
+  cmd->add_option("--model,-m", a->model, "model file or folder (any supported format)");
+  cmd->add_option("--config", a->config, "a named config with random weights instead of a file")
+      ->check(CLI::IsMember(config_preset_names()));
+  cmd->add_option("--ir", a->ir_file, "compile one graph written in Orion's IR text form");
+  cmd->add_option("--chip", a->chip, "ANE generation whose rules and syntax to use")
+      ->capture_default_str()->check(CLI::IsMember(compiler::chip_names()));
+  cmd->add_option("--seq", a->seq, "sequence bucket the programs are built for")->capture_default_str();
+  cmd->add_option("--out,-o", a->out, "output folder (one sub-folder per program)")->required();
+  cmd->callback([a] { run_compile(*a); });
+}
+
+void add_mil_command(CLI::App& app) {
+  CLI::App* mil = app.add_subcommand("mil", "work with MIL files");
+  mil->require_subcommand(1);
+  auto a = std::make_shared<MilCheckArgs>();
+  CLI::App* check = mil->add_subcommand("check", "parse a MIL file and list every ANE rule it breaks");
+  check->add_option("file", a->file, "the .mil file")->required();
+  check->add_option("--weights", a->weights, "folder of its weight blobs (default: weights/ beside the file)");
+  check->add_option("--chip", a->chip, "ANE generation")->capture_default_str()->check(CLI::IsMember(compiler::chip_names()));
+  check->callback([a] { run_mil_check(*a); });
+}
+
+}  // namespace orion::tools
