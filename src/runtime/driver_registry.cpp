@@ -1,0 +1,49 @@
+// Drivers by name. A backend is one folder under runtime/ plus one row in kBackends below.
+#include <fmt/format.h>
+
+#include "runtime/driver.h"
+
+namespace orion::runtime {
+
+// ---- factories of the backends (each defined in its own folder) ---------------------------------
+#ifdef __APPLE__
+std::unique_ptr<Driver> make_ane_driver(const DriverOptions& options);  // runtime/ane/
+#endif
+namespace anesim { std::unique_ptr<Driver> make_anesim_driver(const DriverOptions& options); }  // runtime/anesim/
+
+namespace {
+
+struct Backend {
+  const char* name;
+  std::unique_ptr<Driver> (*make)(const DriverOptions&);
+};
+
+// The software ANE exists everywhere, the Apple driver only on macOS.
+const Backend kBackends[] = {
+    {"anesim", &anesim::make_anesim_driver},
+#ifdef __APPLE__
+    {"ane", &make_ane_driver},
+#endif
+    {nullptr, nullptr},  // end marker (keeps the array non-empty whatever is compiled in)
+};
+
+}  // namespace
+
+std::vector<std::string> driver_names() {
+  std::vector<std::string> names;
+  for (const Backend& b : kBackends)
+    if (b.name) names.push_back(b.name);
+  return names;
+}
+
+std::unique_ptr<Driver> make_driver(const std::string& name, const DriverOptions& options) {
+  for (const Backend& b : kBackends)
+    if (b.name && name == b.name) return b.make(options);
+  if (name == "ane")
+    throw DriverError(DriverStatus::NotAvailable, "the ANE driver is not available on this platform",
+                      "use --backend anesim or cpu");
+  throw_usage_error(fmt::format("no ANE driver named '{}' (available: {})", name, fmt::join(driver_names(), ", ")),
+                    "--backend", "use --backend anesim or cpu");
+}
+
+}  // namespace orion::runtime
