@@ -12,6 +12,7 @@
 #include "base/timer.h"
 #include "compiler/compile.h"
 #include "compiler/mil/parse_mil.h"
+#include "compiler/pipeline.h"
 #include "ir/text.h"
 #include "model/frontends/program_set.h"
 #include "model/io/model_io.h"
@@ -30,6 +31,20 @@ nlohmann::json bindings_json(const compiler::BindingTable& t) {
   return a;
 }
 
+nlohmann::json type_json(const ir::Type& t) { return {{"dtype", ir::elem_name(t.elem)}, {"shape", t.shape}}; }
+
+// What legalize-ane changed at the boundary, which the runtime must carry out: padded or demoted
+// buffers (C7, C18) and outputs split out of a concat (C1).
+nlohmann::json boundary_json(const compiler::AneBoundary& b) {
+  nlohmann::json changes = nlohmann::json::array(), splits = nlohmann::json::array();
+  for (const compiler::BoundaryChange& c : b.changes)
+    changes.push_back({{"name", c.name}, {"is_input", c.is_input}, {"original", type_json(c.original)},
+                       {"legalized", type_json(c.legalized)}, {"rules", c.rules}});
+  for (const compiler::OutputSplit& s : b.output_splits)
+    splits.push_back({{"output", s.output}, {"axis", s.axis}, {"parts", s.parts}});
+  return {{"changes", changes}, {"output_splits", splits}};
+}
+
 nlohmann::json manifest_json(const std::string& name, const compiler::CompileResult& r, double ms) {
   nlohmann::json warnings = nlohmann::json::array();
   for (auto& d : r.diagnostics) warnings.push_back(compiler::format_diagnostic(d));
@@ -39,6 +54,7 @@ nlohmann::json manifest_json(const std::string& name, const compiler::CompileRes
           {"outputs", bindings_json(r.program.outputs)},
           {"input_alloc_bytes", r.program.inputs.alloc_bytes},
           {"output_alloc_bytes", r.program.outputs.alloc_bytes},
+          {"boundary", boundary_json(r.boundary)},
           {"blob_constants", r.program.blob_constants},
           {"sram_estimate_bytes", r.sram_estimate_bytes},
           {"compile_ms", ms},
@@ -56,51 +72,127 @@ struct CompileArgs {
   uint64_t seed = 1;
 };
 
-void run_compile(const CompileArgs& a) {
-  const compiler::ChipProfile& chip = compiler::chip_profile(a.chip);
-  int sources = !a.model.empty() + !a.config.empty() + !a.ir_file.empty();
-  if (sources != 1) throw_usage_error("give exactly one of --model, --config or --ir", "--model");
-  fs::create_directories(a.out);
+// Compiles programs into one output folder and collects their manifests.
+struct ProgramWriter {
+  std::string out;
+  const compiler::ChipProfile& chip;
   nlohmann::json all = nlohmann::json::array();
-  double total_ms = 0;
+  double total_ms = 0;  // passes + MIL emission only
   size_t warnings = 0;
-  auto compile_one = [&](const std::string& name, ir::Graph g) {
+
+  // Throws the compiler's Error, which names every rule broken and its node, in the context of
+  // the program (`source`: the IR file it came from, if any).
+  void add(const std::string& name, ir::Graph g, const std::string& source = {}) {
     Timer t;
-    compiler::CompileResult r = compiler::compile_graph(g, chip);
+    compiler::CompileResult r;
+    try {
+      r = compiler::compile_graph(g, chip);
+    } catch (const Error& e) {
+      throw Error(e.kind(), e.message(), {source, name, -1, e.context().hint});
+    }
     double ms = t.seconds() * 1e3;
     total_ms += ms;
-    std::string dir = (fs::path(a.out) / name).string();
+    std::string dir = (fs::path(out) / name).string();
     compiler::save_program(r.program, dir);
     nlohmann::json m = manifest_json(name, r, ms);
     write_json(dir + "/manifest.json", m);
     warnings += r.diagnostics.size();
     for (auto& d : r.diagnostics) std::fprintf(stderr, "%s: %s\n", name.c_str(), compiler::format_diagnostic(d).c_str());
-    all.push_back(m);
-  };
+    all.push_back(std::move(m));
+  }
+  void restart() { all = nlohmann::json::array(), total_ms = 0, warnings = 0; }
+};
+
+// Whether every rule g breaks is C7 (a boundary buffer below the minimum), i.e. a wider sequence
+// bucket would make it legal.
+bool only_buffer_size_errors(ir::Graph g, const compiler::ChipProfile& chip) {
+  bool any = false;
+  for (const compiler::Diagnostic& d : compiler::check_graph(g, chip)) {
+    if (d.level != compiler::Diagnostic::Level::Error) continue;
+    if (d.rule != "C7") return false;
+    any = true;
+  }
+  return any;
+}
+
+// The sequence bucket after S: 16, 32, 64, ... (legalize-ane pads with the same buckets).
+int next_bucket(int S) {
+  int b = 16;
+  while (b <= S) b *= 2;
+  return b;
+}
+constexpr int kMaxBucket = 8192;  // beyond this an attention kernel's [S, S] scores stop making sense
+
+// Every program of the model, built for `seq` tokens. Attention mixes sequence positions, so
+// legalize-ane cannot pad its buffers up to the C7 minimum (49,152 bytes) the way it pads
+// position-wise kernels; a narrow model (64 channels: 64·64·2 = 8 KB at seq 64) is therefore built
+// for a wider bucket instead — the smallest of 16, 32, 64, ... at which no program breaks C7. The
+// tokens occupy columns 0..seq−1, the rest is padding that causal attention never lets into them.
+// Returns the bucket used.
+int compile_model(const ModelWeights& w, int seq, ProgramWriter& out) {
+  bool tty = isatty(2);
+  for (int S = seq;;) {
+    auto specs = frontends::model_programs(w, S, out.chip.max_conv_channels);
+    out.restart();
+    bool widened = false;
+    for (size_t i = 0; i < specs.size() && !widened; i++) {
+      if (tty) std::fprintf(stderr, "\r[%zu/%zu] %-28s", i + 1, specs.size(), specs[i].name.c_str());
+      try {
+        out.add(specs[i].name, specs[i].build());
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Input) throw;
+        if (next_bucket(S) > kMaxBucket || !only_buffer_size_errors(specs[i].build(), out.chip)) throw;
+        S = next_bucket(S), widened = true;
+      }
+    }
+    if (tty) std::fprintf(stderr, "\r%60s\r", "");
+    if (widened) continue;
+    if (S != seq)
+      std::fprintf(stderr, "orion compile: built for sequence bucket %d: at --seq %d some buffers are below the %lld-byte minimum (C7)\n",
+                   S, seq, static_cast<long long>(out.chip.min_buffer_bytes));
+    return S;
+  }
+}
+
+void run_compile(const CompileArgs& a) {
+  const compiler::ChipProfile& chip = compiler::chip_profile(a.chip);
+  int sources = !a.model.empty() + !a.config.empty() + !a.ir_file.empty();
+  if (sources != 1) throw_usage_error("give exactly one of --model, --config or --ir", "--model");
+  ProgramWriter out{a.out, chip};
+  nlohmann::json summary = {{"chip", chip.name}};
   if (!a.ir_file.empty()) {
     ir::Graph g = ir::parse_graph_file(a.ir_file);
-    compile_one(g.name(), std::move(g));
+    fs::create_directories(a.out);
+    std::string name = g.name();
+    out.add(name, std::move(g), a.ir_file);
   } else {
     ModelWeights w = !a.model.empty() ? load_model(a.model) : random_weights(config_preset(a.config), a.seed);
     if (a.seq < 1 || a.seq > w.config.seq_len)
       throw_usage_error(fmt::format("must be in 1..{} (the model's context)", w.config.seq_len), "--seq");
-    auto specs = frontends::model_programs(w, a.seq, chip.max_conv_channels);
-    bool tty = isatty(2);
-    for (size_t i = 0; i < specs.size(); i++) {
-      if (tty) std::fprintf(stderr, "\r[%zu/%zu] %-28s", i + 1, specs.size(), specs[i].name.c_str());
-      compile_one(specs[i].name, specs[i].build());
-    }
-    if (tty) std::fprintf(stderr, "\r%60s\r", "");
+    fs::create_directories(a.out);
+    summary["seq"] = a.seq;
+    summary["seq_bucket"] = compile_model(w, a.seq, out);
   }
-  write_json((fs::path(a.out) / "manifest.json").string(),
-             {{"chip", chip.name}, {"seq", a.seq}, {"programs", all}, {"compile_ms", total_ms}});
+  summary["programs"] = out.all;
+  summary["compile_ms"] = out.total_ms;
+  write_json((fs::path(a.out) / "manifest.json").string(), summary);
   std::printf("compiled %zu program(s) for %s in %.1f ms (passes + MIL, excluding weight I/O); %zu warning(s); wrote %s\n",
-              all.size(), chip.name.c_str(), total_ms, warnings, a.out.c_str());
+              out.all.size(), chip.name.c_str(), out.total_ms, out.warnings, a.out.c_str());
 }
 
 struct MilCheckArgs {
   std::string file, weights, chip = "m4";
 };
+
+// The file is checked as written: only annotate-sram (for the C20 warning) and validate-ane run.
+// The standard pipeline would first legalize it — rewriting rsqrt for M1, expanding gelu, padding
+// buffers — and so hide exactly the rules the file breaks.
+std::vector<compiler::Diagnostic> check_as_written(ir::Graph& g, const compiler::ChipProfile& chip) {
+  compiler::PassContext ctx;
+  ctx.chip = &chip;
+  compiler::run_pipeline(g, {"annotate-sram", "validate-ane"}, ctx);
+  return ctx.diagnostics;
+}
 
 void run_mil_check(const MilCheckArgs& a) {
   const compiler::ChipProfile& chip = compiler::chip_profile(a.chip);
@@ -111,11 +203,12 @@ void run_mil_check(const MilCheckArgs& a) {
   std::error_code ec;
   if (fs::is_directory(wdir, ec))
     for (auto& e : fs::directory_iterator(wdir)) {
+      if (!e.is_regular_file()) continue;
       auto m = MappedFile::open(e.path().string());
       dict[compiler::weight_key(e.path().filename().string())] = std::vector<uint8_t>(m->data(), m->data() + m->size());
     }
   ir::Graph g = compiler::parse_mil(text, dict, a.file);
-  auto diags = compiler::check_graph(g, chip);
+  auto diags = check_as_written(g, chip);
   int errors = 0;
   for (auto& d : diags) {
     std::printf("%s: %s\n", a.file.c_str(), compiler::format_diagnostic(d).c_str());

@@ -1,0 +1,260 @@
+// orion compile and orion mil check, end to end through the binary: the files a model compile
+// writes (per program model.mil, weights/*.bin, manifest.json; a top manifest.json), compiling an
+// IR-text file, programs that break an ANE rule (exit 3, one line naming the rule and the node),
+// and checking MIL files as written.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support.h"
+
+namespace orion {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::run_orion;
+using test::temp_dir;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// One line: exactly one '\n', at the end.
+void expect_one_line(const std::string& err) {
+  ASSERT_FALSE(err.empty());
+  EXPECT_EQ(err.find('\n'), err.size() - 1) << "not one line: " << err;
+}
+
+// A binding side of a program manifest: sorted by name (C6), one allocation size (C5/C13) at least
+// the minimum buffer (C7) and the data's size, equal to the side's declared allocation size.
+void check_side(const json& bindings, int64_t side_alloc, const std::string& what) {
+  SCOPED_TRACE(what);
+  ASSERT_TRUE(bindings.is_array());
+  ASSERT_FALSE(bindings.empty());
+  EXPECT_GE(side_alloc, 49152);
+  for (size_t i = 0; i < bindings.size(); i++) {
+    const json& b = bindings[i];
+    if (i > 0) EXPECT_LT(bindings[i - 1]["name"].get<std::string>(), b["name"].get<std::string>());
+    EXPECT_EQ(b["alloc_bytes"].get<int64_t>(), side_alloc) << b["name"];
+    EXPECT_GE(side_alloc, b["bytes"].get<int64_t>()) << b["name"];
+    EXPECT_EQ(b["dtype"], "fp16") << b["name"];
+    int64_t numel = 1;
+    for (int64_t d : b["shape"].get<std::vector<int64_t>>()) numel *= d;
+    EXPECT_EQ(b["bytes"].get<int64_t>(), numel * 2) << b["name"];
+  }
+}
+
+// Checks every program folder the top manifest lists; returns how many there were.
+size_t check_compile_output(const std::string& dir, const std::string& chip) {
+  json top = json::parse(slurp(dir + "/manifest.json"));
+  EXPECT_EQ(top["chip"], chip);
+  EXPECT_GE(top["compile_ms"].get<double>(), 0.0);
+  for (const json& p : top["programs"]) {
+    const std::string name = p["name"];
+    SCOPED_TRACE(name);
+    const std::string pdir = dir + "/" + name;
+    std::string mil = slurp(pdir + "/model.mil");
+    EXPECT_EQ(mil.rfind("program(1.3)\n", 0), 0u) << mil.substr(0, 80);
+    // Every BLOBFILE the text names exists, and every weight file is named by the text.
+    size_t blobfiles = 0;
+    for (auto& e : fs::directory_iterator(pdir + "/weights")) {
+      EXPECT_EQ(e.path().extension(), ".bin");
+      EXPECT_GE(fs::file_size(e.path()), 128u) << e.path();  // header + one record at least
+      EXPECT_TRUE(contains(mil, "@model_path/weights/" + e.path().filename().string())) << e.path();
+      blobfiles++;
+    }
+    json m = json::parse(slurp(pdir + "/manifest.json"));
+    EXPECT_EQ(m, p) << "the top manifest lists the program's own manifest";
+    EXPECT_EQ(m["chip"], chip);
+    EXPECT_EQ(m["blob_constants"].get<size_t>(), blobfiles);
+    EXPECT_LE(m["blob_constants"].get<int>(), 16);  // C16
+    EXPECT_GT(m["sram_estimate_bytes"].get<int64_t>(), 0);
+    check_side(m["inputs"], m["input_alloc_bytes"], "inputs");
+    check_side(m["outputs"], m["output_alloc_bytes"], "outputs");
+    // Every binding is a parameter or a returned name of the MIL function.
+    for (const json& b : m["inputs"]) EXPECT_TRUE(contains(mil, "> " + b["name"].get<std::string>() + ",") ||
+                                                  contains(mil, "> " + b["name"].get<std::string>() + ")"));
+  }
+  return top["programs"].size();
+}
+
+TEST(CliCompile, Stories260kWritesEveryProgram) {
+  std::string dir = temp_dir(), out, err;
+  ASSERT_EQ(run_orion("compile --config stories260k --seq 64 --out " + dir, &out, &err), 0) << err;
+  EXPECT_TRUE(contains(out, "compiled 32 program(s) for m4")) << out;
+  // 5 layers × 6 training kernels + final norm + classifier (512 tokens fit the channel limit, C12).
+  EXPECT_EQ(check_compile_output(dir, "m4"), 32u);
+  EXPECT_TRUE(fs::exists(dir + "/layer04.qkv_bwd/model.mil"));
+  EXPECT_TRUE(fs::exists(dir + "/classifier/weights"));
+  // 64 channels × 64 positions is below the minimum buffer and attention cannot be padded, so the
+  // programs are built for a wider sequence bucket, and the manifest says which.
+  json top = json::parse(slurp(dir + "/manifest.json"));
+  EXPECT_EQ(top["seq"], 64);
+  EXPECT_GT(top["seq_bucket"].get<int>(), 64);
+  EXPECT_TRUE(contains(err, "sequence bucket")) << err;
+}
+
+TEST(CliCompile, Gpt2TinyWritesEveryProgram) {
+  std::string dir = temp_dir(), out, err;
+  ASSERT_EQ(run_orion("compile --config gpt2-tiny --seq 64 --out " + dir, &out, &err), 0) << err;
+  // 2 layers × (prefill attn, ffn, decode qkv, ffn) + final norm; the 50257-token classifier stays
+  // on the CPU (C12).
+  EXPECT_EQ(check_compile_output(dir, "m4"), 9u);
+  EXPECT_FALSE(fs::exists(dir + "/classifier"));
+  json qkv = json::parse(slurp(dir + "/layer01.decode_qkv/manifest.json"));
+  std::vector<std::string> outs;
+  for (const json& b : qkv["outputs"]) outs.push_back(b["name"]);
+  EXPECT_EQ(outs, (std::vector<std::string>{"k", "q", "v"}));  // alphabetical (C6), not q, k, v
+  EXPECT_EQ(qkv["outputs"][1]["declared_index"], 0);
+  // The decode token's buffer was padded along the sequence (C7): the runtime reads that here.
+  ASSERT_FALSE(qkv["boundary"]["changes"].empty());
+  EXPECT_EQ(qkv["boundary"]["changes"][0]["rules"], json::array({"C7"}));
+}
+
+TEST(CliCompile, ChipSelectsSyntax) {
+  std::string dir = temp_dir(), out, err;
+  ASSERT_EQ(run_orion("compile --config gpt2-tiny --chip m1 --out " + dir, &out, &err), 0) << err;
+  std::string mil = slurp(dir + "/final_norm/model.mil");
+  EXPECT_EQ(mil.rfind("program(1.0)\n", 0), 0u);
+  EXPECT_TRUE(contains(mil, "func main<ios16>("));
+}
+
+const char* kLegalIr = R"(graph proj {
+  %x = input : fp16[1, 256, 1, 128]
+  %w = const splat<0.25> : fp16[256, 256, 1, 1]
+  %b = const splat<0.5> : fp16[1, 256, 1, 1]
+  %y = conv1x1(%x, %w) : fp16[1, 256, 1, 128]
+  %z = add(%y, %b) : fp16[1, 256, 1, 128]
+  %g = gelu(%z) : fp16[1, 256, 1, 128]
+  return %out = %g, %pre = %z
+}
+)";
+
+TEST(CliCompile, IrFile) {
+  std::string dir = temp_dir(), out, err;
+  write(dir + "/proj.ir", kLegalIr);
+  ASSERT_EQ(run_orion("compile --ir " + dir + "/proj.ir --out " + dir + "/out", &out, &err), 0) << err;
+  EXPECT_EQ(check_compile_output(dir + "/out", "m4"), 1u);
+  std::string mil = slurp(dir + "/out/proj/model.mil");
+  EXPECT_TRUE(contains(mil, "func main<ios18>(tensor<fp16, [1, 256, 1, 128]> x) {")) << mil;
+  EXPECT_FALSE(contains(mil, "gelu(")) << "gelu is expanded (C2)";
+  EXPECT_TRUE(contains(mil, "tanh(")) << mil;
+  EXPECT_TRUE(contains(mil, "} -> (out, pre);")) << mil;
+  EXPECT_TRUE(fs::exists(dir + "/out/proj/weights/w.bin"));
+  // The compiled program passes the MIL checker for the chip it was built for.
+  ASSERT_EQ(run_orion("mil check " + dir + "/out/proj/model.mil --chip m4", &out, &err), 0) << out << err;
+  EXPECT_TRUE(contains(out, "ok for m4")) << out;
+}
+
+TEST(CliCompile, RuleBreakIsExitThreeNamingRuleAndNode) {
+  std::string dir = temp_dir(), out, err;
+  // C1: a concat inside the program (its result feeds another op, so it cannot become two outputs).
+  write(dir + "/cat.ir", R"(graph joined {
+  %a = input : fp16[1, 256, 1, 128]
+  %b = input : fp16[1, 256, 1, 128]
+  %cat = concat(%a, %b) {axis = 1} : fp16[1, 512, 1, 128]
+  %t = tanh(%cat) : fp16[1, 512, 1, 128]
+  return %out = %t
+}
+)");
+  EXPECT_EQ(run_orion("compile --ir " + dir + "/cat.ir --out " + dir + "/o1", &out, &err), 3);
+  expect_one_line(err);
+  EXPECT_TRUE(contains(err, "C1 'cat'")) << err;
+  EXPECT_TRUE(contains(err, "concat")) << err;
+  EXPECT_TRUE(contains(err, "cat.ir")) << err;
+  EXPECT_FALSE(fs::exists(dir + "/o1/joined/model.mil"));
+  // C12: a classifier wider than the chip's channel limit (a 32000-token vocabulary).
+  write(dir + "/cls.ir", R"(graph classifier {
+  %x = input : fp16[1, 64, 1, 512]
+  %w = const splat<0.01> : fp16[32000, 64, 1, 1]
+  %logits = conv1x1(%x, %w) : fp16[1, 32000, 1, 512]
+  return %logits = %logits
+}
+)");
+  EXPECT_EQ(run_orion("compile --ir " + dir + "/cls.ir --out " + dir + "/o2", &out, &err), 3);
+  expect_one_line(err);
+  EXPECT_TRUE(contains(err, "C12 'logits'")) << err;
+  EXPECT_TRUE(contains(err, "32000")) << err;
+}
+
+TEST(CliCompile, BadArgumentsAreUsageErrors) {
+  std::string dir = temp_dir(), out, err;
+  EXPECT_EQ(run_orion("compile --out " + dir + "/o", &out, &err), 2);
+  EXPECT_TRUE(contains(err, "exactly one of")) << err;
+  EXPECT_FALSE(fs::exists(dir + "/o")) << "nothing is written for a usage error";
+  EXPECT_EQ(run_orion("compile --config stories260k --seq 513 --out " + dir + "/o", &out, &err), 2);
+  EXPECT_EQ(run_orion("compile --config stories260k --chip m9 --out " + dir + "/o", &out, &err), 2);
+  EXPECT_EQ(run_orion("compile --ir " + dir + "/missing.ir --out " + dir + "/o", &out, &err), 3);
+  expect_one_line(err);
+}
+
+// A MIL program written by hand: a norm with rsqrt (C17 on M1) on a buffer of the minimum size.
+const char* kRsqrtMil = R"(program(1.3)
+[buildInfo = dict<string, string>({{"coremlc-component-MIL", "3510.2.1"}})]
+{
+    func main<ios18>(tensor<fp16, [1, 768, 1, 32]> x) {
+        tensor<fp16, [1, 768, 1, 32]> sq = mul(x = x, y = x)[name = string("sq")];
+        tensor<fp16, [1, 768, 1, 32]> r = rsqrt(x = sq)[name = string("r")];
+    } -> (r);
+}
+)";
+
+TEST(CliMilCheck, HandWrittenRsqrtFailsOnM1Only) {
+  std::string dir = temp_dir(), out, err;
+  write(dir + "/norm.mil", kRsqrtMil);
+  ASSERT_EQ(run_orion("mil check " + dir + "/norm.mil --chip m4", &out, &err), 0) << out << err;
+  EXPECT_TRUE(contains(out, "ok for m4")) << out;
+  // Checked as written: legalize-ane could rewrite rsqrt, but the file itself breaks C17 on M1.
+  EXPECT_EQ(run_orion("mil check " + dir + "/norm.mil --chip m1", &out, &err), 3);
+  EXPECT_TRUE(contains(out, "error C17 'r'")) << out;
+  EXPECT_TRUE(contains(out, "rsqrt")) << out;
+  expect_one_line(err);
+  EXPECT_TRUE(contains(err, "1 rule violation(s) for m1")) << err;
+}
+
+TEST(CliMilCheck, ListsEveryRuleBroken) {
+  std::string dir = temp_dir(), out, err;
+  // A concat (C1), an input and an output below the minimum buffer (C7): all are listed.
+  write(dir + "/bad.mil", R"(program(1.3)
+[buildInfo = dict<string, string>({{"coremlc-component-MIL", "3510.2.1"}})]
+{
+    func main<ios18>(tensor<fp16, [1, 768, 1, 32]> a, tensor<fp16, [1, 768, 1, 32]> b, tensor<fp16, [1, 8, 1, 32]> c) {
+        int32 cat_axis = const()[name = string("cat_axis"), val = int32(1)];
+        bool cat_interleave = const()[name = string("cat_interleave"), val = bool(false)];
+        tensor<fp16, [1, 1536, 1, 32]> cat = concat(axis = cat_axis, interleave = cat_interleave, values = (a, b))[name = string("cat")];
+        tensor<fp16, [1, 1536, 1, 32]> t = tanh(x = cat)[name = string("t")];
+        tensor<fp16, [1, 8, 1, 32]> small = relu(x = c)[name = string("small")];
+    } -> (t, small);
+}
+)");
+  EXPECT_EQ(run_orion("mil check " + dir + "/bad.mil", &out, &err), 3) << out << err;
+  EXPECT_TRUE(contains(out, "error C1 'cat'")) << out;
+  EXPECT_TRUE(contains(out, "error C7 'c'")) << out;
+  EXPECT_TRUE(contains(out, "error C7 'small'")) << out;
+  expect_one_line(err);
+  EXPECT_TRUE(contains(err, "3 rule violation(s) for m4")) << err;
+}
+
+TEST(CliMilCheck, MalformedMilIsOneLineWithPosition) {
+  std::string dir = temp_dir(), out, err;
+  write(dir + "/broken.mil", std::string(kRsqrtMil).substr(0, 200));
+  EXPECT_EQ(run_orion("mil check " + dir + "/broken.mil", &out, &err), 3);
+  expect_one_line(err);
+  EXPECT_TRUE(contains(err, "broken.mil")) << err;
+  EXPECT_TRUE(contains(err, "line")) << err;
+}
+
+}  // namespace
+}  // namespace orion
