@@ -1,0 +1,222 @@
+// anesim's driver: compile, load, weight files, evaluate — the hardware's behaviour, failures
+// included (see anesim_driver.h for the list of rules and where each is enforced).
+#include "runtime/anesim/anesim_driver.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "compiler/compile.h"
+#include "compiler/mil/parse_mil.h"
+#include "compiler/pass.h"
+#include "runtime/anesim/anesim_plan.h"
+
+namespace orion::runtime::anesim {
+namespace {
+
+// A compiled program. Like the hardware's, the network is fixed at compile time: `compiled` holds
+// the graph with the weights as they were when compile() ran; `weight_files` is what sits in the
+// model's folder and may be rewritten (delta reload); whether a reload reads them is a profile
+// question (C10).
+class AnesimProgram final : public DriverProgram {
+ public:
+  const AnesimDriver* owner = nullptr;
+  std::string program_name, mil_text;
+  std::vector<std::string> inputs, outputs;  // binding (alphabetical) order, C6
+  std::vector<int64_t> input_bytes, output_bytes;  // packed fp16 data per surface
+  std::shared_ptr<const ir::Graph> compiled;
+  WeightDict weight_files;
+  bool files_replaced = false;
+  std::unique_ptr<Plan> plan;  // present while loaded
+  ProgramCost cost;
+
+  const std::string& name() const override { return program_name; }
+  bool loaded() const override { return plan != nullptr; }
+  const std::vector<std::string>& input_names() const override { return inputs; }
+  const std::vector<std::string>& output_names() const override { return outputs; }
+};
+
+[[noreturn]] void compile_failed(const std::string& message, const std::string& hint) {
+  throw DriverError(DriverStatus::CompileFailed, message, hint);
+}
+
+// The parser's error, with the rule when the op is one the ANE lacks (C2) rather than a typo.
+[[noreturn]] void parse_failed(const std::string& name, const Error& e) {
+  std::string rule;
+  for (const char* op : {"'gelu'", "'silu'"})
+    if (e.message().find(std::string("unknown MIL op ") + op) != std::string::npos)
+      rule = fmt::format(" — the ANE has no {} op (C2): use the tanh form / x·sigmoid(x)", op);
+  compile_failed(fmt::format("the ANE compiler rejected '{}': {}{}", name, e.what(), rule),
+                 "compile the kernel with compiler::compile_graph, which legalizes it for the chip");
+}
+
+// C18: a chip's compiler knows the MIL versions up to its own, not newer ones.
+void check_version(const std::string& name, const compiler::ParsedMil& m, const compiler::ChipProfile& chip) {
+  if (std::strtod(m.program_version.c_str(), nullptr) > std::strtod(chip.program_version.c_str(), nullptr))
+    compile_failed(fmt::format("the ANE compiler rejected '{}': program({}) is newer than {} accepts (program({}), C18)", name,
+                               m.program_version, chip.name, chip.program_version),
+                   "emit the MIL for this chip profile");
+}
+
+// Runs the ANE compiler's checks (validate-ane) on the parsed program: it is already legalized, so
+// any finding is a rejection. Returns annotate-sram's working-set estimate for the timing model.
+int64_t check_rules(ir::Graph& g, const std::string& name, const compiler::ChipProfile& chip) {
+  compiler::PassContext ctx;
+  ctx.chip = &chip;
+  compiler::make_pass("annotate-sram")->run(g, ctx);
+  compiler::make_pass("validate-ane")->run(g, ctx);
+  std::string errors;
+  for (const compiler::Diagnostic& d : ctx.diagnostics)
+    if (d.level == compiler::Diagnostic::Level::Error) errors += (errors.empty() ? "" : "; ") + compiler::format_diagnostic(d);
+  if (!errors.empty())
+    compile_failed(fmt::format("the ANE compiler rejected '{}' for {}: {}", name, chip.name, errors),
+                   "see docs/ane-rules.md; run this kernel on the CPU or change its shapes");
+  return ctx.sram_estimate_bytes;
+}
+
+std::vector<std::pair<std::string, int64_t>> sorted_inputs(const ir::Graph& g) {
+  std::vector<std::pair<std::string, int64_t>> v;
+  for (int i : g.input_nodes()) v.emplace_back(g.node(i).name, int64_t(g.node(i).results[0].bytes()));
+  std::sort(v.begin(), v.end());
+  return v;
+}
+std::vector<std::pair<std::string, int64_t>> sorted_outputs(const ir::Graph& g) {
+  std::vector<std::pair<std::string, int64_t>> v;
+  for (const ir::GraphOutput& o : g.outputs()) v.emplace_back(o.name, int64_t(g.type(o.value).bytes()));
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// The surface rules of one side (inputs: C13, outputs: C5), checked as the hardware does before it
+// runs anything: status 0x1d names the first buffer that breaks one.
+void check_surfaces(const char* side, const char* uniform_rule, const std::vector<std::string>& names,
+                    const std::vector<int64_t>& packed, const std::vector<Surface*>& s, const compiler::ChipProfile& chip) {
+  if (s.size() != names.size())
+    throw DriverError(DriverStatus::EvalFailed,
+                      fmt::format("{} {} surfaces given, the program binds {} ({})", s.size(), side, names.size(), fmt::join(names, ", ")));
+  for (size_t i = 0; i < s.size(); i++) {
+    if (!s[i]) throw DriverError(DriverStatus::EvalFailed, fmt::format("{} surface '{}' is null", side, names[i]));
+    const int64_t a = int64_t(s[i]->alloc_bytes()), a0 = int64_t(s[0]->alloc_bytes());
+    if (a < chip.min_buffer_bytes)
+      throw DriverError(DriverStatus::BadSurfaces,
+                        fmt::format("status 0x1d: {} surface '{}' has {} bytes, below the minimum buffer of {} bytes on {} (C7)", side,
+                                    names[i], a, chip.min_buffer_bytes, chip.name),
+                        "allocate every surface with the program's binding-table size");
+    if (a != a0)
+      throw DriverError(DriverStatus::BadSurfaces,
+                        fmt::format("status 0x1d: {} surfaces must share one allocation size ({}): '{}' has {} bytes, '{}' has {}", side,
+                                    uniform_rule, names[0], a0, names[i], a),
+                        "allocate every surface of a side with the binding table's alloc_bytes");
+    if (a < packed[i])
+      throw DriverError(DriverStatus::BadSurfaces,
+                        fmt::format("status 0x1d: {} surface '{}' has {} bytes, too small for its packed fp16 data of {} bytes (C14)", side,
+                                    names[i], a, packed[i]));
+  }
+}
+
+}  // namespace
+
+AnesimDriver::AnesimDriver(const DriverOptions& options)
+    : chip_(options.chip ? options.chip : &compiler::default_chip()), options_(options) {}
+
+std::unique_ptr<DriverProgram> AnesimDriver::compile(const std::string& mil_text, const WeightDict& weights,
+                                                     const std::string& name) {
+  const int attempt = ++counters_.compiles;
+  try {
+    // C9: the hardware's compiler service stops compiling after ~119 programs per process and
+    // says nothing; anesim makes the silent failure loud.
+    if (attempt > chip_->compile_budget)
+      compile_failed(fmt::format("compile #{} of '{}' is past the ANE's compile budget of {} per process on {} (C9): "
+                                 "the hardware would fail silently here",
+                                 attempt, name, chip_->compile_budget, chip_->name),
+                     "reuse programs from the program cache, pass weights as inputs, or start a new process");
+    compiler::ParsedMil parsed;
+    try {
+      parsed = compiler::parse_mil_program(mil_text, weights, name + ".mil");
+    } catch (const Error& e) {
+      parse_failed(name, e);
+    }
+    check_version(name, parsed, *chip_);
+    auto p = std::make_unique<AnesimProgram>();
+    const int64_t sram = check_rules(parsed.graph, name, *chip_);
+    p->owner = this;
+    p->program_name = name;
+    p->mil_text = mil_text;
+    for (auto& [n, bytes] : sorted_inputs(parsed.graph)) p->inputs.push_back(n), p->input_bytes.push_back(bytes);
+    for (auto& [n, bytes] : sorted_outputs(parsed.graph)) p->outputs.push_back(n), p->output_bytes.push_back(bytes);
+    p->cost = program_cost(parsed.graph, sram);
+    p->compiled = std::make_shared<const ir::Graph>(std::move(parsed.graph));  // weights copied into the graph
+    p->weight_files = weights;
+    return p;
+  } catch (const DriverError&) {
+    counters_.failed_compiles++;
+    throw;
+  }
+}
+
+static AnesimProgram& own(const AnesimDriver* self, DriverProgram& p) {
+  auto* a = dynamic_cast<AnesimProgram*>(&p);
+  if (!a || a->owner != self)
+    throw DriverError(DriverStatus::LoadFailed, fmt::format("program '{}' was not compiled by this anesim driver", p.name()));
+  return *a;
+}
+
+void AnesimDriver::load(DriverProgram& dp) {
+  AnesimProgram& p = own(this, dp);
+  if (p.files_replaced && options_.reload_takes_effect) {
+    // A profile on which reloading reads the model folder again: recompile the network from the
+    // current files (the MIL text is unchanged, so only the constants differ).
+    try {
+      p.compiled = std::make_shared<const ir::Graph>(compiler::parse_mil(p.mil_text, p.weight_files, p.program_name + ".mil"));
+    } catch (const Error& e) {
+      throw DriverError(DriverStatus::LoadFailed, fmt::format("loading '{}' with its replaced weight files failed: {}", p.program_name, e.what()));
+    }
+    p.files_replaced = false;
+  }
+  // Otherwise the hardware keeps the network it compiled (C10): stale after a delta reload.
+  if (!p.plan) p.plan = std::make_unique<Plan>(p.compiled, p.inputs, p.outputs);
+  counters_.loads++;
+}
+
+void AnesimDriver::unload(DriverProgram& dp) {
+  AnesimProgram& p = own(this, dp);
+  p.plan.reset();
+  counters_.unloads++;
+}
+
+void AnesimDriver::replace_weight_files(DriverProgram& dp, const WeightDict& weights) {
+  AnesimProgram& p = own(this, dp);
+  for (const auto& [key, bytes] : weights) {
+    if (!p.weight_files.count(key))
+      throw DriverError(DriverStatus::LoadFailed,
+                        fmt::format("'{}' is not a weight file of program '{}'", key, p.program_name),
+                        "keys are \"@model_path/weights/<file>.bin\" as in the compile-time dictionary");
+    p.weight_files[key] = bytes;
+  }
+  p.files_replaced = true;
+}
+
+void AnesimDriver::evaluate(DriverProgram& dp, const std::vector<Surface*>& inputs, const std::vector<Surface*>& outputs) {
+  AnesimProgram& p = own(this, dp);
+  if (!p.plan) throw DriverError(DriverStatus::EvalFailed, fmt::format("program '{}' is not loaded", p.program_name), "call load() first");
+  check_surfaces("input", "C13", p.inputs, p.input_bytes, inputs, *chip_);
+  check_surfaces("output", "C5", p.outputs, p.output_bytes, outputs, *chip_);
+  std::vector<const uint16_t*> in;
+  std::vector<uint16_t*> out;
+  for (Surface* s : inputs) in.push_back(s->f16());
+  for (Surface* s : outputs) out.push_back(s->f16());
+  p.plan->run(in, out);
+  counters_.evaluations++;
+  counters_.predicted_ane_ms += predict_evaluation(p.cost, *chip_).total_ms;
+}
+
+TimingBreakdown AnesimDriver::predicted(const DriverProgram& p) const { return predict_evaluation(cost(p), *chip_); }
+
+const ProgramCost& AnesimDriver::cost(const DriverProgram& p) const {
+  return own(this, const_cast<DriverProgram&>(p)).cost;
+}
+
+std::unique_ptr<Driver> make_anesim_driver(const DriverOptions& options) { return std::make_unique<AnesimDriver>(options); }
+
+}  // namespace orion::runtime::anesim

@@ -1,0 +1,48 @@
+// anesim: the software ANE — the executable specification of what the ANE accepts and computes
+// (DESIGN.md §1, §2, §6). It takes the very MIL text and weight dictionary the Apple driver hands
+// to the framework and behaves as the hardware does, failures included:
+//   compile   parses the MIL with the compiler's own parser and rejects what the ANE compiler
+//             rejects for the chip profile (validate-ane's rules: C1 concat, C2 gelu, C4 conv bias,
+//             C12 wide convs, C16 > 16 blobs, C7/C14 boundaries, C17/C18 per chip); counts compiles
+//             against the chip's budget and fails past it (C9); copies the weights (C10);
+//   load      builds the execution plan (anesim_plan.h) from the compile-time weights — or, only
+//             when DriverOptions::reload_takes_effect, from weight files replaced since (C10);
+//   evaluate  enforces the surface rules (status 0x1d: C5, C7, C13; data fits), binds surfaces in
+//             alphabetical order (C6), reads and writes packed fp16 from byte 0 (C14), computes in
+//             fp16 and adds the predicted ANE time to counters() (anesim_timing.h).
+// One AnesimDriver models one process's connection to the ANE: its compile budget is per driver.
+#pragma once
+#include <memory>
+
+#include "runtime/anesim/anesim_timing.h"
+#include "runtime/driver.h"
+
+namespace orion::runtime::anesim {
+
+class AnesimDriver final : public Driver {
+ public:
+  explicit AnesimDriver(const DriverOptions& options = {});
+  std::string name() const override { return "anesim"; }
+  const compiler::ChipProfile& chip() const override { return *chip_; }
+
+  std::unique_ptr<DriverProgram> compile(const std::string& mil_text, const WeightDict& weights,
+                                         const std::string& name) override;
+  void load(DriverProgram& p) override;
+  void unload(DriverProgram& p) override;
+  void replace_weight_files(DriverProgram& p, const WeightDict& weights) override;
+  void evaluate(DriverProgram& p, const std::vector<Surface*>& inputs, const std::vector<Surface*>& outputs) override;
+  const DriverCounters& counters() const override { return counters_; }
+
+  // What one evaluation of p would take on the ANE (the figure evaluate adds to counters()).
+  TimingBreakdown predicted(const DriverProgram& p) const;
+  const ProgramCost& cost(const DriverProgram& p) const;
+
+ private:
+  const compiler::ChipProfile* chip_;
+  DriverOptions options_;
+  DriverCounters counters_;
+};
+
+std::unique_ptr<Driver> make_anesim_driver(const DriverOptions& options = {});
+
+}  // namespace orion::runtime::anesim

@@ -1,0 +1,181 @@
+// anesim's evaluator: runs an execution plan in fp16 semantics (see anesim_plan.h).
+//
+// Why this mirrors the hardware: the ANE keeps every tensor in fp16 in its SRAM and between ops,
+// so an op sees fp16 inputs and its result is stored as fp16 — rounding happens once per op
+// boundary, never inside an op. Its multiply-accumulate arrays sum in fp32 (wider accumulators),
+// so a long dot product does not lose precision term by term; we do the same with cpu::matmul.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "base/dtype.h"
+#include "base/error.h"
+#include "runtime/anesim/anesim_plan.h"
+#include "runtime/cpu/kernels.h"
+
+namespace orion::runtime::anesim {
+namespace {
+
+using ir::Op;
+using ir::Tensor32;
+using Shape = std::vector<int64_t>;
+
+// dst[c, r] = src[r, c] for a row-major [rows, cols] src.
+void transpose2d(float* dst, const float* src, int64_t rows, int64_t cols) {
+  constexpr int64_t B = 32;  // blocked so both sides stay in cache
+  for (int64_t r0 = 0; r0 < rows; r0 += B)
+    for (int64_t c0 = 0; c0 < cols; c0 += B)
+      for (int64_t r = r0; r < std::min(rows, r0 + B); r++)
+        for (int64_t c = c0; c < std::min(cols, c0 + B); c++) dst[c * rows + r] = src[r * cols + c];
+}
+
+// Offsets (in matrices) of operand `in` for every batch index of `batch` (numpy broadcasting of
+// the leading axes, right-aligned; an axis of size 1 repeats).
+std::vector<int64_t> batch_offsets(const Shape& in, const Shape& batch) {
+  int64_t n = 1;
+  for (int64_t d : batch) n *= d;
+  std::vector<int64_t> offs(size_t(n), 0);
+  const size_t lead = batch.size() - in.size();
+  for (int64_t b = 0; b < n; b++) {
+    int64_t rest = b, off = 0, stride = 1;
+    for (size_t d = batch.size(); d-- > 0;) {
+      const int64_t idx = rest % batch[d];
+      rest /= batch[d];
+      if (d < lead) continue;
+      const int64_t size = in[d - lead];
+      if (size != 1) off += idx * stride;
+      stride *= size;
+    }
+    offs[size_t(b)] = off;
+  }
+  return offs;
+}
+
+bool is_f16(const ir::Type& t) { return t.elem == ir::ElemType::F16; }
+
+}  // namespace
+
+void round_fp16(Tensor32& t) {
+  float* p = t.data.data();
+  const int64_t n = t.numel();
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (int64_t i = 0; i < n; i++) p[i] = f16_to_f32(f32_to_f16(p[i]));
+}
+
+Tensor32 conv1x1_fast(const Tensor32& x, const Tensor32& w) {
+  // y[o, s] = Σ_i W[o, i]·x[i, s]. cpu::matmul computes Y[M, N] = X[M, K]·W[N, K]ᵀ, so with
+  // M = S tokens: yᵀ[S, Cout] = xᵀ[S, Cin]·W[Cout, Cin]ᵀ, then back to channel-major.
+  const int64_t Cin = x.shape[1], S = x.shape[3], Cout = w.shape[0];
+  std::vector<float> xt(size_t(S * Cin)), yt(size_t(S * Cout));
+  transpose2d(xt.data(), x.data.data(), Cin, S);
+  cpu::matmul(yt.data(), xt.data(), w.data.data(), DType::F32, nullptr, int(S), int(Cin), int(Cout));
+  Tensor32 y({1, Cout, 1, S});
+  transpose2d(y.data.data(), yt.data(), S, Cout);
+  return y;
+}
+
+Tensor32 matmul_fast(const Tensor32& x, const Tensor32& y, bool tx, bool ty, const Shape& out_shape) {
+  const size_t R = out_shape.size(), rx = x.shape.size(), ry = y.shape.size();
+  const int64_t M = out_shape[R - 2], N = out_shape[R - 1];
+  const int64_t xr = x.shape[rx - 2], xc = x.shape[rx - 1], yr = y.shape[ry - 2], yc = y.shape[ry - 1];
+  const int64_t K = tx ? xr : xc;
+  const Shape batch(out_shape.begin(), out_shape.end() - 2);
+  const std::vector<int64_t> ox = batch_offsets(Shape(x.shape.begin(), x.shape.end() - 2), batch);
+  const std::vector<int64_t> oy = batch_offsets(Shape(y.shape.begin(), y.shape.end() - 2), batch);
+  Tensor32 out(out_shape);
+  std::vector<float> a(tx ? size_t(M * K) : 0), b(ty ? 0 : size_t(N * K));
+  for (size_t i = 0; i < ox.size(); i++) {
+    // cpu::matmul wants A [M, K] and B [N, K]: transpose whichever operand is stored the other way.
+    const float* xm = x.data.data() + ox[i] * xr * xc;
+    const float* ym = y.data.data() + oy[i] * yr * yc;
+    if (tx) transpose2d(a.data(), xm, xr, xc), xm = a.data();
+    if (!ty) transpose2d(b.data(), ym, yr, yc), ym = b.data();
+    cpu::matmul(out.data.data() + int64_t(i) * M * N, xm, ym, DType::F32, nullptr, int(M), int(K), int(N));
+  }
+  return out;
+}
+
+Plan::Plan(std::shared_ptr<const ir::Graph> g, const std::vector<std::string>& input_names,
+           const std::vector<std::string>& output_names)
+    : g_(std::move(g)) {
+  const ir::Graph& graph = *g_;
+  const int N = int(graph.nodes().size());
+  constants_.resize(size_t(N));
+  for (const std::string& name : input_names) {
+    const int i = graph.find(name);
+    ORION_CHECK(i >= 0 && graph.node(i).op == Op::Input, "anesim plan: no input '{}'", name);
+    input_nodes_.push_back(i);
+    input_numel_.push_back(graph.node(i).results[0].numel());
+  }
+  std::map<std::string, ir::Value> outs;
+  for (const ir::GraphOutput& o : graph.outputs()) outs[o.name] = o.value;
+  for (const std::string& name : output_names) {
+    ORION_CHECK(outs.count(name), "anesim plan: no output '{}'", name);
+    output_values_.push_back(outs[name]);
+    output_numel_.push_back(graph.type(outs[name]).numel());
+  }
+  // Last reader of every node (outputs live to the end, N).
+  std::vector<int> last_use(size_t(N), -1);
+  for (int i = 0; i < N; i++)
+    if (!graph.node(i).dead)
+      for (ir::Value v : graph.node(i).inputs) last_use[size_t(v.node)] = std::max(last_use[size_t(v.node)], i);
+  for (ir::Value v : output_values_) last_use[size_t(v.node)] = N;
+  std::map<int, size_t> step_of;  // node index → step
+  for (int i = 0; i < N; i++) {
+    const ir::Node& n = graph.node(i);
+    if (n.dead || n.op == Op::Input) continue;
+    if (n.op == Op::Const) {
+      constants_[size_t(i)] = ir::const_values(n);  // converted once per load
+      continue;
+    }
+    step_of[i] = steps_.size();
+    steps_.push_back({i, {}});
+  }
+  for (int i = 0; i < N; i++) {
+    const ir::Node& n = graph.node(i);
+    if (n.dead || n.op == Op::Const || last_use[size_t(i)] >= N || last_use[size_t(i)] < 0) continue;
+    steps_[step_of.at(last_use[size_t(i)])].frees.push_back(i);
+  }
+}
+
+void Plan::run(const std::vector<const uint16_t*>& inputs, const std::vector<uint16_t*>& outputs) const {
+  const ir::Graph& graph = *g_;
+  ORION_CHECK(inputs.size() == input_nodes_.size() && outputs.size() == output_values_.size(),
+              "anesim plan: {} inputs and {} outputs given, the program has {} and {}", inputs.size(), outputs.size(),
+              input_nodes_.size(), output_values_.size());
+  std::vector<std::vector<Tensor32>> values(graph.nodes().size());
+  for (size_t k = 0; k < inputs.size(); k++) {
+    const ir::Node& n = graph.node(input_nodes_[k]);
+    Tensor32 t(n.results[0].shape);
+    for (int64_t i = 0; i < t.numel(); i++) t.data[size_t(i)] = f16_to_f32(inputs[k][i]);  // packed from byte 0 (C14)
+    values[size_t(input_nodes_[k])].push_back(std::move(t));
+  }
+  auto get = [&](ir::Value v) -> const Tensor32& {
+    const Tensor32& c = constants_[size_t(v.node)];
+    return graph.node(v.node).op == Op::Const ? c : values[size_t(v.node)].at(size_t(v.result));
+  };
+  for (const Step& s : steps_) {
+    const ir::Node& n = graph.node(s.node);
+    std::vector<Tensor32>& out = values[size_t(s.node)];
+    if (n.op == Op::Conv1x1 && n.inputs.size() == 2) {
+      out.push_back(conv1x1_fast(get(n.inputs[0]), get(n.inputs[1])));
+    } else if (n.op == Op::Matmul) {
+      out.push_back(matmul_fast(get(n.inputs[0]), get(n.inputs[1]), ir::attr_bool(n.attrs, "transpose_x", n.name, false),
+                                ir::attr_bool(n.attrs, "transpose_y", n.name, false), n.results[0].shape));
+    } else {
+      std::vector<const Tensor32*> in;
+      for (ir::Value v : n.inputs) in.push_back(&get(v));
+      out = ir::eval_op(n.op, in, n.attrs, n.results, n.name);
+    }
+    for (size_t r = 0; r < out.size(); r++)
+      if (is_f16(n.results[r])) round_fp16(out[r]);  // stored as fp16 between ops
+    for (int dead : s.frees) values[size_t(dead)].clear();
+  }
+  for (size_t k = 0; k < outputs.size(); k++) {
+    const Tensor32& t = get(output_values_[k]);
+    for (int64_t i = 0; i < t.numel(); i++) outputs[k][i] = f32_to_f16(t.data[size_t(i)]);  // packed at byte 0
+  }
+}
+
+}  // namespace orion::runtime::anesim

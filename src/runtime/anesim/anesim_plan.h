@@ -1,0 +1,59 @@
+// anesim's execution plan: a compiled program made ready to run many times. Built once per load
+// from the parsed graph — the live nodes in order, every constant converted to fp32 once, the
+// point after which each intermediate value is no longer needed — so that evaluating does no
+// parsing and no constant conversion.
+//
+// Numerics (what the ANE does, DESIGN.md §2): tensors are stored in fp16, so every fp16-typed
+// result is rounded to the nearest fp16 at its op boundary; matmul and conv accumulate in fp32
+// inside the op (the CPU backend's vectorised cpu::matmul, which sums in fp32 in a fixed order);
+// every other op is the reference interpreter's ir::eval_op on fp16-valued inputs, then rounded.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/interpret.h"
+
+namespace orion::runtime::anesim {
+
+class Plan {
+ public:
+  // g must verify and have fp16 [1, C, 1, S]-style boundaries (validate-ane checked it).
+  // input_names / output_names give the binding order (alphabetical, C6).
+  Plan(std::shared_ptr<const ir::Graph> g, const std::vector<std::string>& input_names,
+       const std::vector<std::string>& output_names);
+
+  // Packed fp16 element counts of each input / output, in binding order.
+  const std::vector<int64_t>& input_numel() const { return input_numel_; }
+  const std::vector<int64_t>& output_numel() const { return output_numel_; }
+
+  // Reads every input as packed fp16 from its pointer (binding order), runs the program and writes
+  // every output as packed fp16 to its pointer.
+  void run(const std::vector<const uint16_t*>& inputs, const std::vector<uint16_t*>& outputs) const;
+
+ private:
+  struct Step {
+    int node = -1;
+    std::vector<int> frees;  // nodes whose results are not read after this step
+  };
+  std::shared_ptr<const ir::Graph> g_;
+  std::vector<int> input_nodes_;               // binding order
+  std::vector<ir::Value> output_values_;       // binding order
+  std::vector<int64_t> input_numel_, output_numel_;
+  std::vector<Step> steps_;                    // live op nodes in topological order
+  std::vector<ir::Tensor32> constants_;        // by node index; empty for non-constants
+};
+
+// Rounds every element to the nearest fp16 value (ties to even, overflow to ±inf).
+void round_fp16(ir::Tensor32& t);
+
+// The fast ops: fp32 accumulation through cpu::matmul, inputs and outputs held as fp32.
+// conv 1×1: x [1, Cin, 1, S], w [Cout, Cin, 1, 1] → [1, Cout, 1, S]
+ir::Tensor32 conv1x1_fast(const ir::Tensor32& x, const ir::Tensor32& w);
+// matmul with transpose flags on the last two axes and numpy broadcasting of the leading ones.
+ir::Tensor32 matmul_fast(const ir::Tensor32& x, const ir::Tensor32& y, bool tx, bool ty,
+                         const std::vector<int64_t>& out_shape);
+
+}  // namespace orion::runtime::anesim
