@@ -1,0 +1,248 @@
+// Weight updates: three strategies behind update_weights, each verified against a CPU reference.
+#include "runtime/weight_update.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "base/dtype.h"
+#include "base/error.h"
+#include "base/timer.h"
+#include "compiler/compile.h"
+
+namespace orion::runtime {
+
+const char* strategy_name(UpdateStrategy s) {
+  switch (s) {
+    case UpdateStrategy::Auto: return "auto";
+    case UpdateStrategy::DeltaReload: return "delta-reload";
+    case UpdateStrategy::WeightsAsInputs: return "weights-as-inputs";
+    case UpdateStrategy::Recompile: return "recompile";
+  }
+  return "?";
+}
+
+// ---- UpdatableKernel --------------------------------------------------------------------------
+
+UpdatableKernel::UpdatableKernel(Driver& driver, CompileBudget& budget, ir::Graph g, Mode mode)
+    : driver_(driver), budget_(budget), graph_(std::move(g)), mode_(mode) {
+  if (mode == Mode::BakedWeights)
+    compile_baked(graph_);
+  else
+    compile_weights_as_inputs(graph_);
+}
+
+TensorMap UpdatableKernel::run(const TensorMap& inputs) {
+  if (mode_ == Mode::BakedWeights) return kernel_->run(inputs);
+  TensorMap all = inputs;
+  for (const auto& [name, t] : weight_tensors_) all[name] = t;
+  return kernel_->run(all);
+}
+
+void UpdatableKernel::compile_baked(const ir::Graph& g) {
+  kernel_ = AneKernel::compile(driver_, budget_, g);  // the old program is unloaded as it is replaced
+  mode_ = Mode::BakedWeights;
+  weight_inputs_.clear();
+  weight_tensors_.clear();
+}
+
+void UpdatableKernel::compile_weights_as_inputs(const ir::Graph& g) {
+  ir::Graph streamed = g;
+  std::vector<WeightInput> weights = weights_to_inputs(streamed, {.chip = &driver_.chip()});
+  kernel_ = AneKernel::compile(driver_, budget_, streamed);
+  mode_ = Mode::WeightsAsInputs;
+  weight_inputs_ = std::move(weights);
+  stream_weights_of(g);
+}
+
+void UpdatableKernel::stream_weights_of(const ir::Graph& g) {
+  TensorMap tensors;
+  for (const WeightInput& w : weight_inputs_) {
+    const int i = g.find(w.name);
+    if (i < 0)
+      throw Error(ErrorKind::Input, fmt::format("the new graph has no weight '{}'", w.name),
+                  {{}, w.name, -1, "weights as inputs keep the kernel's structure: rebuild it for a new one"});
+    tensors[w.name] = weight_input_tensor(w, g.node(i));
+  }
+  weight_tensors_ = std::move(tensors);
+}
+
+// ---- the strategies -----------------------------------------------------------------------------
+
+class WeightUpdater {
+ public:
+  WeightUpdater(UpdatableKernel& k, const ir::Graph& g) : k_(k), g_(g) {}
+
+  void apply(UpdateStrategy s) {
+    switch (s) {
+      case UpdateStrategy::DeltaReload: delta_reload(); break;
+      case UpdateStrategy::WeightsAsInputs: weights_as_inputs(); break;
+      case UpdateStrategy::Recompile: k_.compile_baked(g_); break;
+      case UpdateStrategy::Auto: ORION_CHECK(false, "Auto is a sequence of strategies, not one");
+    }
+    k_.graph_ = g_;
+  }
+
+ private:
+  // Only the weight files may differ: the new graph must emit the very same MIL text.
+  void delta_reload() {
+    if (k_.mode_ != UpdatableKernel::Mode::BakedWeights)
+      throw_runtime_error("the kernel streams its weights as inputs; it has no weight files to reload");
+    ir::Graph work = g_;
+    compiler::CompileResult r = compiler::compile_graph(work, k_.driver_.chip());
+    if (r.program.mil_text != k_.kernel_->program().mil_text)
+      throw_runtime_error("the new graph is not the same program with other weights (its MIL text differs)");
+    k_.kernel_->reload_weights(r.program.weights);
+  }
+
+  // A kernel already streaming weights of the same layout only needs new tensors; otherwise the
+  // weights-as-inputs program is compiled (once).
+  void weights_as_inputs() {
+    if (k_.mode_ == UpdatableKernel::Mode::WeightsAsInputs && same_streamed_program()) {
+      k_.stream_weights_of(g_);
+      return;
+    }
+    k_.compile_weights_as_inputs(g_);
+  }
+
+  bool same_streamed_program() const {
+    ir::Graph streamed = g_;
+    std::vector<WeightInput> w = weights_to_inputs(streamed, {.chip = &k_.driver_.chip()});
+    if (w.size() != k_.weight_inputs_.size()) return false;
+    for (size_t i = 0; i < w.size(); i++)
+      if (w[i].name != k_.weight_inputs_[i].name || w[i].declared != k_.weight_inputs_[i].declared) return false;
+    return compiler::compile_graph(streamed, k_.driver_.chip()).program.mil_text == k_.kernel_->program().mil_text;
+  }
+
+  UpdatableKernel& k_;
+  const ir::Graph& g_;
+};
+
+namespace {
+
+TensorMap random_probe(const ir::Graph& g) {
+  std::mt19937 rng(20240611);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  TensorMap probe;
+  for (int i : g.input_nodes()) {
+    ir::Tensor32 t(g.node(i).results[0].shape);
+    for (float& x : t.data) x = u(rng);
+    probe[g.node(i).name] = std::move(t);
+  }
+  return probe;
+}
+
+// The largest relative error over the outputs (infinity for a missing output or a NaN).
+double probe_error(const TensorMap& got, const TensorMap& want) {
+  double worst = 0;
+  for (const auto& [name, ref] : want) {
+    auto it = got.find(name);
+    if (it == got.end() || it->second.data.size() != ref.data.size()) return std::numeric_limits<double>::infinity();
+    double err = 0, scale = 1;
+    for (size_t i = 0; i < ref.data.size(); i++) {
+      const double d = std::fabs(double(it->second.data[i]) - double(ref.data[i]));
+      err = std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(err, d);
+      scale = std::max(scale, std::fabs(double(ref.data[i])));
+    }
+    worst = std::max(worst, err / scale);
+  }
+  return worst;
+}
+
+// The strategies to try, in order, when `s` is asked for on a kernel in `mode`.
+std::vector<UpdateStrategy> strategy_order(UpdateStrategy s, UpdatableKernel::Mode mode) {
+  using S = UpdateStrategy;
+  if (s == S::Auto) s = mode == UpdatableKernel::Mode::WeightsAsInputs ? S::WeightsAsInputs : S::DeltaReload;
+  switch (s) {
+    case S::DeltaReload: return {S::DeltaReload, S::WeightsAsInputs, S::Recompile};
+    case S::WeightsAsInputs: return {S::WeightsAsInputs, S::Recompile};
+    case S::Recompile:
+    case S::Auto: break;
+  }
+  return {S::Recompile};
+}
+
+}  // namespace
+
+UpdateResult update_weights(UpdatableKernel& k, const ir::Graph& new_graph, UpdateStrategy strategy,
+                            const Verification& verification) {
+  Timer t;
+  UpdateResult r;
+  r.requested = strategy;
+  const int compiles_before = k.budget().used();
+  const bool verify = verification.enabled || strategy == UpdateStrategy::Auto;
+  TensorMap probe, reference;
+  if (verify) {
+    probe = verification.probe.empty() ? random_probe(new_graph) : verification.probe;
+    reference = verification.reference ? verification.reference(probe) : ir::interpret_named(new_graph, probe);
+  }
+  bool accepted = false;
+  for (UpdateStrategy s : strategy_order(strategy, k.mode())) {
+    try {
+      WeightUpdater(k, new_graph).apply(s);
+    } catch (const Error& e) {
+      r.attempts.push_back(fmt::format("{}: not possible: {}", strategy_name(s), e.message()));
+      continue;
+    }
+    r.used = s;
+    if (!verify) {
+      accepted = true;
+      break;
+    }
+    const double err = probe_error(k.run(probe), reference);
+    if (err <= verification.tolerance) {
+      r.verified = accepted = true;
+      r.max_error = err;
+      break;
+    }
+    r.stale_detected = true;
+    r.attempts.push_back(fmt::format("{}: {} results (error {:.3g} > {:.3g}{})", strategy_name(s),
+                                     s == UpdateStrategy::DeltaReload ? "stale" : "wrong", err, verification.tolerance,
+                                     s == UpdateStrategy::DeltaReload ? "; the hardware kept the compiled weights, C10" : ""));
+  }
+  r.compiles = k.budget().used() - compiles_before;
+  r.seconds = t.seconds();
+  const std::string tried = r.attempts.empty() ? "" : fmt::format("; {}", fmt::join(r.attempts, "; "));
+  if (!accepted)
+    throw_runtime_error(fmt::format("the weights of '{}' could not be updated: {}", new_graph.name(), fmt::join(r.attempts, "; ")),
+                        {}, "run the kernel on the CPU backend");
+  r.message = fmt::format("'{}': weights updated by {} ({}, {} compile{}){}", new_graph.name(), strategy_name(r.used),
+                          r.verified ? fmt::format("verified, error {:.3g}", r.max_error) : std::string("not verified"),
+                          r.compiles, r.compiles == 1 ? "" : "s", tried);
+  // A fallback changes what every later update costs: say so where the user sees it.
+  if (!r.attempts.empty()) std::fprintf(stderr, "note: %s\n", r.message.c_str());
+  return r;
+}
+
+UpdateResult update_weights(UpdatableKernel& k, const TensorMap& new_weights, UpdateStrategy strategy,
+                            const Verification& verification) {
+  return update_weights(k, with_weights(k.graph(), new_weights), strategy, verification);
+}
+
+ir::Graph with_weights(const ir::Graph& g, const TensorMap& weights) {
+  ir::Graph out = g;
+  for (const auto& [name, t] : weights) {
+    const int i = out.find(name);
+    if (i < 0 || out.node(i).op != ir::Op::Const)
+      throw_usage_error(fmt::format("graph '{}' has no constant '{}'", g.name(), name), name);
+    const ir::Type& type = out.node(i).results[0];
+    if (t.shape != type.shape)
+      throw_usage_error(fmt::format("weight '{}' has shape [{}], the constant is {}", name, fmt::join(t.shape, ", "), type.str()), name);
+    auto data = std::make_shared<ir::ConstData>();
+    data->bytes.resize(type.bytes());
+    switch (type.elem) {
+      case ir::ElemType::F16: convert_dtype(t.data.data(), DType::F32, data->bytes.data(), DType::F16, t.data.size()); break;
+      case ir::ElemType::F32: std::memcpy(data->bytes.data(), t.data.data(), type.bytes()); break;
+      case ir::ElemType::I32:
+      case ir::ElemType::Bool: throw_usage_error(fmt::format("constant '{}' is {}, not a weight", name, type.str()), name);
+    }
+    out.node_mut(i).data = std::move(data);
+  }
+  return out;
+}
+
+}  // namespace orion::runtime
