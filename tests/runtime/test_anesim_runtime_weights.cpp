@@ -67,6 +67,29 @@ TEST(anesim_WeightsAsInputs, SameResultsAsBakedWeights) {
   }
 }
 
+// A weight whose rows are as long as the activations' sequence (W [64, 32] with S = 32) would be
+// padded along with the small activation by legalize-ane (C7) and break the reshape: it is laid out
+// flat, [1, N, 1, 1], and the kernel still compiles and agrees with the baked one.
+TEST(anesim_WeightsAsInputs, WeightRowsAsLongAsTheSequenceAreLaidOutFlat) {
+  ir::Graph g("collide");
+  ir::Value x = g.input("x", {ir::ElemType::F16, {1, 32, 1, 32}});
+  ir::Tensor32 wv = test::random_tensor({64, 32, 1, 1}, 21, 0.2f);
+  ir::Value w = g.constant_f32("w", {64, 32, 1, 1}, wv.data);
+  g.add_output("y", g.add_node(ir::Op::Relu, {g.add_node(ir::Op::Conv1x1, {x, w})}));
+  ir::Graph streamed_graph = g;
+  std::vector<WeightInput> wi = weights_to_inputs(streamed_graph);
+  ASSERT_EQ(wi.size(), 1u);
+  EXPECT_EQ(wi[0].declared.shape[3], 1);
+  EXPECT_GE(wi[0].declared.shape[1], 64 * 32);
+
+  auto driver = anesim_driver();
+  CompileBudget budget = CompileBudget::for_driver(*driver);
+  UpdatableKernel baked(*driver, budget, g), streamed(*driver, budget, g, Mode::WeightsAsInputs);
+  TensorMap in = {{"x", test::random_tensor({1, 32, 1, 32}, 22)}};
+  EXPECT_LE(test::relative_error(streamed.run(in).at("y"), baked.run(in).at("y")), 1e-2);
+  EXPECT_LE(test::relative_error(streamed.run(in).at("y"), ir::interpret_named(g, in).at("y")), 1e-2);
+}
+
 TEST(anesim_WeightUpdate, StaleDeltaReloadIsDetectedAndRecovered) {
   auto driver = anesim_driver();  // default: reloading weight files changes nothing (C10)
   CompileBudget budget = CompileBudget::for_driver(*driver);
