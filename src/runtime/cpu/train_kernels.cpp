@@ -1,0 +1,94 @@
+// Gradients of the linear layer as matrix products on transposed operands (see train_kernels.h).
+#include "runtime/cpu/train_kernels.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "runtime/cpu/kernels.h"
+
+namespace orion::cpu {
+namespace {
+
+// Scratch reused across calls (the training step calls these from one thread).
+std::vector<float>& scratch(int i, size_t n) {
+  thread_local std::vector<float> buf[4];
+  if (buf[i].size() < n) buf[i].resize(n);
+  return buf[i];
+}
+
+// y += x, split over threads in fixed ranges (elementwise: any split gives the same bits).
+void add_parallel(float* __restrict y, const float* __restrict x, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > (1u << 15))
+  for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+// dst[r, :] = src[r, c0 .. c1)   rows of a column range, packed
+void copy_columns(float* dst, const float* src, int rows, int cols, int c0, int c1) {
+#pragma omp parallel for schedule(static) if (size_t(rows) * (c1 - c0) > (1u << 15))
+  for (int r = 0; r < rows; r++)
+    std::copy(src + size_t(r) * cols + c0, src + size_t(r) * cols + c1, dst + size_t(r) * (c1 - c0));
+}
+
+}  // namespace
+
+void transpose(float* dst, const float* src, int rows, int cols) {
+  constexpr int TB = 32;  // 32×32 tiles: both the reads and the writes stay within a few cache lines
+  const int tr = (rows + TB - 1) / TB, tc = (cols + TB - 1) / TB;
+#pragma omp parallel for schedule(static) if (size_t(rows) * cols > (1u << 15))
+  for (int t = 0; t < tr * tc; t++) {
+    const int r0 = t / tc * TB, c0 = t % tc * TB;
+    const int r1 = std::min(rows, r0 + TB), c1 = std::min(cols, c0 + TB);
+    for (int c = c0; c < c1; c++)
+      for (int r = r0; r < r1; r++) dst[size_t(c) * rows + r] = src[size_t(r) * cols + c];
+  }
+}
+
+// dx[M, K] += Σ over chunks [n0, n1) of dy[:, n0:n1] · W[n0:n1, :]
+// Each chunk is cpu::matmul(x = dy chunk [M, n], W' = W chunkᵀ [K, n]).
+void matmul_backward_input(float* dx, const float* dy, const float* W, int M, int K, int N) {
+  const int ch = std::min(N, kTrainChunk);
+  float* dyc = scratch(0, size_t(M) * ch).data();   // [M, ch]
+  float* wt = scratch(1, size_t(K) * ch).data();    // [K, ch]
+  float* tmp = scratch(2, size_t(M) * K).data();    // [M, K]
+  for (int n0 = 0; n0 < N; n0 += ch) {
+    const int n1 = std::min(N, n0 + ch), n = n1 - n0;
+    const float* dyp = dy;
+    if (n != N) copy_columns(dyc, dy, M, N, n0, n1), dyp = dyc;
+    transpose(wt, W + size_t(n0) * K, n, K);  // rows n0..n1 of W, [n, K] → [K, n]
+    matmul(tmp, dyp, wt, DType::F32, nullptr, M, n, K);
+    add_parallel(dx, tmp, size_t(M) * K);
+  }
+}
+
+// dW[n0:n1, :] += dy[:, n0:n1]ᵀ · x, i.e. cpu::matmul(x = dy chunkᵀ [n, M], W' = xᵀ [K, M]).
+void matmul_backward_weight(float* dW, const float* dy, const float* x, int M, int K, int N) {
+  const int ch = std::min(N, kTrainChunk);
+  float* xt = scratch(0, size_t(K) * M).data();     // [K, M]
+  float* dyt = scratch(1, size_t(ch) * M).data();   // [ch, M]
+  float* tmp = scratch(2, size_t(ch) * K).data();   // [ch, K]
+  float* dyc = scratch(3, size_t(M) * ch).data();   // [M, ch]
+  transpose(xt, x, M, K);
+  for (int n0 = 0; n0 < N; n0 += ch) {
+    const int n1 = std::min(N, n0 + ch), n = n1 - n0;
+    const float* dyp = dy;
+    if (n != N) copy_columns(dyc, dy, M, N, n0, n1), dyp = dyc;
+    transpose(dyt, dyp, M, n);
+    matmul(tmp, dyt, xt, DType::F32, nullptr, n, M, K);
+    add_parallel(dW + size_t(n0) * K, tmp, size_t(n) * K);
+  }
+}
+
+void bias_backward(float* db, const float* dy, int M, int N) {
+  constexpr int CB = 64;  // a block of columns per task; each column summed over m in order
+#pragma omp parallel for schedule(static) if (size_t(M) * N > (1u << 15))
+  for (int c0 = 0; c0 < N; c0 += CB) {
+    const int c1 = std::min(N, c0 + CB);
+    for (int m = 0; m < M; m++) {
+      const float* row = dy + size_t(m) * N;
+#pragma omp simd
+      for (int c = c0; c < c1; c++) db[c] += row[c];
+    }
+  }
+}
+
+}  // namespace orion::cpu

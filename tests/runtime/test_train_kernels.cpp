@@ -1,0 +1,91 @@
+// runtime/cpu/train_kernels: the linear layer's gradients against plain double loops, across the
+// chunk boundary of the output dimension, accumulating into what is already there, and
+// bit-identical for 1 and 2 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "runtime/cpu/kernels.h"
+#include "runtime/cpu/train_kernels.h"
+
+using namespace orion;
+
+namespace {
+std::vector<float> randf(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+struct Grads {
+  std::vector<float> dx, dW, db;
+};
+
+// dx += dy·W, dW += dyᵀ·x, db += Σ dy, starting from `init` everywhere.
+Grads run(const std::vector<float>& dy, const std::vector<float>& x, const std::vector<float>& W, int M, int K, int N,
+          float init) {
+  Grads g{std::vector<float>(size_t(M) * K, init), std::vector<float>(size_t(N) * K, init),
+          std::vector<float>(size_t(N), init)};
+  cpu::matmul_backward_input(g.dx.data(), dy.data(), W.data(), M, K, N);
+  cpu::matmul_backward_weight(g.dW.data(), dy.data(), x.data(), M, K, N);
+  cpu::bias_backward(g.db.data(), dy.data(), M, N);
+  return g;
+}
+
+void shape_case(int M, int K, int N) {
+  SCOPED_TRACE(testing::Message() << "M=" << M << " K=" << K << " N=" << N);
+  auto dy = randf(size_t(M) * N, 1), x = randf(size_t(M) * K, 2), W = randf(size_t(N) * K, 3);
+  const float init = 0.5f;
+  Grads g = run(dy, x, W, M, K, N, init);
+  double worst = 0;
+  for (int m = 0; m < M; m++)
+    for (int k = 0; k < K; k++) {
+      double s = init;
+      for (int n = 0; n < N; n++) s += double(dy[size_t(m) * N + n]) * W[size_t(n) * K + k];
+      worst = std::max(worst, std::abs(g.dx[size_t(m) * K + k] - s) / std::max(1.0, std::abs(s)));
+    }
+  for (int n = 0; n < N; n++) {
+    double sb = init;
+    for (int m = 0; m < M; m++) sb += dy[size_t(m) * N + n];
+    worst = std::max(worst, std::abs(g.db[size_t(n)] - sb) / std::max(1.0, std::abs(sb)));
+    for (int k = 0; k < K; k++) {
+      double s = init;
+      for (int m = 0; m < M; m++) s += double(dy[size_t(m) * N + n]) * x[size_t(m) * K + k];
+      worst = std::max(worst, std::abs(g.dW[size_t(n) * K + k] - s) / std::max(1.0, std::abs(s)));
+    }
+  }
+  EXPECT_LT(worst, 2e-5);
+}
+}  // namespace
+
+TEST(TrainKernels, Transpose) {
+  const int R = 37, Cc = 70;
+  auto a = randf(size_t(R) * Cc, 4);
+  std::vector<float> t(a.size());
+  cpu::transpose(t.data(), a.data(), R, Cc);
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < Cc; c++) ASSERT_EQ(t[size_t(c) * R + r], a[size_t(r) * Cc + c]);
+}
+
+TEST(TrainKernels, MatmulBackwardMatchesNaive) {
+  shape_case(1, 5, 3);      // one token (the matvec path)
+  shape_case(7, 33, 21);    // odd sizes
+  shape_case(16, 24, cpu::kTrainChunk + 77);  // the output dimension split into two chunks
+}
+
+TEST(TrainKernels, OneAndTwoThreadsBitIdentical) {
+  const int M = 96, K = 160, N = cpu::kTrainChunk + 200;
+  auto dy = randf(size_t(M) * N, 5), x = randf(size_t(M) * K, 6), W = randf(size_t(N) * K, 7);
+  cpu::set_num_threads(1);
+  Grads a = run(dy, x, W, M, K, N, 0.0f);
+  cpu::set_num_threads(2);
+  Grads b = run(dy, x, W, M, K, N, 0.0f);
+  cpu::set_num_threads(0);
+  EXPECT_EQ(a.dx, b.dx);
+  EXPECT_EQ(a.dW, b.dW);
+  EXPECT_EQ(a.db, b.db);
+}
