@@ -1,0 +1,119 @@
+// anesim's numerics: fp16 storage rounded at every op boundary, fp32 accumulation inside conv and
+// matmul, packed fp16 read from and written to byte 0 (C14), and the fast kernels against the
+// reference interpreter's ops.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "anesim_test_util.h"
+#include "base/dtype.h"
+#include "runtime/anesim/anesim_plan.h"
+
+namespace orion::runtime::anesim {
+namespace {
+
+using ir::ElemType;
+using ir::Graph;
+using ir::Op;
+using ir::Tensor32;
+
+const std::vector<int64_t> kX = {1, 768, 1, 32};  // the C7 minimum exactly
+
+// Compiles g for M4, evaluates it on x with surfaces of `alloc` bytes; returns output `name`.
+Tensor32 run(Graph g, const Tensor32& x, size_t alloc = 49152, runtime::Surface* out_surface = nullptr) {
+  const std::vector<int64_t> out_shape = g.type(g.outputs()[0].value).shape;
+  compiler::CompiledProgram cp = compiler::compile_graph(g, compiler::default_chip()).program;
+  AnesimDriver d;
+  auto p = d.compile(cp.mil_text, cp.weights, g.name());
+  d.load(*p);
+  auto in = test::make_surfaces(1, alloc), out = test::make_surfaces(1, alloc);
+  std::memset(in.s[0].data(), 0xff, alloc);  // NaN bytes after the data: must never be read
+  std::memset(out.s[0].data(), 0x7c, alloc);
+  in.s[0].write_f32(x.data.data(), x.data.size());
+  d.evaluate(*p, in.ptrs(), out.ptrs());
+  if (out_surface) *out_surface = out.s[0];
+  return test::read_surface(out.s[0], out_shape);
+}
+
+TEST(anesim_Eval, EveryOpResultIsRoundedToFp16) {
+  // y = (x + 2048) − 2048. In fp16 the sum is stored with a spacing of 2 near 2048, so |x| < 1
+  // comes back as 0 (fp32 arithmetic would return x). The hardware stores the sum in fp16.
+  Graph g("round");
+  ir::Value x = g.input("x", {ElemType::F16, kX});
+  ir::Value big = g.scalar("big", 2048.0);
+  g.add_output("y", g.add_node(Op::Sub, {g.add_node(Op::Add, {x, big}), big}, {}, "y"));
+  Tensor32 xv = test::random_t(kX, 3, 0.3f);
+  Tensor32 y = run(g, xv);
+  size_t nonzero_inputs = 0;
+  for (size_t i = 0; i < xv.data.size(); i++) {
+    nonzero_inputs += xv.data[i] != 0.0f;
+    const float want = ir::round_to_fp16(2048.0f + xv.data[i]) - 2048.0f;
+    ASSERT_EQ(y.data[i], want) << i;
+  }
+  EXPECT_GT(nonzero_inputs, xv.data.size() / 2);
+}
+
+TEST(anesim_Eval, ConvAccumulatesInFp32) {
+  // Every output channel sums 2048 + 767 ones. Accumulating in fp16 would stall at 2048 (2049
+  // rounds back to 2048); the ANE accumulates in fp32 and stores 2815 → fp16 2816.
+  Graph g("acc");
+  ir::Value x = g.input("x", {ElemType::F16, kX});
+  ir::Value W = g.constant_f32("w", {768, 768, 1, 1}, std::vector<float>(768 * 768, 1.0f));
+  g.add_output("y", g.add_node(Op::Conv1x1, {x, W}, {}, "y"));
+  Tensor32 xv(kX, 1.0f);
+  for (int s = 0; s < 32; s++) xv.data[size_t(s)] = 2048.0f;  // channel 0
+  Tensor32 y = run(g, xv);
+  for (float v : y.data) ASSERT_EQ(v, 2816.0f);
+}
+
+TEST(anesim_Eval, InputsReadAndOutputsWrittenPackedFromByteZero) {
+  // C14: a surface larger than the data holds it packed at offset 0; anesim reads only the data
+  // (the input's tail is NaN bytes) and writes only the data (the output's tail keeps its bytes).
+  Graph g("packed");
+  g.add_output("y", g.add_node(Op::Relu, {g.input("x", {ElemType::F16, kX})}, {}, "y"));
+  Tensor32 xv = test::random_t(kX, 4);
+  runtime::Surface out;
+  Tensor32 y = run(g, xv, 65536, &out);
+  for (size_t i = 0; i < xv.data.size(); i++) ASSERT_EQ(y.data[i], std::max(0.0f, xv.data[i]));
+  for (size_t b = 49152; b < 65536; b++) ASSERT_EQ(out.data()[b], 0x7c) << b;
+}
+
+// The fast kernels against eval_op (which accumulates in double): within fp32 summation error.
+void expect_close(const Tensor32& got, const Tensor32& want) {
+  ASSERT_EQ(got.shape, want.shape);
+  const test::ErrorStats e = test::compare(got, want);
+  EXPECT_LE(e.rel(), 1e-5) << "max |err| " << e.max_abs;
+}
+
+TEST(anesim_Eval, FastMatmulMatchesTheInterpreterWithFlagsAndBroadcasting) {
+  // x [2, 1, M, K] · y [1, 3, K, N] → [2, 3, M, N] (and every transposed spelling).
+  const int64_t M = 5, K = 37, N = 19;
+  for (bool tx : {false, true})
+    for (bool ty : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "tx " << tx << " ty " << ty);
+      Tensor32 x = test::random_t({2, 1, tx ? K : M, tx ? M : K}, 7), y = test::random_t({1, 3, ty ? N : K, ty ? K : N}, 8);
+      const std::vector<int64_t> out = {2, 3, M, N};
+      const ir::Attrs attrs = {{"transpose_x", tx}, {"transpose_y", ty}};
+      Tensor32 want = ir::eval_op(Op::Matmul, {&x, &y}, attrs, {{ElemType::F32, out}}, "mm")[0];
+      expect_close(matmul_fast(x, y, tx, ty, out), want);
+    }
+}
+
+TEST(anesim_Eval, FastConvMatchesTheInterpreter) {
+  Tensor32 x = test::random_t({1, 40, 1, 23}, 9), w = test::random_t({17, 40, 1, 1}, 10);
+  Tensor32 want = ir::eval_op(Op::Conv1x1, {&x, &w}, {}, {{ElemType::F32, {1, 17, 1, 23}}}, "conv")[0];
+  expect_close(conv1x1_fast(x, w), want);
+}
+
+TEST(anesim_Eval, RoundFp16IsNearestEvenWithOverflowToInfinity) {
+  Tensor32 t({5}, std::vector<float>{1.0f + 2.0f / 4096, 1.0f + 6.0f / 4096, 65504.0f, 70000.0f, -1e-9f});
+  round_fp16(t);
+  EXPECT_EQ(t.data[0], 1.0f);                // halfway between 1 and 1 + 2^-10: even wins (down)
+  EXPECT_EQ(t.data[1], 1.0f + 2.0f / 1024);  // halfway between odd and even mantissas: up to even
+  EXPECT_EQ(t.data[2], 65504.0f);
+  EXPECT_TRUE(std::isinf(t.data[3]));
+  EXPECT_EQ(t.data[4], 0.0f);
+}
+
+}  // namespace
+}  // namespace orion::runtime::anesim
