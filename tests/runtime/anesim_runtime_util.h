@@ -7,7 +7,6 @@
 #include <memory>
 #include <random>
 
-#include "base/dtype.h"
 #include "ir/interpret.h"
 #include "runtime/driver.h"
 
@@ -23,13 +22,6 @@ inline ir::Tensor32 uniform_tensor(std::vector<int64_t> shape, uint32_t seed, fl
   std::uniform_real_distribution<float> u(lo, hi);
   for (float& v : t.data) v = u(rng);
   return t;
-}
-
-inline std::shared_ptr<const ir::ConstData> f16_data(const std::vector<float>& v) {
-  auto d = std::make_shared<ir::ConstData>();
-  d->bytes.resize(v.size() * 2);
-  convert_dtype(v.data(), DType::F32, d->bytes.data(), DType::F16, v.size());
-  return d;
 }
 
 // max |a − b| / max(1, max |b|): the measure weight updates verify with.
