@@ -10,6 +10,7 @@ PACKAGES=(
   libcli11-dev libfmt-dev  # command line, formatting
   libsentencepiece-dev     # SentencePiece tokenizers
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
+  clang libgnustep-base-dev  # CI syntax check of the Apple driver's .mm (scripts/check_ane_driver_syntax.sh)
 )
 
 missing=()

@@ -1,0 +1,49 @@
+// AneDriver: the Driver of the real ANE, written against the Framework calls of ane_framework.h so
+// that everything but the Objective-C lives here and is tested on every machine with a fake.
+//
+//   compile   MIL must be UTF-8 (C19); the parser reads its bindings (C6); descriptor + model;
+//             model.mil and weights/ written under <tmp>/<hexStringIdentifier>; compile, QoS 21;
+//             a failure past the chip's budget says so (C9)
+//   load      QoS 21, retried once after 100 ms (a slot may still be being reclaimed)
+//   evaluate  surfaces checked first (C5, C7, C13, C14 → BadSurfaces, the hardware's 0x1d) and
+//             bound in alphabetical order (C6); a framework "status=0x1d" is BadSurfaces too
+//   unload    QoS 21; a program destroyed while loaded is unloaded, and its folder removed when
+//             no other program shares it
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/ane/ane_framework.h"
+#include "runtime/ane/ane_plan.h"
+#include "runtime/driver.h"
+
+namespace orion::runtime::ane {
+
+class AneDriver final : public Driver {
+ public:
+  AneDriver(std::unique_ptr<Framework> framework, const DriverOptions& options = {});
+  ~AneDriver() override;
+  std::string name() const override { return "ane"; }
+  const compiler::ChipProfile& chip() const override { return *chip_; }
+
+  std::unique_ptr<DriverProgram> compile(const std::string& mil_text, const WeightDict& weights,
+                                         const std::string& name) override;
+  void load(DriverProgram& p) override;
+  void unload(DriverProgram& p) override;
+  void replace_weight_files(DriverProgram& p, const WeightDict& weights) override;
+  void evaluate(DriverProgram& p, const std::vector<Surface*>& inputs, const std::vector<Surface*>& outputs) override;
+  const DriverCounters& counters() const override { return counters_; }
+
+  struct State;  // shared with the programs, which may outlive the driver
+
+ private:
+  class Program;
+  Program& own(DriverProgram& p);
+
+  const compiler::ChipProfile* chip_;
+  DriverCounters counters_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace orion::runtime::ane
