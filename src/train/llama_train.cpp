@@ -1,0 +1,145 @@
+// Training a Llama-family ("stories") transformer block on the CPU: forward and backward, fp32.
+//
+// One block, for N = B·T tokens (model/llama.cpp computes the same function for inference):
+//
+//   xn1 = rmsnorm(x) ⊙ attn_norm                                 [N, C]
+//   q = xn1·wqᵀ [N, NH·HS],  k = xn1·wkᵀ, v = xn1·wvᵀ [N, NKV·HS]
+//   q, k = rope(q), rope(k)                  (pairs (2i, 2i+1) turned by t·θ^(−2i/HS))
+//   atty = causal_attention(q, k, v)                              [N, NH·HS]   (GQA: NKV ≤ NH)
+//   x1 = x + atty·woᵀ                                             [N, C]   first residual
+//   xn2 = rmsnorm(x1) ⊙ ffn_norm                                  [N, C]
+//   h1 = xn2·w1ᵀ, h3 = xn2·w3ᵀ                                    [N, H]   gate, up
+//   hg = silu(h1) ⊙ h3                                            [N, H]   SwiGLU
+//   y = x1 + hg·w2ᵀ                                               [N, C]   second residual
+//
+// The backward walks these lines bottom to top. Each residual sends its gradient both into the
+// branch and straight past it, which is why dx1 starts as a copy of dy and dx as a copy of dx1.
+#include <algorithm>
+#include <cstring>
+
+#include "base/error.h"
+#include "train/layers.h"
+#include "train/trainer_api.h"
+
+namespace orion::train {
+namespace {
+
+// What one layer keeps from its forward for its backward (llm.c's ActivationTensors, per layer).
+struct LlamaActs {
+  std::vector<float> xn1, rstd1;   // [N, C], [N]
+  std::vector<float> q;            // [N, NH·HS]  after RoPE
+  std::vector<float> k, v;         // [N, NKV·HS] (k after RoPE)
+  std::vector<float> att;          // [B, NH, T, T] attention probabilities
+  std::vector<float> atty;         // [N, NH·HS]  attention output, before wo
+  std::vector<float> x1;           // [N, C]      residual after attention
+  std::vector<float> xn2, rstd2;   // [N, C], [N]
+  std::vector<float> h1, h3, hg;   // [N, H]      gate, up, silu(gate)·up
+};
+
+class LlamaCpuBlocks final : public BlockRunner {
+ public:
+  LlamaCpuBlocks(const Params& p, Grads* g, int B, int T) : p_(p), g_(g) {
+    const ModelConfig& c = p.config();
+    ORION_CHECK(c.arch == Arch::Llama, "Llama block runner for a {} model", arch_name(c.arch));
+    const size_t N = size_t(B) * T, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(),
+                 H = c.hidden_dim;
+    acts_.resize(size_t(c.n_layers));
+    for (LlamaActs& a : acts_) {
+      a.xn1.resize(N * C), a.rstd1.resize(N), a.q.resize(N * Q), a.k.resize(N * KV), a.v.resize(N * KV);
+      a.att.resize(size_t(B) * c.n_heads * T * T), a.atty.resize(N * Q), a.x1.resize(N * C);
+      a.xn2.resize(N * C), a.rstd2.resize(N), a.h1.resize(N * H), a.h3.resize(N * H), a.hg.resize(N * H);
+    }
+    tmp_.resize(N * C);
+    if (g_) {  // backward scratch, shared by all layers
+      dx1_.resize(N * C), dxn_.resize(N * C), datty_.resize(N * Q), dq_.resize(N * Q), dk_.resize(N * KV);
+      dv_.resize(N * KV), dh1_.resize(N * H), dh3_.resize(N * H), dhg_.resize(N * H);
+    }
+  }
+
+  const char* name() const override { return "cpu-llama"; }
+
+  void forward_block(int l, const float* x, float* y, int B, int T) override {
+    const ModelConfig& c = p_.config();
+    const LayerParams& w = p_.layers[size_t(l)];
+    LlamaActs& a = acts_[size_t(l)];
+    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS,
+              KV = NKV * HS, H = c.hidden_dim;
+    // --- attention ---
+    rmsnorm_forward(a.xn1.data(), a.rstd1.data(), x, w.attn_norm, N, C, c.norm_eps);
+    matmul_forward(a.q.data(), a.xn1.data(), w.wq, (const float*)nullptr, N, C, Q);
+    matmul_forward(a.k.data(), a.xn1.data(), w.wk, (const float*)nullptr, N, C, KV);
+    matmul_forward(a.v.data(), a.xn1.data(), w.wv, (const float*)nullptr, N, C, KV);
+    rope_forward(a.q.data(), a.q.data(), B, T, NH, HS, c.rope_theta);  // in place: positions 0..T−1
+    rope_forward(a.k.data(), a.k.data(), B, T, NKV, HS, c.rope_theta);
+    attention_forward(a.atty.data(), a.att.data(), a.q.data(), a.k.data(), a.v.data(), B, T, NH, NKV, HS);
+    matmul_forward(tmp_.data(), a.atty.data(), w.wo, (const float*)nullptr, N, Q, C);
+    residual_forward(a.x1.data(), x, tmp_.data(), size_t(N) * C);
+    // --- feed-forward (SwiGLU) ---
+    rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.x1.data(), w.ffn_norm, N, C, c.norm_eps);
+    matmul_forward(a.h1.data(), a.xn2.data(), w.w1, (const float*)nullptr, N, C, H);
+    matmul_forward(a.h3.data(), a.xn2.data(), w.w3, (const float*)nullptr, N, C, H);
+    swiglu_forward(a.hg.data(), a.h1.data(), a.h3.data(), size_t(N) * H);
+    matmul_forward(tmp_.data(), a.hg.data(), w.w2, (const float*)nullptr, N, H, C);
+    residual_forward(y, a.x1.data(), tmp_.data(), size_t(N) * C);
+  }
+
+  void backward_block(int l, const float* x, const float* dy, float* dx, int B, int T) override {
+    ORION_CHECK(g_, "backward without gradient buffers");
+    const ModelConfig& c = p_.config();
+    const LayerParams& w = p_.layers[size_t(l)];
+    LayerParams& dw = g_->layers[size_t(l)];
+    LlamaActs& a = acts_[size_t(l)];
+    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS,
+              KV = NKV * HS, H = c.hidden_dim;
+    const size_t NC = size_t(N) * C, NH_ = size_t(N) * H;
+    auto zero = [](std::vector<float>& v, size_t n) { std::fill_n(v.data(), n, 0.0f); };
+
+    // --- feed-forward, in reverse ---
+    // y = x1 + hg·w2ᵀ: dx1 gets dy directly (residual), the branch gets dy too.
+    std::copy_n(dy, NC, dx1_.data());
+    zero(dhg_, NH_);
+    matmul_backward(dhg_.data(), dw.w2, (float*)nullptr, dy, a.hg.data(), w.w2, N, H, C);
+    zero(dh1_, NH_), zero(dh3_, NH_);
+    swiglu_backward(dh1_.data(), dh3_.data(), dhg_.data(), a.h1.data(), a.h3.data(), NH_);
+    // xn2 fed both w1 and w3: its gradient is the sum of the two.
+    zero(dxn_, NC);
+    matmul_backward(dxn_.data(), dw.w1, (float*)nullptr, dh1_.data(), a.xn2.data(), w.w1, N, C, H);
+    matmul_backward(dxn_.data(), dw.w3, (float*)nullptr, dh3_.data(), a.xn2.data(), w.w3, N, C, H);
+    rmsnorm_backward(dx1_.data(), dw.ffn_norm, dxn_.data(), a.x1.data(), w.ffn_norm, a.rstd2.data(), N, C);
+
+    // --- attention, in reverse ---
+    // x1 = x + atty·woᵀ
+    std::copy_n(dx1_.data(), NC, dx);
+    zero(datty_, size_t(N) * Q);
+    matmul_backward(datty_.data(), dw.wo, (float*)nullptr, dx1_.data(), a.atty.data(), w.wo, N, Q, C);
+    zero(dq_, size_t(N) * Q), zero(dk_, size_t(N) * KV), zero(dv_, size_t(N) * KV);
+    attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.att.data(), a.q.data(), a.k.data(),
+                       a.v.data(), B, T, NH, NKV, HS);
+    // The gradients reaching the rotated q, k turn back to the un-rotated projections.
+    rope_backward(dq_.data(), dq_.data(), B, T, NH, HS, c.rope_theta);
+    rope_backward(dk_.data(), dk_.data(), B, T, NKV, HS, c.rope_theta);
+    zero(dxn_, NC);
+    matmul_backward(dxn_.data(), dw.wq, (float*)nullptr, dq_.data(), a.xn1.data(), w.wq, N, C, Q);
+    matmul_backward(dxn_.data(), dw.wk, (float*)nullptr, dk_.data(), a.xn1.data(), w.wk, N, C, KV);
+    matmul_backward(dxn_.data(), dw.wv, (float*)nullptr, dv_.data(), a.xn1.data(), w.wv, N, C, KV);
+    rmsnorm_backward(dx, dw.attn_norm, dxn_.data(), x, w.attn_norm, a.rstd1.data(), N, C);
+  }
+
+ private:
+  const Params& p_;
+  Grads* g_;
+  std::vector<LlamaActs> acts_;
+  std::vector<float> tmp_;            // [N, C] a branch's output before the residual add
+  std::vector<float> dx1_, dxn_;      // [N, C]
+  std::vector<float> datty_, dq_;     // [N, NH·HS]
+  std::vector<float> dk_, dv_;        // [N, NKV·HS]
+  std::vector<float> dh1_, dh3_, dhg_;  // [N, H]
+};
+
+}  // namespace
+
+std::unique_ptr<BlockRunner> make_llama_cpu_blocks(const Params& params, Grads* grads, int B, int T) {
+  return std::make_unique<LlamaCpuBlocks>(params, grads, B, T);
+}
+
+}  // namespace orion::train

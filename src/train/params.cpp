@@ -1,0 +1,184 @@
+#include "train/params.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "base/error.h"
+
+namespace orion::train {
+namespace {
+
+// One per-layer tensor: its name, where it lives in LayerWeights and LayerParams, its shape.
+struct LayerSlot {
+  const char* name;
+  Tensor LayerWeights::*weight;
+  float* LayerParams::*param;
+  bool gpt2_only, llama_only;
+  char rows, cols;  // 'C' dim, 'Q' NH·HS, 'K' NKV·HS, 'H' hidden; cols 0 for a vector
+};
+
+constexpr LayerSlot kLayerSlots[] = {
+    {"attn_norm", &LayerWeights::attn_norm, &LayerParams::attn_norm, false, false, 'C', 0},
+    {"attn_norm_b", &LayerWeights::attn_norm_b, &LayerParams::attn_norm_b, true, false, 'C', 0},
+    {"wq", &LayerWeights::wq, &LayerParams::wq, false, false, 'Q', 'C'},
+    {"wk", &LayerWeights::wk, &LayerParams::wk, false, false, 'K', 'C'},
+    {"wv", &LayerWeights::wv, &LayerParams::wv, false, false, 'K', 'C'},
+    {"wo", &LayerWeights::wo, &LayerParams::wo, false, false, 'C', 'Q'},
+    {"bq", &LayerWeights::bq, &LayerParams::bq, true, false, 'Q', 0},
+    {"bk", &LayerWeights::bk, &LayerParams::bk, true, false, 'K', 0},
+    {"bv", &LayerWeights::bv, &LayerParams::bv, true, false, 'K', 0},
+    {"bo", &LayerWeights::bo, &LayerParams::bo, true, false, 'C', 0},
+    {"ffn_norm", &LayerWeights::ffn_norm, &LayerParams::ffn_norm, false, false, 'C', 0},
+    {"ffn_norm_b", &LayerWeights::ffn_norm_b, &LayerParams::ffn_norm_b, true, false, 'C', 0},
+    {"w1", &LayerWeights::w1, &LayerParams::w1, false, false, 'H', 'C'},
+    {"w2", &LayerWeights::w2, &LayerParams::w2, false, false, 'C', 'H'},
+    {"w3", &LayerWeights::w3, &LayerParams::w3, false, true, 'H', 'C'},
+    {"b1", &LayerWeights::b1, &LayerParams::b1, true, false, 'H', 0},
+    {"b2", &LayerWeights::b2, &LayerParams::b2, true, false, 'C', 0},
+};
+
+// Calls f(name, shape, Tensor& slot in w, float*& pointer in p) for every tensor of the config,
+// in buffer order. w and p may be null (then a dummy slot is passed).
+template <typename F>
+void for_each_tensor(const ModelConfig& c, ModelWeights* w, ParamBuffer* p, F&& f) {
+  const bool gpt2 = c.arch == Arch::GPT2;
+  Tensor dummy_t;
+  float* dummy_p = nullptr;
+  auto dim = [&](char d) -> int64_t {
+    switch (d) {
+      case 'C': return c.dim;
+      case 'Q': return int64_t(c.n_heads) * c.head_dim();
+      case 'K': return c.kv_dim();
+      case 'H': return c.hidden_dim;
+    }
+    return 0;
+  };
+  auto top = [&](const char* name, std::vector<int64_t> shape, Tensor ModelWeights::*wt, float* ParamBuffer::*pp) {
+    f(std::string(name), std::move(shape), w ? w->*wt : dummy_t, p ? p->*pp : dummy_p);
+  };
+  top("tok_emb", {c.padded_vocab, c.dim}, &ModelWeights::tok_emb, &ParamBuffer::tok_emb);
+  if (gpt2) top("pos_emb", {c.seq_len, c.dim}, &ModelWeights::pos_emb, &ParamBuffer::pos_emb);
+  for (int l = 0; l < c.n_layers; l++)
+    for (const LayerSlot& s : kLayerSlots) {
+      if ((s.gpt2_only && !gpt2) || (s.llama_only && gpt2)) continue;
+      std::vector<int64_t> shape = s.cols ? std::vector<int64_t>{dim(s.rows), dim(s.cols)}
+                                          : std::vector<int64_t>{dim(s.rows)};
+      f(fmt::format("layers.{}.{}", l, s.name), std::move(shape), w ? w->layers[size_t(l)].*s.weight : dummy_t,
+        p ? p->layers[size_t(l)].*s.param : dummy_p);
+    }
+  top("final_norm", {c.dim}, &ModelWeights::final_norm, &ParamBuffer::final_norm);
+  if (gpt2) top("final_norm_b", {c.dim}, &ModelWeights::final_norm_b, &ParamBuffer::final_norm_b);
+  if (!c.tied_embeddings)
+    top("classifier", {c.vocab_size, c.dim}, &ModelWeights::classifier, &ParamBuffer::classifier);
+}
+
+}  // namespace
+
+ParamBuffer::ParamBuffer(const ModelConfig& config) : config_(config) {
+  config_.validate("training parameters");
+  size_t off = 0;
+  for_each_tensor(config_, nullptr, nullptr, [&](const std::string& name, std::vector<int64_t> shape, Tensor&, float*&) {
+    ParamInfo t;
+    t.name = name;
+    t.numel = 1;
+    for (int64_t d : shape) t.numel *= size_t(d);
+    t.shape = std::move(shape);
+    t.offset = off;
+    off += (t.numel + 15) / 16 * 16;  // next tensor on a 64-byte boundary
+    tensors_.push_back(std::move(t));
+  });
+  size_ = off;
+  float* p = static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(size_, 16) * sizeof(float)));
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, size_ * sizeof(float));
+  data_ = std::shared_ptr<float>(p, [](float* q) { std::free(q); });
+  bind_pointers();
+}
+
+void ParamBuffer::bind_pointers() {
+  layers.assign(size_t(config_.n_layers), LayerParams{});
+  size_t i = 0;
+  for_each_tensor(config_, nullptr, this, [&](const std::string&, std::vector<int64_t>, Tensor&, float*& ptr) {
+    ptr = data_.get() + tensors_[i++].offset;
+  });
+  // Tied: the classifier is the first V rows of the token embedding table.
+  if (config_.tied_embeddings) classifier = tok_emb;
+}
+
+ParamBuffer ParamBuffer::clone() const {
+  ParamBuffer p(config_);
+  std::memcpy(p.data(), data(), size_ * sizeof(float));
+  return p;
+}
+
+size_t ParamBuffer::num_params() const {
+  size_t n = 0;
+  for (const ParamInfo& t : tensors_) n += t.numel;
+  return n;
+}
+
+const ParamInfo& ParamBuffer::tensor(const std::string& name) const {
+  for (const ParamInfo& t : tensors_)
+    if (t.name == name) return t;
+  throw_usage_error(fmt::format("the model has no tensor '{}'", name), "tensor");
+}
+
+void ParamBuffer::zero() { std::memset(data(), 0, size_ * sizeof(float)); }
+
+void ParamBuffer::load(const ModelWeights& w) {
+  if (w.config.arch != config_.arch || w.config.dim != config_.dim || w.config.hidden_dim != config_.hidden_dim ||
+      w.config.n_layers != config_.n_layers || w.config.n_heads != config_.n_heads ||
+      w.config.n_kv_heads != config_.n_kv_heads || w.config.vocab_size != config_.vocab_size ||
+      w.config.padded_vocab != config_.padded_vocab || w.config.seq_len != config_.seq_len ||
+      w.config.tied_embeddings != config_.tied_embeddings)
+    throw_usage_error(fmt::format("weights ({}) do not match the model being trained ({})", w.config.describe(),
+                                  config_.describe()),
+                      "weights");
+  w.validate("weights to train");
+  size_t i = 0;
+  auto& src = const_cast<ModelWeights&>(w);  // for_each_tensor hands out mutable slots; only read here
+  for_each_tensor(config_, &src, nullptr, [&](const std::string& name, std::vector<int64_t>, Tensor& t, float*&) {
+    const ParamInfo& info = tensors_[i++];
+    ORION_CHECK(size_t(t.numel()) >= info.numel, "{} has {} elements, expected {}", name, t.numel(), info.numel);
+    convert_dtype(t.data, t.dtype, data() + info.offset, DType::F32, info.numel);  // f16/bf16 → fp32
+  });
+}
+
+ParamBuffer ParamBuffer::from_weights(const ModelWeights& w) {
+  ParamBuffer p(w.config);
+  p.load(w);
+  return p;
+}
+
+ModelWeights ParamBuffer::view() const {
+  ModelWeights w;
+  w.config = config_;
+  w.layers.resize(size_t(config_.n_layers));
+  w.keep(std::shared_ptr<const void>(data_, data_.get()));  // the view co-owns the buffer
+  size_t i = 0;
+  for_each_tensor(config_, &w, nullptr, [&](const std::string&, std::vector<int64_t> shape, Tensor& t, float*&) {
+    t.data = data_.get() + tensors_[i++].offset;
+    t.dtype = DType::F32;
+    t.shape = std::move(shape);
+  });
+  if (config_.tied_embeddings) w.classifier = w.tok_emb;
+  return w;
+}
+
+ModelWeights ParamBuffer::to_weights(DType matrices) const {
+  ModelWeights v = view();
+  ModelWeights w;
+  w.config = config_;
+  w.layers.resize(size_t(config_.n_layers));
+  // Walk the view and the copy side by side, converting each tensor into memory owned by w.
+  std::vector<Tensor*> dst;
+  std::vector<const Tensor*> src;
+  for_each_tensor(config_, &w, nullptr, [&](const std::string&, std::vector<int64_t>, Tensor& t, float*&) { dst.push_back(&t); });
+  for_each_tensor(config_, &v, nullptr, [&](const std::string&, std::vector<int64_t>, Tensor& t, float*&) { src.push_back(&t); });
+  for (size_t k = 0; k < dst.size(); k++)
+    *dst[k] = w.copy_as(*src[k], src[k]->shape.size() == 2 ? matrices : DType::F32);
+  if (config_.tied_embeddings) w.classifier = w.tok_emb;
+  return w;
+}
+
+}  // namespace orion::train

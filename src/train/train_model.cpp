@@ -1,0 +1,119 @@
+// The whole model for training: embedding → L blocks (through a BlockRunner) → final norm →
+// classifier → cross-entropy, and the backward in reverse. The blocks are the architecture's own
+// files (llama_train.cpp, gpt2_train.cpp); what differs here is small: GPT-2 adds learned
+// positions at the input and uses LayerNorm at the end, Llama RMSNorm.
+//
+//   x0 = tok_emb[tokens] (+ pos_emb[t])             [N, C]      residual stream, N = B·T
+//   x_{l+1} = block_l(x_l)                          [N, C]      l = 0 .. L−1
+//   xf = norm(x_L)                                  [N, C]
+//   logits = xf · classifierᵀ                       [N, V]      (tied: the first V rows of tok_emb)
+//   loss = mean over counted n of −log softmax(logits[n])[target n]
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "train/layers.h"
+#include "train/trainer_api.h"
+
+namespace orion::train {
+
+std::unique_ptr<BlockRunner> make_cpu_blocks(const Params& params, Grads* grads, int B, int T) {
+  switch (params.config().arch) {
+    case Arch::Llama: return make_llama_cpu_blocks(params, grads, B, T);
+    case Arch::GPT2: return make_gpt2_cpu_blocks(params, grads, B, T);
+  }
+  return nullptr;
+}
+
+TrainModel::TrainModel(const Params& params, Grads* grads, int B, int T) : p_(params), g_(grads), B_(B), T_(T) {
+  const ModelConfig& c = params.config();
+  if (B <= 0 || T <= 0 || T > c.seq_len)
+    throw_usage_error(fmt::format("batch {} × {} tokens does not fit the model (context {})", B, T, c.seq_len),
+                      "seq", "use a batch of at least 1 and a sequence length within the model's context");
+  if (grads) ORION_CHECK(grads->size() == params.size(), "gradients of a different layout");
+  const size_t N = size_t(B) * T, C = c.dim, V = c.vocab_size;
+  tokens_.resize(N), targets_.resize(N);
+  residual_.resize(size_t(c.n_layers + 1) * N * C);
+  xf_.resize(N * C), fmean_.resize(N), frstd_.resize(N);
+  logits_.resize(N * V), losses_.resize(N), lse_.resize(N);
+  if (grads) dres_[0].resize(N * C), dres_[1].resize(N * C), dxf_.resize(N * C);
+  blocks_ = make_cpu_blocks(params, grads, B, T);
+}
+
+void TrainModel::set_blocks(std::unique_ptr<BlockRunner> blocks) {
+  ORION_CHECK(blocks != nullptr, "no block runner");
+  blocks_ = std::move(blocks);
+}
+
+void TrainModel::zero_grad() {
+  if (g_) g_->zero();
+}
+
+float TrainModel::forward(const int* tokens, const int* targets, int B, int T) {
+  const ModelConfig& c = p_.config();
+  if (B <= 0 || T <= 0 || B > B_ || T > T_)
+    throw_usage_error(fmt::format("batch {} × {} is larger than the {} × {} this model was set up for", B, T, B_, T_),
+                      "batch");
+  const int N = B * T, C = c.dim, V = c.vocab_size, L = c.n_layers;
+  for (int n = 0; n < N; n++)
+    if (tokens[n] < 0 || tokens[n] >= V)
+      throw_usage_error(fmt::format("token id {} at position {} is outside the vocabulary of {}", tokens[n], n, V),
+                        "tokens", "the data was tokenized for another vocabulary");
+  b_ = B, t_ = T;
+  std::memcpy(tokens_.data(), tokens, sizeof(int) * N);
+  have_targets_ = targets != nullptr;
+  if (targets)
+    std::memcpy(targets_.data(), targets, sizeof(int) * N);
+  else
+    std::fill_n(targets_.data(), N, -1);
+  auto res = [&](int l) { return residual_.data() + size_t(l) * N * C; };  // x_l [N, C]
+
+  // x0 = token embedding (+ learned position for GPT-2)
+  encoder_forward(res(0), tokens_.data(), p_.tok_emb, c.arch == Arch::GPT2 ? p_.pos_emb : (const float*)nullptr, B, T,
+                  C);
+  for (int l = 0; l < L; l++) blocks_->forward_block(l, res(l), res(l + 1), B, T);
+  if (c.arch == Arch::Llama)
+    rmsnorm_forward(xf_.data(), frstd_.data(), res(L), p_.final_norm, N, C, c.norm_eps);
+  else
+    layernorm_forward(xf_.data(), fmean_.data(), frstd_.data(), res(L), p_.final_norm, p_.final_norm_b, N, C,
+                      c.norm_eps);
+  // logits over the real vocabulary (llm.c's padding rows of tok_emb are never used)
+  matmul_forward(logits_.data(), xf_.data(), p_.classifier, (const float*)nullptr, N, C, V);
+
+  count_ = crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V);
+  double sum = 0;  // in position order: the same for any thread count
+  for (int n = 0; n < N; n++) sum += losses_[size_t(n)];
+  loss_ = count_ > 0 ? float(sum / count_) : 0.0f;
+  return loss_;
+}
+
+void TrainModel::backward(float scale) {
+  ORION_CHECK(g_, "backward on a model without gradient buffers");
+  ORION_CHECK(have_targets_ && b_ > 0, "backward needs a forward with targets first");
+  const ModelConfig& c = p_.config();
+  const int B = b_, T = t_, N = B * T, C = c.dim, V = c.vocab_size, L = c.n_layers;
+  auto res = [&](int l) { return residual_.data() + size_t(l) * N * C; };
+  if (count_ == 0) return;  // no position carries a loss: every gradient is 0
+
+  // loss = (1/count) Σ_n losses[n], so each counted position's logits get (softmax − onehot)/count.
+  float* dlogits = logits_.data();  // written over the logits, which are no longer needed
+  crossentropy_backward(dlogits, logits_.data(), lse_.data(), targets_.data(), scale / float(count_), N, V);
+  // logits = xf·classifierᵀ  (tied: the gradient lands in tok_emb's rows)
+  std::fill(dxf_.begin(), dxf_.begin() + size_t(N) * C, 0.0f);
+  matmul_backward(dxf_.data(), g_->classifier, (float*)nullptr, dlogits, xf_.data(), p_.classifier, N, C, V);
+  float* dx = dres_[0].data();  // ∂loss/∂x_L, then walking down the layers
+  float* dx_next = dres_[1].data();
+  std::fill_n(dx, size_t(N) * C, 0.0f);
+  if (c.arch == Arch::Llama)
+    rmsnorm_backward(dx, g_->final_norm, dxf_.data(), res(L), p_.final_norm, frstd_.data(), N, C);
+  else
+    layernorm_backward(dx, g_->final_norm, g_->final_norm_b, dxf_.data(), res(L), p_.final_norm, fmean_.data(),
+                       frstd_.data(), N, C);
+  for (int l = L - 1; l >= 0; l--) {
+    blocks_->backward_block(l, res(l), dx, dx_next, B, T);  // ∂loss/∂x_l from ∂loss/∂x_{l+1}
+    std::swap(dx, dx_next);
+  }
+  encoder_backward(g_->tok_emb, c.arch == Arch::GPT2 ? g_->pos_emb : (float*)nullptr, dx, tokens_.data(), B, T, C);
+}
+
+}  // namespace orion::train
