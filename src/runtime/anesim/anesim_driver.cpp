@@ -47,7 +47,7 @@ class AnesimProgram final : public DriverProgram {
   for (const char* op : {"'gelu'", "'silu'"})
     if (e.message().find(std::string("unknown MIL op ") + op) != std::string::npos)
       rule = fmt::format(" — the ANE has no {} op (C2): use the tanh form / x·sigmoid(x)", op);
-  compile_failed(fmt::format("the ANE compiler rejected '{}': {}{}", name, e.what(), rule),
+  compile_failed(fmt::format("the ANE compiler rejected '{}': {}{}", name, format_error_line(e.kind(), e.message(), {e.context().file, e.context().field, e.context().offset, {}}), rule),
                  "compile the kernel with compiler::compile_graph, which legalizes it for the chip");
 }
 
@@ -100,17 +100,17 @@ void check_surfaces(const char* side, const char* uniform_rule, const std::vecto
     const int64_t a = int64_t(s[i]->alloc_bytes()), a0 = int64_t(s[0]->alloc_bytes());
     if (a < chip.min_buffer_bytes)
       throw DriverError(DriverStatus::BadSurfaces,
-                        fmt::format("status 0x1d: {} surface '{}' has {} bytes, below the minimum buffer of {} bytes on {} (C7)", side,
+                        fmt::format("{} surface '{}' has {} bytes, below the minimum buffer of {} bytes on {} (C7)", side,
                                     names[i], a, chip.min_buffer_bytes, chip.name),
                         "allocate every surface with the program's binding-table size");
     if (a != a0)
       throw DriverError(DriverStatus::BadSurfaces,
-                        fmt::format("status 0x1d: {} surfaces must share one allocation size ({}): '{}' has {} bytes, '{}' has {}", side,
+                        fmt::format("{} surfaces must share one allocation size ({}): '{}' has {} bytes, '{}' has {}", side,
                                     uniform_rule, names[0], a0, names[i], a),
                         "allocate every surface of a side with the binding table's alloc_bytes");
     if (a < packed[i])
       throw DriverError(DriverStatus::BadSurfaces,
-                        fmt::format("status 0x1d: {} surface '{}' has {} bytes, too small for its packed fp16 data of {} bytes (C14)", side,
+                        fmt::format("{} surface '{}' has {} bytes, too small for its packed fp16 data of {} bytes (C14)", side,
                                     names[i], a, packed[i]));
   }
 }
