@@ -1,0 +1,75 @@
+#include "train/adamw.h"
+
+#include <cmath>
+
+#include "base/error.h"
+
+namespace orion::train {
+namespace {
+constexpr size_t kChunk = 1 << 14;  // elements per task: the unit of both parallel loops
+
+// The buffer cut into chunks of ≤ kChunk elements that never straddle two tensors; `decay`
+// selects λ for each tensor.
+template <typename Fn>
+void for_each_chunk(const Params& p, Fn&& fn) {
+  for (const ParamInfo& t : p.tensors())
+    for (size_t b = t.offset; b < t.offset + t.numel; b += kChunk) fn(t, b, std::min(t.offset + t.numel, b + kChunk));
+}
+
+// Σ g² per chunk in double, then the chunks in order: a thread-count-independent sum.
+double sum_squares(const float* g, const std::vector<std::pair<size_t, size_t>>& ranges) {
+  std::vector<double> part(ranges.size());
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < ranges.size(); c++) {
+    double s = 0;
+    for (size_t i = ranges[c].first; i < ranges[c].second; i++) s += double(g[i]) * g[i];
+    part[c] = s;
+  }
+  double s = 0;
+  for (double x : part) s += x;
+  return s;
+}
+}  // namespace
+
+double grad_norm(const Grads& grads) {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for_each_chunk(grads, [&](const ParamInfo&, size_t b, size_t e) { ranges.emplace_back(b, e); });
+  return std::sqrt(sum_squares(grads.data(), ranges));
+}
+
+AdamW::AdamW(const Params& layout, AdamWConfig config) : cfg_(config) {
+  for_each_chunk(layout, [&](const ParamInfo& t, size_t b, size_t e) {
+    chunks_.push_back({b, e, t.matrix() || cfg_.decay_vectors ? cfg_.weight_decay : 0.0f});
+  });
+  m_.assign(layout.size(), 0.0f);
+  v_.assign(layout.size(), 0.0f);
+}
+
+float AdamW::step(Params& params, const Grads& grads, float lr) {
+  ORION_CHECK(params.size() == m_.size() && grads.size() == m_.size(), "AdamW: buffers of different layouts");
+  const double norm = grad_norm(grads);
+  // Clipping scales the whole gradient so its norm is at most clip_norm (direction unchanged).
+  const float gscale = cfg_.clip_norm > 0 && norm > cfg_.clip_norm ? float(cfg_.clip_norm / norm) : 1.0f;
+  t_++;
+  const float b1 = cfg_.beta1, b2 = cfg_.beta2, eps = cfg_.eps;
+  const float c1 = 1.0f - std::pow(b1, float(t_)), c2 = 1.0f - std::pow(b2, float(t_));  // bias corrections
+  float* __restrict p = params.data();
+  const float* __restrict g = grads.data();
+  float* __restrict m = m_.data();
+  float* __restrict v = v_.data();
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < chunks_.size(); c++) {
+    const Chunk ch = chunks_[c];
+#pragma omp simd
+    for (size_t i = ch.begin; i < ch.end; i++) {
+      const float gi = g[i] * gscale;
+      m[i] = b1 * m[i] + (1.0f - b1) * gi;
+      v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+      const float mhat = m[i] / c1, vhat = v[i] / c2;
+      p[i] -= lr * (mhat / (std::sqrt(vhat) + eps) + ch.decay * p[i]);
+    }
+  }
+  return float(norm);
+}
+
+}  // namespace orion::train
