@@ -9,6 +9,7 @@ PACKAGES=(
   nlohmann-json3-dev       # JSON (safetensors headers, config.json, tokenizer.json)
   libcli11-dev libfmt-dev  # command line, formatting
   libsentencepiece-dev     # SentencePiece tokenizers
+  libcurl4-openssl-dev     # HTTP(S) downloads: orion data fetch
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   clang libgnustep-base-dev  # CI syntax check of the Apple driver's .mm (scripts/check_ane_driver_syntax.sh)
 )

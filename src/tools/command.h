@@ -13,6 +13,8 @@ void add_info_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_mil_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_data_command(CLI::App& app);
+void add_tokenizer_command(CLI::App& app);
 
 // Builds the whole CLI; main() and the CLI tests share it.
 void add_all_commands(CLI::App& app);

@@ -14,6 +14,8 @@ void add_all_commands(CLI::App& app) {
   add_compile_command(app);
   add_mil_command(app);
   add_bench_command(app);
+  add_data_command(app);
+  add_tokenizer_command(app);
 }
 
 int run_main(int argc, char** argv) {
