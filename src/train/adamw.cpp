@@ -19,7 +19,7 @@ void for_each_chunk(const Params& p, Fn&& fn) {
 // Σ g² per chunk in double, then the chunks in order: a thread-count-independent sum.
 double sum_squares(const float* g, const std::vector<std::pair<size_t, size_t>>& ranges) {
   std::vector<double> part(ranges.size());
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (ranges.size() > 4)
   for (size_t c = 0; c < ranges.size(); c++) {
     double s = 0;
     for (size_t i = ranges[c].first; i < ranges[c].second; i++) s += double(g[i]) * g[i];
@@ -57,7 +57,7 @@ float AdamW::step(Params& params, const Grads& grads, float lr) {
   const float* __restrict g = grads.data();
   float* __restrict m = m_.data();
   float* __restrict v = v_.data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (chunks_.size() > 4)
   for (size_t c = 0; c < chunks_.size(); c++) {
     const Chunk ch = chunks_[c];
 #pragma omp simd
