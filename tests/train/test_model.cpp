@@ -8,6 +8,7 @@
 //   - backward(scale) accumulates, so micro-batches add up.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -224,4 +225,51 @@ TEST(TrainModel, OneAndTwoThreadsBitIdentical) {
     EXPECT_EQ(l1, l2) << arch_name(arch);
     EXPECT_TRUE(g1 == g2) << arch_name(arch) << ": gradients differ between 1 and 2 threads";
   }
+}
+
+// A backend takes over the blocks through set_blocks(): here a runner that delegates to the CPU
+// one and records the calls. Same loss and gradients, forward in layer order, backward in reverse,
+// each backward given the same x as its forward.
+TEST(TrainModel, BlockRunnerCanBeReplaced) {
+  struct Recording final : BlockRunner {
+    std::unique_ptr<BlockRunner> inner;
+    std::vector<std::pair<char, int>> calls;
+    std::vector<const float*> inputs;
+    int updates = 0;
+    bool same_x = true;
+    const char* name() const override { return "recording"; }
+    void forward_block(int l, const float* x, float* y, int B, int T) override {
+      calls.push_back({'f', l});
+      inputs.resize(size_t(l) + 1);
+      inputs[size_t(l)] = x;
+      inner->forward_block(l, x, y, B, T);
+    }
+    void backward_block(int l, const float* x, const float* dy, float* dx, int B, int T) override {
+      calls.push_back({'b', l});
+      same_x = same_x && inputs[size_t(l)] == x;
+      inner->backward_block(l, x, dy, dx, B, T);
+    }
+    void weights_updated() override { updates++; }
+  };
+  ModelConfig c = llama_cfg(true);
+  c.n_layers = 3;
+  ParamBuffer p = spread_params(c, 16);
+  ParamBuffer g1(c), g2(c);
+  const int B = 2, T = 8, N = B * T;
+  auto tokens = random_tokens(N, c.vocab_size, 12), targets = random_tokens(N, c.vocab_size, 13);
+  TrainModel plain(p, &g1, B, T), swapped(p, &g2, B, T);
+  auto rec = std::make_unique<Recording>();
+  rec->inner = make_cpu_blocks(p, &g2, B, T);
+  Recording* r = rec.get();
+  swapped.set_blocks(std::move(rec));
+  EXPECT_STREQ(swapped.blocks().name(), "recording");
+  plain.zero_grad(), swapped.zero_grad();
+  EXPECT_EQ(plain.forward(tokens.data(), targets.data()), swapped.forward(tokens.data(), targets.data()));
+  plain.backward(), swapped.backward();
+  swapped.weights_updated();
+  EXPECT_TRUE(std::equal(g1.data(), g1.data() + g1.size(), g2.data()));
+  std::vector<std::pair<char, int>> expect = {{'f', 0}, {'f', 1}, {'f', 2}, {'b', 2}, {'b', 1}, {'b', 0}};
+  EXPECT_EQ(r->calls, expect);
+  EXPECT_TRUE(r->same_x);
+  EXPECT_EQ(r->updates, 1);
 }
