@@ -91,8 +91,8 @@ uint64_t file_size_or_zero(const std::string& path) {
   return ec ? 0 : uint64_t(n);
 }
 
-// One attempt: returns "" on success, else what went wrong.
-std::string attempt(const std::string& url, const std::string& part, const DownloadOptions& opt, bool* range_refused) {
+// One attempt: returns "" on success, else what went wrong; *http_code is the server's status.
+std::string attempt(const std::string& url, const std::string& part, const DownloadOptions& opt, long* http_code) {
   Transfer t;
   t.offset = file_size_or_zero(part);
   t.progress = opt.progress;
@@ -120,18 +120,24 @@ std::string attempt(const std::string& url, const std::string& part, const Downl
   if (t.offset > 0) curl_easy_setopt(t.curl, CURLOPT_RESUME_FROM_LARGE, curl_off_t(t.offset));
   const CURLcode rc = curl_easy_perform(t.curl);
   long code = 0;
+  *http_code = 0;
   curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &code);
   curl_easy_cleanup(t.curl);
   const bool synced = ::fsync(t.fd) == 0;
   ::close(t.fd);
   if (t.write_failed) throw_runtime_error("writing the download failed (disk full?)", part);
+  // A resume the server cannot serve: 416 (curl reports it as success, taking the file for
+  // complete — we cannot know that) or curl's "server does not support byte ranges".
+  if (t.offset > 0 && (code == 416 || rc == CURLE_RANGE_ERROR)) {
+    *http_code = 416;
+    return "the server cannot continue the partial download; starting over";
+  }
   if (rc == CURLE_OK && !synced) throw_runtime_error("fsync of the download failed", part);
   if (rc == CURLE_OK) {
     if (opt.progress) print_bar(t, t.offset + t.written, t.offset + t.written, true);
     return "";
   }
-  // 416: the range starts at or past the end; the partial file cannot be trusted, start over.
-  *range_refused = code == 416;
+  *http_code = code;
   return code >= 400 ? fmt::format("HTTP {} ({})", code, err[0] ? err : curl_easy_strerror(rc))
                      : fmt::format("{}", err[0] ? err : curl_easy_strerror(rc));
 }
@@ -153,11 +159,14 @@ DownloadResult download_file(const std::string& url, const std::string& dest, co
   r.resumed_from = file_size_or_zero(part);
   std::string failure;
   for (r.attempts = 1; r.attempts <= opt.retries + 1; ++r.attempts) {
-    bool range_refused = false;
-    failure = attempt(url, part, opt, &range_refused);
+    long code = 0;
+    failure = attempt(url, part, opt, &code);
     if (failure.empty()) break;
-    if (range_refused) fs::remove(part);
     if (opt.progress) std::fprintf(stderr, "fetch: attempt %d failed: %s\n", r.attempts, failure.c_str());
+    // 416: the range starts at or past the end, so the partial file cannot be trusted: start over.
+    // Other 4xx answers (404, 403) will not change by asking again.
+    if (code == 416) fs::remove(part);
+    else if (code >= 400 && code < 500 && code != 408 && code != 429) break;
     if (r.attempts <= opt.retries)
       std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(opt.retry_delay_s * 1000)));
   }
