@@ -1,7 +1,9 @@
 #include "train/params.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 #include "base/error.h"
 
@@ -179,6 +181,28 @@ ModelWeights ParamBuffer::to_weights(DType matrices) const {
     *dst[k] = w.copy_as(*src[k], src[k]->shape.size() == 2 ? matrices : DType::F32);
   if (config_.tied_embeddings) w.classifier = w.tok_emb;
   return w;
+}
+
+void init_params(Params& p, uint64_t seed) {
+  const ModelConfig& c = p.config();
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float residual_std = 0.02f / std::sqrt(2.0f * float(c.n_layers));
+  auto ends_with = [](const std::string& s, const char* tail) {
+    const size_t n = std::strlen(tail);
+    return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+  };
+  for (const ParamInfo& t : p.tensors()) {
+    float* x = p.data() + t.offset;
+    if (!t.matrix()) {  // norm gains start at 1 (identity), biases at 0
+      const bool gain = ends_with(t.name, "norm");
+      std::fill_n(x, t.numel, gain ? 1.0f : 0.0f);
+      continue;
+    }
+    const bool residual = ends_with(t.name, ".wo") || ends_with(t.name, c.arch == Arch::GPT2 ? ".w2" : ".w3");
+    const float std = residual ? residual_std : 0.02f;
+    for (size_t i = 0; i < t.numel; i++) x[i] = std * normal(rng);
+  }
 }
 
 }  // namespace orion::train

@@ -95,4 +95,11 @@ class ParamBuffer {
 using Params = ParamBuffer;
 using Grads = ParamBuffer;
 
+// Fresh weights as the reference trainers initialise them (deterministic in seed):
+//   every matrix and embedding ~ N(0, 0.02²); norm gains 1; biases 0;
+//   the projections that write into the residual stream get std 0.02/√(2L), so the sum over L
+//   layers keeps the stream's variance near 1 at the start — GPT-2 (llm.c): wo and w2;
+//   Llama (llama2.c's model.py): wo and w3.
+void init_params(Params& p, uint64_t seed);
+
 }  // namespace orion::train

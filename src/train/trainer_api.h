@@ -1,6 +1,7 @@
 // Training on the CPU — what the training loop calls.
 //
-//   Params params = Params::from_weights(load_model(path));    // or Params(config) + init_weights()
+//   Params params = Params::from_weights(load_model(path));    // fine-tuning (f16/bf16 → fp32), or
+//   Params params(config); init_params(params, seed);           // from scratch, reference init
 //   Grads grads(params.config());                               // same layout, one buffer
 //   TrainModel model(params, &grads, B, T);                     // activations for B×T tokens
 //   AdamW opt(params, {.weight_decay = 0.1f, .clip_norm = 1.0f});

@@ -16,7 +16,8 @@ namespace {
 
 void overfit(ModelConfig c, int steps, float lr, float threshold) {
   SCOPED_TRACE(c.describe());
-  ParamBuffer p = ParamBuffer::from_weights(random_weights(c, 42));
+  ParamBuffer p(c);
+  init_params(p, 42);
   ParamBuffer g(c);
   const int B = 4, T = 16, N = B * T;
   // One batch: random token streams, each target the next token.

@@ -2,6 +2,7 @@
 // the zero-copy ModelWeights view the inference Transformer runs on, and export for saving.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "base/error.h"
@@ -83,7 +84,9 @@ TEST(TrainParams, FromWeightsViewAndExport) {
       h.validate("export f16");
       EXPECT_EQ(h.layers[0].wq.dtype, DType::F16);
       EXPECT_EQ(h.final_norm.dtype, DType::F32);
-      if (tied) EXPECT_EQ(h.classifier.data, h.tok_emb.data);
+      if (tied) {
+        EXPECT_EQ(h.classifier.data, h.tok_emb.data);
+      }
     }
 }
 
@@ -125,4 +128,37 @@ TEST(TrainParams, CloneIsDeep) {
   EXPECT_EQ(q.classifier, q.tok_emb);
   p.zero();
   EXPECT_EQ(p.layers[1].w2[5], 0.0f);
+}
+
+// The reference init: std 0.02, residual projections 0.02/√(2L) (GPT-2: wo, w2; llama2.c: wo, w3),
+// gains 1, biases 0, deterministic in the seed.
+TEST(TrainParams, ReferenceInit) {
+  for (Arch arch : {Arch::Llama, Arch::GPT2}) {
+    ModelConfig c = tiny(arch, true);
+    c.dim = 64, c.hidden_dim = 128, c.n_layers = 8;
+    ParamBuffer p(c), q(c);
+    init_params(p, 5);
+    init_params(q, 5);
+    EXPECT_EQ(0, std::memcmp(p.data(), q.data(), p.size() * 4));
+    auto stdev = [&](const std::string& name) {
+      const ParamInfo& t = p.tensor(name);
+      double s = 0;
+      for (size_t i = 0; i < t.numel; i++) s += double(p.data()[t.offset + i]) * p.data()[t.offset + i];
+      return std::sqrt(s / double(t.numel));
+    };
+    const double small = 0.02 / std::sqrt(16.0);
+    EXPECT_NEAR(stdev("tok_emb"), 0.02, 0.002);
+    EXPECT_NEAR(stdev("layers.3.wq"), 0.02, 0.002);
+    EXPECT_NEAR(stdev("layers.3.wo"), small, small * 0.1);
+    EXPECT_NEAR(stdev("layers.3.w1"), 0.02, 0.002);
+    EXPECT_NEAR(stdev(arch == Arch::GPT2 ? "layers.3.w2" : "layers.3.w3"), small, small * 0.1);
+    EXPECT_NEAR(stdev(arch == Arch::GPT2 ? "layers.3.w1" : "layers.3.w2"), 0.02, 0.002);
+    EXPECT_EQ(p.layers[2].ffn_norm[7], 1.0f);
+    EXPECT_EQ(p.final_norm[0], 1.0f);
+    if (arch == Arch::GPT2) {
+      EXPECT_EQ(p.layers[1].b1[3], 0.0f);
+      EXPECT_EQ(p.final_norm_b[2], 0.0f);
+    }
+    p.view().validate("init");
+  }
 }
