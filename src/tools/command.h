@@ -13,6 +13,8 @@ void add_info_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_mil_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_bench_train_command(CLI::App& app);  // `bench train`, under the bench command
+void add_train_command(CLI::App& app);
 void add_data_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
 

@@ -8,12 +8,14 @@ namespace orion::tools {
 void add_all_commands(CLI::App& app) {
   add_demo_command(app);
   add_generate_command(app);
+  add_train_command(app);
   add_tokenize_command(app);
   add_convert_command(app);
   add_info_command(app);
   add_compile_command(app);
   add_mil_command(app);
   add_bench_command(app);
+  add_bench_train_command(app);
   add_data_command(app);
   add_tokenizer_command(app);
 }

@@ -1,0 +1,231 @@
+// The training loop proper: guarded steps, evaluation, progress, metrics, checkpoints, export.
+#include "train/trainer.h"
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/file.h"
+#include "base/timer.h"
+#include "infer/generate.h"
+#include "model/io/model_io.h"
+#include "model/tokenizer/tokenizer.h"
+#include "model/transformer.h"
+#include "train/data/progress.h"
+#include "train/data/rng.h"
+#include "train/data/token_dataset.h"
+#include "train/guards.h"
+
+namespace orion::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Ctrl-C during run(): finish the current step, write a checkpoint, stop.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted = true; }
+
+std::string format_rate(double tok_s) {
+  return tok_s >= 1e6 ? fmt::format("{:.2f}M", tok_s / 1e6) : tok_s >= 1e3 ? fmt::format("{:.1f}k", tok_s / 1e3)
+                                                                             : fmt::format("{:.0f}", tok_s);
+}
+
+}  // namespace
+
+StepStats Trainer::step() {
+  Timer timer;
+  StepStats s;
+  s.step = state_.step;
+  s.lr = opt_.lr_at(state_.step);
+  model_->zero_grad();
+  double loss_sum = 0;
+  bool finite = true;
+  for (int a = 0; a < opt_.accum; ++a) {  // gradient accumulation: grads average over the micro-batches
+    data::Batch b = train_->next();
+    const float loss = model_->forward(b.inputs.data(), b.targets.data());
+    loss_sum += loss;
+    finite = finite && std::isfinite(loss);
+    if (finite) model_->backward(1.0f / float(opt_.accum));
+  }
+  s.loss = float(loss_sum / opt_.accum);
+  if (after_backward) after_backward(state_.step, *grads_);
+  if (finite && opt_.sanitize_grads) s.sanitized = sanitize_fp16(grads_->data(), grads_->size());
+  // The guard: a non-finite loss or gradient never reaches the parameters or AdamW's moments.
+  s.grad_norm = finite ? float(grad_norm(*grads_)) : NAN;
+  s.skipped = !std::isfinite(s.loss) || !std::isfinite(s.grad_norm);
+  if (!s.skipped) {
+    opt_adam_->step(*params_, *grads_, s.lr);
+    model_->weights_updated();
+    consecutive_bad_ = 0;
+  } else {
+    ++state_.skipped_steps;
+    ++consecutive_bad_;
+  }
+  ++state_.step;
+  state_.data_position = train_->position();
+  state_.adam_steps = opt_adam_->step_count();
+  s.seconds = timer.seconds();
+  if (s.skipped && opt_.progress)
+    std::fprintf(stderr, "train: step %lld skipped: loss %g, gradient norm %g (%lld skipped so far)\n",
+                 (long long)state_.step, s.loss, s.grad_norm, (long long)state_.skipped_steps);
+  if (consecutive_bad_ >= opt_.max_bad_steps)
+    throw_runtime_error(
+        fmt::format("{} consecutive steps had a non-finite loss or gradient (the last: step {}, loss {}, gradient norm {}); "
+                    "stopped without writing them",
+                    consecutive_bad_, state_.step, s.loss, s.grad_norm),
+        last_checkpoint_.empty() ? opt_.out : last_checkpoint_,
+        "lower --lr, keep --clip on, or check the data; --resume continues from the last good checkpoint");
+  return s;
+}
+
+float Trainer::evaluate() {
+  if (!val_) return -1;
+  const uint64_t n = std::min<uint64_t>(uint64_t(std::max(1, opt_.eval_batches)), val_->batches_per_epoch());
+  double sum = 0;
+  for (uint64_t i = 0; i < n; ++i) {  // always the same first batches: comparable across steps and runs
+    data::Batch b = val_->batch(i);
+    sum += model_->forward(b.inputs.data(), b.targets.data());
+  }
+  return float(sum / double(n));
+}
+
+std::string Trainer::save() {
+  last_checkpoint_ = save_checkpoint((fs::path(opt_.out) / "checkpoints").string(), state_, opt_.numeric_json(),
+                                     *params_, *opt_adam_, opt_.keep);
+  return last_checkpoint_;
+}
+
+std::string Trainer::export_model(const std::string& path_or_empty) {
+  const Arch arch = params_->config().arch;
+  std::string fmt_name = opt_.export_format.empty() ? (arch == Arch::GPT2 ? "llmc" : "llama2c") : opt_.export_format;
+  if (fmt_name == "none") return "";
+  auto format = parse_format(fmt_name);
+  if (!format)
+    throw_usage_error(fmt::format("unknown model format '{}'", fmt_name), "--export-format", "use llama2c, llama2c-v1, safetensors or llmc");
+  std::string path = path_or_empty;
+  if (path.empty()) path = (fs::path(opt_.out) / (*format == ModelFormat::Safetensors ? "model" : "model.bin")).string();
+  save_model(params_->view(), path, *format);
+  return path;
+}
+
+std::string Trainer::sample(const std::string& prompt, int tokens) {
+  if (!tokenizer_ || tokens <= 0) return "";
+  ModelWeights w = params_->view();
+  Transformer tf(w);
+  std::vector<int> ids = tokenizer_->encode(prompt, true);
+  if (ids.empty()) ids.push_back(std::max(0, tokenizer_->eos_id()));
+  GenerateOptions go;
+  go.max_new_tokens = tokens;
+  go.sampler.temperature = 0;  // greedy: the same text for the same weights
+  for (int id : {tokenizer_->eos_id(), tokenizer_->bos_id()})
+    if (id >= 0) go.stop_ids.push_back(id);
+  std::vector<int> out = ids;
+  generate(tf, ids, go, [&](int id) { out.push_back(id); });
+  return tokenizer_->decode(out);
+}
+
+double Trainer::unigram_entropy() const {
+  std::vector<uint64_t> counts(size_t(params_->config().vocab_size) + 1, 0);
+  uint64_t n = 0;
+  for (const auto& f : train_->files())
+    for (size_t i = 0; i < f.count; ++i) ++counts[std::min<size_t>(f.tokens[i], counts.size() - 1)], ++n;
+  double h = 0;
+  for (uint64_t k : counts)
+    if (k) h -= double(k) / double(n) * std::log(double(k) / double(n));
+  return h;
+}
+
+void Trainer::log_step(const StepStats& s, float val) {
+  run_seconds_ += s.seconds;
+  ++run_steps_;
+  const int64_t done = state_.step;
+  int every = opt_.log_every > 0 ? opt_.log_every : int(std::max<int64_t>(1, opt_.steps / 40));
+  const bool show = done == 1 || done == opt_.steps || done % every == 0 || val >= 0 || run_steps_ == 1;
+  if (!opt_.progress || !show) return;
+  const double ms = 1000.0 * run_seconds_ / double(run_steps_);
+  const double tok_s = double(opt_.batch) * opt_.seq * opt_.accum * double(run_steps_) / run_seconds_;
+  const double eta = (ms / 1000.0) * double(opt_.steps - done);
+  std::string line = fmt::format("step {:>{}}/{} | loss {:.4f}", done, int(std::to_string(opt_.steps).size()), opt_.steps, s.loss);
+  if (val >= 0) line += fmt::format(" | val {:.4f}", val);
+  line += fmt::format(" | lr {:.2e} | gnorm {:.2f} | {} tok/s | {:.0f} ms/step | ETA {}", s.lr, s.grad_norm, format_rate(tok_s),
+                      ms, data::format_duration(eta));
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+void Trainer::append_metrics(const StepStats& s, float val) {
+  nlohmann::json j = {{"step", state_.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+                      {"ms", s.seconds * 1000.0},  {"skipped", s.skipped}};
+  if (val >= 0) j["val_loss"] = val;
+  // The floats are stored as doubles and printed to round-trip: losses compare bit for bit after a
+  // resume. Non-finite values print as null.
+  std::string line = j.dump();
+  std::ofstream((fs::path(opt_.out) / "metrics.jsonl").string(), std::ios::app) << line << "\n";
+}
+
+namespace {
+// A resumed run drops the metrics of steps after its checkpoint (they are about to be redone).
+void trim_metrics(const std::string& path, int64_t last_step) {
+  if (!file_exists(path)) return;
+  std::stringstream in(read_text_file(path));
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("step", int64_t(0)) <= last_step) kept += line + "\n";
+  }
+  write_file_atomic(path, [&](FileWriter& w) { w.write_str(kept); });
+}
+}  // namespace
+
+TrainResult Trainer::run() {
+  TrainResult r;
+  const ModelConfig& c = params_->config();
+  trim_metrics((fs::path(opt_.out) / "metrics.jsonl").string(), state_.step);
+  if (opt_.progress) {
+    std::fprintf(stderr, "train: %s\n", c.describe().c_str());
+    std::fprintf(stderr, "train: %llu training tokens (%llu batches/epoch), %s; %d×%d×%d = %d tokens/step; steps %lld→%lld; lr %.2e %s, warmup %d, clip %g\n",
+                 (unsigned long long)train_->total_tokens(), (unsigned long long)train_->batches_per_epoch(),
+                 val_ ? fmt::format("{} validation tokens", val_->total_tokens()).c_str() : "no validation split",
+                 opt_.batch, opt_.seq, opt_.accum, opt_.batch * opt_.seq * opt_.accum, (long long)state_.step,
+                 (long long)opt_.steps, opt_.lr, opt_.schedule.c_str(), opt_.warmup_steps(), opt_.clip);
+  }
+  g_interrupted = false;
+  auto previous = std::signal(SIGINT, on_sigint);
+  Timer total;
+  bool first = true;
+  while (state_.step < opt_.steps && (opt_.stop_after <= 0 || run_steps_ < opt_.stop_after) && !g_interrupted) {
+    StepStats s = step();
+    const int64_t done = state_.step;
+    float val = -1;
+    if (done == opt_.steps || (opt_.eval_every > 0 && done % opt_.eval_every == 0)) val = evaluate();
+    if (val >= 0) r.val_loss = val;
+    log_step(s, val);
+    append_metrics(s, val);
+    if (first) r.first_loss = s.loss, first = false;
+    r.last_loss = s.loss;
+    if (opt_.checkpoint_every > 0 && done % opt_.checkpoint_every == 0 && done < opt_.steps) save();
+  }
+  std::signal(SIGINT, previous);
+  if (g_interrupted && opt_.progress) std::fprintf(stderr, "train: interrupted; writing a checkpoint\n");
+  r.checkpoint = save();
+  r.steps_done = state_.step;
+  r.skipped_steps = state_.skipped_steps;
+  r.seconds = total.seconds();
+  r.tokens_per_second = run_seconds_ > 0 ? double(opt_.batch) * opt_.seq * opt_.accum * double(run_steps_) / run_seconds_ : 0;
+  r.tokenizer = state_.tokenizer;
+  if (state_.step >= opt_.steps) {
+    r.model = export_model();
+    if (opt_.progress && opt_.sample_tokens > 0 && tokenizer_)
+      std::fprintf(stderr, "train: sample: %s\n", sample("Once upon a time", opt_.sample_tokens).c_str());
+  }
+  if (opt_.progress)
+    std::fprintf(stderr, "train: %lld steps in %.1f s (%s tok/s), %lld skipped; checkpoint %s%s%s\n", (long long)run_steps_,
+                 r.seconds, format_rate(r.tokens_per_second).c_str(), (long long)r.skipped_steps, r.checkpoint.c_str(),
+                 r.model.empty() ? "" : ", model ", r.model.c_str());
+  return r;
+}
+
+}  // namespace orion::train

@@ -1,0 +1,241 @@
+// Trainer setup: options ⇄ JSON, the model configuration, the tokenizer, the data and the model
+// (fresh, fine-tuned from --init, or resumed from a checkpoint).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "base/file.h"
+#include "model/io/model_io.h"
+#include "model/tokenizer/tokenizer.h"
+#include "train/data/bpe_trainer.h"
+#include "train/data/document_stream.h"
+#include "train/data/prepare.h"
+#include "train/data/rng.h"
+#include "train/data/token_dataset.h"
+#include "train/trainer.h"
+
+namespace orion::train {
+namespace fs = std::filesystem;
+
+int TrainOptions::warmup_steps() const {
+  if (warmup >= 0) return warmup;
+  return int(std::min<int64_t>(100, steps / 20));
+}
+
+float TrainOptions::lr_at(int64_t s) const {
+  const int64_t W = warmup_steps();
+  if (s < W) return lr * float(s + 1) / float(W);
+  if (schedule == "constant" || steps <= W) return lr;
+  const double min_lr = double(lr) * min_lr_ratio;
+  const double progress = std::min(1.0, double(s - W) / double(steps - W));
+  return float(min_lr + 0.5 * (double(lr) - min_lr) * (1.0 + std::cos(M_PI * progress)));
+}
+
+nlohmann::json TrainOptions::numeric_json() const {
+  return {{"config", config}, {"init", init},     {"data", data},       {"vocab", vocab},
+          {"batch", batch},   {"seq", seq},       {"accum", accum},     {"shuffle", shuffle},
+          {"steps", steps},   {"lr", lr},         {"schedule", schedule}, {"warmup", warmup_steps()},
+          {"min_lr_ratio", min_lr_ratio},         {"weight_decay", weight_decay},
+          {"beta1", beta1},   {"beta2", beta2},   {"eps", eps},         {"clip", clip},
+          {"seed", seed},     {"max_bad_steps", max_bad_steps},         {"sanitize_grads", sanitize_grads}};
+}
+
+void TrainOptions::apply_numeric_json(const nlohmann::json& j, const std::string& source) {
+  try {
+    config = j.at("config").get<std::string>();
+    init = j.at("init").get<std::string>();
+    data = j.at("data").get<std::string>();
+    vocab = j.at("vocab").get<int>();
+    batch = j.at("batch").get<int>(), seq = j.at("seq").get<int>(), accum = j.at("accum").get<int>();
+    shuffle = j.at("shuffle").get<bool>();
+    if (steps <= 0) steps = j.at("steps").get<int64_t>();  // a new total from the caller wins
+    lr = j.at("lr").get<float>();
+    schedule = j.at("schedule").get<std::string>();
+    warmup = j.at("warmup").get<int>();
+    min_lr_ratio = j.at("min_lr_ratio").get<float>();
+    weight_decay = j.at("weight_decay").get<float>();
+    beta1 = j.at("beta1").get<float>(), beta2 = j.at("beta2").get<float>(), eps = j.at("eps").get<float>();
+    clip = j.at("clip").get<float>();
+    seed = j.at("seed").get<uint64_t>();
+    max_bad_steps = j.at("max_bad_steps").get<int>();
+    sanitize_grads = j.at("sanitize_grads").get<bool>();
+  } catch (const nlohmann::json::exception& e) {
+    throw_input_error(source, fmt::format("the training options are incomplete: {}", e.what()), "options", -1,
+                      "the checkpoint was written by another Orion version");
+  }
+}
+
+ModelConfig resolve_model_config(const std::string& name_or_path) {
+  const bool looks_like_file = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
+  if (!looks_like_file) return config_preset(name_or_path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text_file(name_or_path));
+  } catch (const nlohmann::json::exception& e) {
+    throw_input_error(name_or_path, fmt::format("not valid JSON: {}", e.what()), "config", -1,
+                      "write {\"arch\": \"llama\", \"dim\": 64, \"n_layers\": 5, \"n_heads\": 8, \"vocab_size\": 512, \"seq_len\": 256}");
+  }
+  return config_from_json(j, name_or_path);
+}
+
+namespace {
+
+bool is_builtin(const std::string& spec) { return spec == "builtin" || spec.starts_with("builtin:"); }
+
+// Trains the llama2.c-flavoured BPE tokenizer on the built-in stories of `spec`.
+void train_builtin_tokenizer(const std::string& spec, int vocab, const std::string& path, bool progress) {
+  data::DocumentStream docs(data::resolve_text_inputs({spec}));
+  data::WordCounts counts = data::count_words(docs, 0, false);
+  data::BpeTrainOptions bo;
+  bo.vocab_size = vocab;
+  data::write_llama2c_tokenizer(path, data::train_bpe(counts, data::TokenizerFormat::Llama2c, bo));
+  if (progress) std::fprintf(stderr, "train: tokenizer of %d tokens learned from %s → %s\n", vocab, spec.c_str(), path.c_str());
+}
+
+// The built-in corpus tokenized once per (spec, tokenizer): a data/ folder keyed by both, reused
+// while meta.json (written last by prepare) exists.
+std::string prepare_builtin(const std::string& spec, const std::string& tokenizer, const std::string& out, bool progress) {
+  std::string key = spec;
+  for (char& ch : key)
+    if (ch == ':') ch = '-';
+  const std::string dir = (fs::path(out) / "data" / fmt::format("{}-{:08x}", key, uint32_t(hash_file(tokenizer)))).string();
+  if (file_exists((fs::path(dir) / "meta.json").string())) return dir;
+  data::PrepareOptions po;
+  po.tokenizer = tokenizer;
+  po.inputs = {spec};
+  po.out_dir = dir;
+  po.val_fraction = 0.05;
+  po.progress = false;
+  auto r = data::prepare_dataset(po);
+  if (progress)
+    std::fprintf(stderr, "train: %s tokenized in %.1f s: %llu train and %llu validation tokens → %s\n", spec.c_str(),
+                 r.seconds, (unsigned long long)r.train_tokens, (unsigned long long)r.val_tokens, dir.c_str());
+  return dir;
+}
+
+}  // namespace
+
+void Trainer::setup_tokenizer_and_data() {
+  const bool builtin = is_builtin(opt_.data);
+  if (!builtin) opt_.data = fs::absolute(opt_.data).lexically_normal().string();  // resumable from anywhere
+  std::string tok = !state_.tokenizer.empty() ? state_.tokenizer : opt_.tokenizer;
+  if (tok.empty() && builtin) {
+    tok = (fs::path(opt_.out) / "tokenizer.bin").string();
+    train_builtin_tokenizer(opt_.data, opt_.vocab, tok, opt_.progress);
+  }
+  if (tok.empty() && !builtin && is_directory(opt_.data)) {  // a prepared folder names its tokenizer
+    const std::string meta = (fs::path(opt_.data) / "meta.json").string();
+    if (file_exists(meta)) {
+      auto j = nlohmann::json::parse(read_text_file(meta), nullptr, false);
+      if (j.is_object() && j.contains("tokenizer") && j["tokenizer"].is_string() && file_exists(j["tokenizer"]))
+        tok = j["tokenizer"].get<std::string>();
+    }
+  }
+  if (!tok.empty()) {
+    tok = fs::absolute(tok).lexically_normal().string();
+    const uint64_t h = hash_file(tok);
+    if (state_.tokenizer_hash != 0 && h != state_.tokenizer_hash)
+      throw_input_error(tok, "the tokenizer changed since the checkpoint was written", "tokenizer", -1,
+                        "restore the original tokenizer file, or start a new run");
+    state_.tokenizer = tok;
+    state_.tokenizer_hash = h;
+    tokenizer_ = load_tokenizer(tok);
+  }
+  if (builtin && !tokenizer_) throw_usage_error("builtin data needs a tokenizer", "--tokenizer");
+  const std::string path = builtin ? prepare_builtin(opt_.data, tok, opt_.out, opt_.progress) : opt_.data;
+
+  data::DatasetOptions d;
+  d.B = opt_.batch, d.T = opt_.seq, d.shuffle = opt_.shuffle, d.seed = opt_.seed;
+  train_ = std::make_unique<data::TokenDataset>(data::TokenDataset::open(path, "train", d));
+  if (is_directory(path)) {
+    d.shuffle = false;
+    try {
+      val_ = std::make_unique<data::TokenDataset>(data::TokenDataset::open(path, "val", d));
+    } catch (const Error& e) {
+      if (opt_.progress) std::fprintf(stderr, "train: no validation loss: %s\n", e.what());
+    }
+  }
+}
+
+void Trainer::setup_model(const Checkpoint* resumed) {
+  ModelConfig c;
+  if (resumed) {
+    c = resumed->config;
+    params_ = std::make_unique<Params>(resumed->params.clone());
+  } else if (!opt_.init.empty()) {
+    opt_.init = fs::absolute(opt_.init).lexically_normal().string();
+    params_ = std::make_unique<Params>(Params::from_weights(load_model(opt_.init)));
+    c = params_->config();
+  } else {
+    c = resolve_model_config(opt_.config);
+    if (tokenizer_ && tokenizer_->vocab_size() != c.vocab_size) {  // size the vocabulary to the tokenizer
+      if (opt_.progress)
+        std::fprintf(stderr, "train: vocabulary %d → %d to match the tokenizer\n", c.vocab_size, tokenizer_->vocab_size());
+      c.vocab_size = tokenizer_->vocab_size();
+      c.padded_vocab = c.arch == Arch::GPT2 ? (c.vocab_size + 63) / 64 * 64 : c.vocab_size;
+    }
+    c.validate(opt_.config);
+    params_ = std::make_unique<Params>(c);
+    init_params(*params_, opt_.seed);
+  }
+  if (tokenizer_ && tokenizer_->vocab_size() > c.vocab_size)
+    throw_usage_error(fmt::format("the tokenizer has {} tokens, the model {}", tokenizer_->vocab_size(), c.vocab_size),
+                      "--tokenizer", "use the tokenizer the model was trained with");
+  if (opt_.seq > c.seq_len)
+    throw_usage_error(fmt::format("--seq {} exceeds the model's context of {} tokens", opt_.seq, c.seq_len), "--seq",
+                      fmt::format("use --seq {} or less", c.seq_len));
+  grads_ = std::make_unique<Grads>(c);
+  model_ = std::make_unique<TrainModel>(*params_, grads_.get(), opt_.batch, opt_.seq);
+  AdamWConfig ac;
+  ac.beta1 = opt_.beta1, ac.beta2 = opt_.beta2, ac.eps = opt_.eps;
+  ac.weight_decay = opt_.weight_decay, ac.clip_norm = opt_.clip;
+  opt_adam_ = std::make_unique<AdamW>(*params_, ac);
+  if (resumed) {
+    opt_adam_->m() = resumed->m;
+    opt_adam_->v() = resumed->v;
+    opt_adam_->set_step_count(resumed->state.adam_steps);
+  }
+}
+
+Trainer::Trainer(TrainOptions opt) : opt_(std::move(opt)) {
+  std::unique_ptr<Checkpoint> ck;
+  if (!opt_.resume.empty()) {
+    std::string used;
+    ck = std::make_unique<Checkpoint>(load_latest_checkpoint(opt_.resume, &used));
+    const int64_t asked = opt_.steps;
+    opt_.apply_numeric_json(ck->options, used);
+    if (asked > 0 && asked != ck->options.value("steps", int64_t(0)) && opt_.progress)
+      std::fprintf(stderr, "train: note: --steps %lld differs from the run's %lld; the cosine schedule follows the new total\n",
+                   (long long)asked, (long long)ck->options.value("steps", int64_t(0)));
+    state_ = ck->state;
+    if (opt_.out.empty()) {  // continue in the run folder the checkpoint belongs to
+      fs::path dir = fs::path(used).parent_path();
+      opt_.out = (dir.filename() == "checkpoints" ? dir.parent_path() : dir).string();
+    }
+    if (opt_.progress) std::fprintf(stderr, "train: resuming from %s at step %lld\n", used.c_str(), (long long)state_.step);
+  } else {
+    state_.rng_state = data::splitmix64(opt_.seed ^ 0x5eedull);
+  }
+  if (opt_.out.empty()) opt_.out = "orion-train";
+  if (opt_.batch < 1 || opt_.seq < 1 || opt_.accum < 1) throw_usage_error("--batch, --seq and --accum must be ≥ 1", "--batch");
+  if (opt_.steps < 1) throw_usage_error("--steps must be ≥ 1", "--steps");
+  if (!(opt_.lr > 0) || !std::isfinite(opt_.lr)) throw_usage_error("--lr must be a positive number", "--lr");
+  if (opt_.schedule != "cosine" && opt_.schedule != "constant")
+    throw_usage_error(fmt::format("unknown schedule '{}'", opt_.schedule), "--schedule", "use cosine or constant");
+  if (!ck && opt_.init.empty()) {  // flag mistakes fail before the tokenizer and data work
+    const ModelConfig c = resolve_model_config(opt_.config);
+    if (opt_.seq > c.seq_len)
+      throw_usage_error(fmt::format("--seq {} exceeds the model's context of {} tokens", opt_.seq, c.seq_len), "--seq",
+                        fmt::format("use --seq {} or less", c.seq_len));
+  }
+  std::error_code ec;
+  fs::create_directories(opt_.out, ec);
+  if (!is_directory(opt_.out)) throw_runtime_error("cannot create the run folder", opt_.out);
+  setup_tokenizer_and_data();
+  setup_model(ck.get());
+  train_->seek(state_.data_position);
+}
+
+Trainer::~Trainer() = default;
+
+}  // namespace orion::train

@@ -1,0 +1,119 @@
+// orion train / bench train / demo through the binary: the 5 × 5 stability chain (25 steps, each a
+// fresh process resuming from the last checkpoint) equals one straight 25-step run bit for bit;
+// damaged checkpoints give one clear line and exit code 3; the demo runs end to end.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support.h"
+
+using orion::test::run_orion;
+using orion::test::temp_dir;
+
+namespace {
+
+const char* kTinyConfig = R"({"arch": "llama", "dim": 32, "hidden_dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 300, "seq_len": 64})";
+
+std::string common_flags(const std::string& dir) {
+  const std::string config = dir + "/tiny.json";
+  if (!std::filesystem::exists(config)) std::ofstream(config) << kTinyConfig;
+  return "--config " + config + " --data builtin:300 --vocab 300 --batch 4 --seq 32 --lr 1e-2 --eval-every 5 --no-progress";
+}
+
+// step → loss, from a run folder's metrics.jsonl (doubles printed to round-trip the floats).
+std::map<int, double> losses(const std::string& run) {
+  std::ifstream in(run + "/metrics.jsonl");
+  std::map<int, double> out;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_FALSE(j["loss"].is_null()) << "a non-finite loss in " << line;
+    EXPECT_FALSE(j["skipped"].get<bool>()) << line;
+    out[j["step"].get<int>()] = j["loss"].is_null() ? NAN : j["loss"].get<double>();
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(CliTrain, FiveChainsOfFiveFreshProcessesEqualOneStraightRun) {
+  const std::string work = temp_dir(), straight = work + "/straight", chained = work + "/chained";
+  const std::string flags = common_flags(work);
+  std::string err;
+  ASSERT_EQ(run_orion("train " + flags + " --steps 25 --out " + straight, nullptr, &err), 0) << err;
+  for (int chain = 0; chain < 5; ++chain) {
+    for (int s = 0; s < 5; ++s) {
+      const bool first = chain == 0 && s == 0;
+      const std::string args = first ? "train " + flags + " --steps 25 --stop-after 1 --out " + chained
+                                     : "train --resume " + chained + " --stop-after 1 --no-progress --threads " +
+                                           std::to_string(1 + (s % 2));  // thread count must not matter
+      ASSERT_EQ(run_orion(args, nullptr, &err), 0) << "chain " << chain << " step " << s << ": " << err;
+    }
+  }
+  auto a = losses(straight), b = losses(chained);
+  ASSERT_EQ(a.size(), 25u);
+  ASSERT_EQ(b.size(), 25u);
+  for (int step = 1; step <= 25; ++step) EXPECT_EQ(a[step], b[step]) << "step " << step;
+  for (int chain = 0; chain < 5; ++chain)  // the loss falls within every chain of 5 steps
+    EXPECT_LT(b[chain * 5 + 5], b[chain * 5 + 1]) << "chain " << chain;
+  EXPECT_TRUE(std::filesystem::exists(chained + "/model.bin")) << "the last step exports the model";
+  auto bytes = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(bytes(straight + "/model.bin"), bytes(chained + "/model.bin")) << "the final weights differ";
+}
+
+TEST(CliTrain, DamagedCheckpointIsOneClearLine) {
+  const std::string work = temp_dir(), run = work + "/run";
+  std::string err;
+  ASSERT_EQ(run_orion("train " + common_flags(work) + " --steps 2 --out " + run, nullptr, &err), 0) << err;
+  const std::string ckpt = run + "/checkpoints/ckpt_00000002.ckpt";
+  ASSERT_TRUE(std::filesystem::exists(ckpt));
+  std::filesystem::resize_file(ckpt, 100);
+  EXPECT_EQ(run_orion("train --resume " + ckpt, nullptr, &err), 3);
+  EXPECT_NE(err.find(ckpt), std::string::npos) << err;
+  EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+  const std::string junk = work + "/junk.ckpt";
+  std::ofstream(junk) << "hello";
+  EXPECT_EQ(run_orion("train --resume " + junk, nullptr, &err), 3);
+  EXPECT_NE(err.find("not an Orion checkpoint"), std::string::npos) << err;
+  EXPECT_EQ(run_orion("train --resume " + work + "/missing", nullptr, &err), 3) << err;
+}
+
+TEST(CliTrain, HelpAndUsageErrors) {
+  std::string out, err;
+  ASSERT_EQ(run_orion("train --help", &out), 0);
+  for (const char* flag : {"--config", "--data", "--resume", "--init", "--checkpoint-every", "--eval-every", "--plain", "--accum"})
+    EXPECT_NE(out.find(flag), std::string::npos) << flag;
+  EXPECT_EQ(run_orion("train --config stories260k --seq 4096 --data builtin:100 --out " + temp_dir() + "/x", nullptr, &err), 2);
+  EXPECT_NE(err.find("--seq"), std::string::npos) << err;
+  EXPECT_EQ(run_orion("train --config nosuch --out " + temp_dir(), nullptr, &err), 2) << err;
+}
+
+TEST(CliTrain, BenchTrainJson) {
+  std::string out, err;
+  ASSERT_EQ(run_orion("bench train --config stories260k --batch 2 --seq 16 --steps 2 --json --threads 1", &out, &err), 0) << err;
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["config"], "stories260k");
+  EXPECT_GT(j["ms_per_step"].get<double>(), 0.0);
+  EXPECT_GT(j["tok_per_s"].get<double>(), 0.0);
+}
+
+TEST(CliDemo, ShortDemoRunsEndToEnd) {
+  std::string out, err;
+  const std::string dir = temp_dir() + "/demo";
+  ASSERT_EQ(run_orion("demo --steps 20 --stories 300 --batch 4 --seq 64 -n 20 --out " + dir, &out, &err), 0) << err;
+  EXPECT_NE(out.find("Once upon a time"), std::string::npos) << out;
+  EXPECT_NE(out.find("decode"), std::string::npos) << out;
+  EXPECT_NE(err.find("step 20/20"), std::string::npos) << err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model.bin"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/tokenizer.bin"));
+  // The exported model runs in `orion generate`.
+  ASSERT_EQ(run_orion("generate --model " + dir + "/model.bin --tokenizer " + dir + "/tokenizer.bin --prompt Once -n 5", &out, &err), 0)
+      << err;
+}
