@@ -36,8 +36,8 @@ void run_bench_train(const BenchTrainArgs& a) {
   for (int& x : tokens) x = int(rng.below(uint64_t(c.vocab_size)));
   for (int& x : targets) x = int(rng.below(uint64_t(c.vocab_size)));
   if (!a.json)
-    std::fprintf(stderr, "… %s, %.2fM parameters, batch %d×%d, %d threads: %d warmup + %d timed steps\n", c.describe().c_str(),
-                 double(c.num_params()) / 1e6, a.batch, a.seq, cpu::num_threads(), a.warmup, a.steps);
+    std::fprintf(stderr, "… %s, batch %d×%d, %d threads: %d warmup + %d timed steps\n", c.describe().c_str(), a.batch, a.seq,
+                 cpu::num_threads(), a.warmup, a.steps);
   double fwd = 0, bwd = 0, upd = 0, best = 1e30, total = 0;
   for (int s = 0; s < a.warmup + a.steps; ++s) {
     Timer t0;

@@ -46,7 +46,7 @@ TEST(Cli, BenchGenerateJson) {
 
 TEST(Cli, DemoRunsWithNoFiles) {
   std::string out, err;
-  ASSERT_EQ(run_orion("demo --config stories260k -n 8", &out, &err), 0) << err;
+  ASSERT_EQ(run_orion("demo --steps 5 --stories 100 --batch 2 --seq 32 -n 8 --threads 1", &out, &err), 0) << err;
   EXPECT_NE(out.find("decode"), std::string::npos) << out;
 }
 

@@ -107,7 +107,7 @@ TEST(CliTrain, BenchTrainJson) {
 TEST(CliDemo, ShortDemoRunsEndToEnd) {
   std::string out, err;
   const std::string dir = temp_dir() + "/demo";
-  ASSERT_EQ(run_orion("demo --steps 20 --stories 300 --batch 4 --seq 64 -n 20 --out " + dir, &out, &err), 0) << err;
+  ASSERT_EQ(run_orion("demo --steps 20 --stories 200 --batch 4 --seq 32 -n 20 --threads 1 --out " + dir, &out, &err), 0) << err;
   EXPECT_NE(out.find("Once upon a time"), std::string::npos) << out;
   EXPECT_NE(out.find("decode"), std::string::npos) << out;
   EXPECT_NE(err.find("step 20/20"), std::string::npos) << err;
