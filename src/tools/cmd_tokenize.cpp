@@ -73,8 +73,8 @@ void run_tokenize(const TokenizeArgs& a) {
 void add_tokenize_command(CLI::App& app) {
   auto args = std::make_shared<TokenizeArgs>();
   auto* cmd = app.add_subcommand(
-      "tokenize",
-      "Turn text into token ids, or ids back into text (--decode).\n"
+      "tokenize", "turn text into token ids, or ids back into text (--decode)");
+  cmd->footer(
       "Prints the ids as a JSON array on one line, e.g. [15496, 995]. With --decode, prints the decoded\n"
       "text exactly, with no newline added. Text comes from --text, or from stdin when --text is absent.\n"
       "Tokenizers: GPT-2 byte-level BPE (vocab.json + merges.txt, encoder.json + vocab.bpe, a folder\n"
