@@ -7,7 +7,7 @@
 
 namespace orion {
 
-GenerateStats generate(Transformer& model, const std::vector<int>& prompt, const GenerateOptions& options,
+GenerateStats generate(LanguageModel& model, const std::vector<int>& prompt, const GenerateOptions& options,
                        const std::function<void(int)>& on_token) {
   if (prompt.empty()) throw_usage_error("the prompt encodes to no tokens", "prompt", "give a non-empty prompt");
   if (int(prompt.size()) >= model.max_seq())
@@ -41,6 +41,12 @@ GenerateStats generate(Transformer& model, const std::vector<int>& prompt, const
   }
   st.decode_seconds = t.seconds();
   return st;
+}
+
+GenerateStats generate(Transformer& model, const std::vector<int>& prompt, const GenerateOptions& options,
+                       const std::function<void(int)>& on_token) {
+  CpuLanguageModel cpu(model);
+  return generate(static_cast<LanguageModel&>(cpu), prompt, options, on_token);
 }
 
 }  // namespace orion

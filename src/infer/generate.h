@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "infer/language_model.h"
 #include "infer/sampler.h"
 #include "model/transformer.h"
 
@@ -31,7 +32,11 @@ struct GenerateStats {
 
 // Runs generation from `prompt` (must be non-empty). on_token(id) is called for every sampled
 // token as soon as it is chosen (not for the stop token). The prompt plus the new tokens must
-// fit in the Transformer's context: max_new_tokens is cut to what fits.
+// fit in the model's context: max_new_tokens is cut to what fits. The model may compute on the
+// CPU or through ANE programs (infer/language_model.h); sampling is always on the CPU.
+GenerateStats generate(LanguageModel& model, const std::vector<int>& prompt, const GenerateOptions& options,
+                       const std::function<void(int)>& on_token);
+// The same on the CPU reference.
 GenerateStats generate(Transformer& model, const std::vector<int>& prompt, const GenerateOptions& options,
                        const std::function<void(int)>& on_token);
 

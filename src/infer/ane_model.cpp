@@ -1,0 +1,267 @@
+// AneModel: the transformer blocks as ANE programs, the rest on the CPU (see ane_model.h for the
+// split). Host tensors are row-major [n, C] like the Transformer's; kernels speak [1, C, 1, S]
+// (channel c is a row of S sequence positions), so every call transposes on the way in and out.
+#include "infer/ane_model.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "compiler/compile.h"
+#include "model/frontends/frontends.h"
+#include "runtime/cpu/kernels.h"
+
+namespace orion {
+namespace {
+
+using runtime::TensorMap;
+constexpr int kMaxBucket = 16384;  // as legalize-ane's sequence buckets
+
+// [n, C] row-major host rows → [1, C, 1, S] with zeros in columns n..S−1 (the bucket's padding).
+ir::Tensor32 to_ane(const float* rows, int n, int C, int S) {
+  ir::Tensor32 t({1, C, 1, S});
+  for (int s = 0; s < n; s++)
+    for (int c = 0; c < C; c++) t.data[size_t(c) * S + s] = rows[size_t(s) * C + c];
+  return t;
+}
+
+// Columns 0..n−1 of [1, C, 1, S] → rows [n, C] (assigned, or added when `accumulate`).
+void from_ane(const ir::Tensor32& t, int n, float* rows, bool accumulate = false) {
+  const int64_t C = t.shape[1], S = t.shape[3];
+  for (int s = 0; s < n; s++)
+    for (int64_t c = 0; c < C; c++) {
+      float v = t.data[size_t(c * S + s)];
+      float& r = rows[size_t(s * C + c)];
+      r = accumulate ? r + v : v;
+    }
+}
+
+// The graph builders by role, with the frontends' default options (fp16 activations).
+ir::Graph build_gpt2_prefill_attn(const ModelWeights& w, int l, int S) { return frontends::gpt2_prefill_attn(w, l, S); }
+ir::Graph build_gpt2_prefill_ffn(const ModelWeights& w, int l, int S) { return frontends::gpt2_prefill_ffn(w, l, S); }
+ir::Graph build_gpt2_decode_qkv(const ModelWeights& w, int l, int S) { return frontends::gpt2_decode_qkv(w, l, S); }
+ir::Graph build_gpt2_decode_ffn(const ModelWeights& w, int l, int S) { return frontends::gpt2_decode_ffn(w, l, S); }
+ir::Graph build_stories_fwd_attn(const ModelWeights& w, int l, int S) { return frontends::stories_fwd_attn(w, l, S); }
+ir::Graph build_stories_fwd_ffn(const ModelWeights& w, int l, int S) { return frontends::stories_fwd_ffn(w, l, S); }
+ir::Graph build_final_norm(const ModelWeights& w, int, int S) { return frontends::final_norm(w, S); }
+
+bool is_gpt2(const ModelConfig& c) { return c.arch == Arch::GPT2; }
+
+}  // namespace
+
+int smallest_legal_bucket(const ModelWeights& w, const compiler::ChipProfile& chip,
+                          const std::function<ir::Graph(const ModelWeights&, int, int)>& build) {
+  for (int S = 16; S <= kMaxBucket; S *= 2) {
+    ir::Graph g = build(w, 0, S);
+    bool below_minimum = false;
+    for (const compiler::Diagnostic& d : compiler::check_graph(g, chip))
+      below_minimum |= d.level == compiler::Diagnostic::Level::Error && d.rule == "C7";
+    if (!below_minimum) return S;  // other errors, if any, surface at the real compile
+  }
+  return 0;
+}
+
+AneRuntime::AneRuntime(const std::string& driver_name, const std::string& chip)
+    : driver(runtime::make_driver(driver_name, {&compiler::chip_profile(chip)})),
+      budget(runtime::CompileBudget::for_driver(*driver)),
+      cache(*driver, budget) {}
+
+std::string AneRuntime::summary() const {
+  const runtime::DriverCounters& n = driver->counters();
+  return fmt::format("{} | {} | {} predicted ANE time {:.1f} ms over {} evaluations", cache.stats().str(), budget.str(),
+                     driver->name(), n.predicted_ane_ms, n.evaluations);
+}
+
+AneModel::AneModel(const ModelWeights& w, runtime::ProgramCache& cache, AneModelOptions opt)
+    : w_(w), cache_(cache), opt_(std::move(opt)),
+      max_seq_(opt_.max_seq > 0 ? std::min(opt_.max_seq, w.config.seq_len) : w.config.seq_len),
+      kv_dim_(w.config.kv_dim()) {
+  const ModelConfig& c = w_.config;
+  attn_min_ = smallest_legal_bucket(w_, cache_.driver().chip(), is_gpt2(c) ? build_gpt2_prefill_attn : build_stories_fwd_attn);
+  if (attn_min_ == 0)
+    throw Error(ErrorKind::Runtime,
+                fmt::format("no sequence bucket up to {} lets the attention kernel of {} reach the {}-byte minimum buffer (C7)",
+                            kMaxBucket, opt_.model_name, cache_.driver().chip().min_buffer_bytes),
+                {opt_.model_name, "backend", -1, "use --backend cpu for this model"});
+  const size_t L = size_t(c.n_layers), Q = size_t(c.n_heads) * c.head_dim();
+  q_.resize(Q), att_.resize(Q), o_.resize(size_t(c.dim));
+  key_cache_.assign(L * max_seq_ * kv_dim_, 0.0f), value_cache_.assign(L * max_seq_ * kv_dim_, 0.0f);
+  logits_.resize(size_t(c.vocab_size));
+}
+
+int AneModel::prefill_bucket(int n) const {
+  int S = 16;
+  while (S < n) S *= 2;
+  return std::max(S, attn_min_);
+}
+
+// --- programs ------------------------------------------------------------------------------------
+
+AneModel::Kernel AneModel::program(const std::string& kernel, int layer, int S, const Build& build) {
+  runtime::ProgramKey key{opt_.model_name, kernel, layer, S, opt_.weights_version};
+  return cache_.get(key, [&] { return build(w_, layer, S); });
+}
+
+AneModel::Kernel AneModel::attn_prefill(int l, int S) {
+  return is_gpt2(w_.config) ? program("gpt2_prefill_attn", l, S, build_gpt2_prefill_attn)
+                            : program("stories_fwd_attn", l, S, build_stories_fwd_attn);
+}
+AneModel::Kernel AneModel::ffn_prefill(int l, int S) {
+  return is_gpt2(w_.config) ? program("gpt2_prefill_ffn", l, S, build_gpt2_prefill_ffn)
+                            : program("stories_fwd_ffn", l, S, build_stories_fwd_ffn);
+}
+AneModel::Kernel AneModel::attn_decode(int l) {
+  return is_gpt2(w_.config) ? program("gpt2_decode_qkv", l, kDecodeBucket, build_gpt2_decode_qkv)
+                            : program("stories_fwd_attn", l, attn_min_, build_stories_fwd_attn);
+}
+AneModel::Kernel AneModel::ffn_decode(int l) {
+  return is_gpt2(w_.config) ? program("gpt2_decode_ffn", l, kDecodeBucket, build_gpt2_decode_ffn)
+                            : program("stories_fwd_ffn", l, kDecodeBucket, build_stories_fwd_ffn);
+}
+AneModel::Kernel AneModel::norm_final() { return program("final_norm", -1, kDecodeBucket, build_final_norm); }
+
+int AneModel::prepare(int prompt_tokens) {
+  std::vector<Kernel> used;
+  for (int l = 0; l < w_.config.n_layers; l++) {
+    if (prompt_tokens > 1) {
+      int S = prefill_bucket(std::min(prompt_tokens, max_seq_));
+      used.push_back(attn_prefill(l, S)), used.push_back(ffn_prefill(l, S));
+    }
+    used.push_back(attn_decode(l)), used.push_back(ffn_decode(l));
+  }
+  used.push_back(norm_final());
+  std::sort(used.begin(), used.end());
+  return int(std::unique(used.begin(), used.end()) - used.begin());
+}
+
+// --- forward -------------------------------------------------------------------------------------
+
+void AneModel::check_tokens(const int* tokens, int n, int pos) const {
+  if (n <= 0) throw_usage_error("no tokens to run", "prompt", "give a non-empty prompt");
+  if (pos < 0 || pos + n > max_seq_)
+    throw_usage_error(fmt::format("sequence of {} tokens exceeds the model's context of {}", pos + n, max_seq_), "n",
+                      "ask for fewer tokens or use a shorter prompt");
+  for (int i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= w_.config.vocab_size)
+      throw_usage_error(fmt::format("token id {} is outside the model's vocabulary of {}", tokens[i], w_.config.vocab_size),
+                        "tokens", "the tokenizer does not belong to this model");
+}
+
+const float* AneModel::forward(const int* tokens, int n, int pos) {
+  check_tokens(tokens, n, pos);
+  if (n > 1 && pos == 0) {  // a fresh prompt: one pass of the prefill programs over the bucket
+    embed(tokens, n, 0);
+    prefill(n);
+    logits_of_row(n - 1);
+  } else {  // decode; several tokens after position 0 go through the decode programs one by one
+    for (int i = 0; i < n; i++) {
+      embed(tokens + i, 1, pos + i);
+      decode(pos + i);
+    }
+    logits_of_row(0);
+  }
+  return logits_.data();
+}
+
+// CPU: x[t] = tok_emb[token t] (+ pos_emb[pos + t] for GPT-2) — table lookups.
+void AneModel::embed(const int* tokens, int n, int pos) {
+  const ModelConfig& c = w_.config;
+  const int C = c.dim;
+  x_.assign(size_t(n) * C, 0.0f);
+  for (int t = 0; t < n; t++) {
+    float* xt = x_.data() + size_t(t) * C;
+    cpu::embedding_row(xt, w_.tok_emb.data, w_.tok_emb.dtype, tokens[t], C);
+    if (is_gpt2(c)) {
+      cpu::embedding_row(o_.data(), w_.pos_emb.data, w_.pos_emb.dtype, pos + t, C);
+      cpu::add_inplace(xt, o_.data(), size_t(C));
+    }
+  }
+}
+
+void AneModel::prefill(int n) {
+  const int S = prefill_bucket(n);
+  for (int l = 0; l < w_.config.n_layers; l++) {
+    if (is_gpt2(w_.config))
+      gpt2_prefill_layer(l, n, S);
+    else
+      llama_prefill_layer(l, n, S);
+  }
+}
+
+void AneModel::decode(int pos) {
+  for (int l = 0; l < w_.config.n_layers; l++) {
+    if (is_gpt2(w_.config))
+      gpt2_decode_layer(l, pos);
+    else
+      llama_decode_layer(l, pos);
+  }
+}
+
+// ANE: y = x + attention(ln1(x)) with k, v for the cache; then y + ffn(ln2(y)).
+void AneModel::gpt2_prefill_layer(int l, int n, int S) {
+  TensorMap a = attn_prefill(l, S)->run({{"x", to_ane(x_.data(), n, w_.config.dim, S)}});
+  from_ane(a.at("k"), n, k_cache(l, 0));  // rows 0..n−1 of the cache, [n, C]
+  from_ane(a.at("v"), n, v_cache(l, 0));
+  // The FFN is position-wise, so y's padding columns (finite, meaningless) cannot reach real ones.
+  TensorMap f = ffn_prefill(l, S)->run({{"x", std::move(a.at("y"))}});
+  from_ane(f.at("y"), n, x_.data());
+}
+
+// ANE: o = Wo·attention(rmsnorm(x)) with k, v after RoPE; CPU: h = x + o; ANE: y = ffn(h);
+// CPU: x = h + y (the training kernels leave the residual adds to the CPU).
+void AneModel::llama_prefill_layer(int l, int n, int S) {
+  const int C = w_.config.dim;
+  TensorMap a = attn_prefill(l, S)->run({{"x", to_ane(x_.data(), n, C, S)}});
+  from_ane(a.at("k"), n, k_cache(l, 0));
+  from_ane(a.at("v"), n, v_cache(l, 0));
+  from_ane(a.at("o"), n, x_.data(), /*accumulate=*/true);
+  TensorMap f = ffn_prefill(l, S)->run({{"x", to_ane(x_.data(), n, C, S)}});
+  from_ane(f.at("y"), n, x_.data(), /*accumulate=*/true);
+}
+
+// ANE: q, k, v = W·ln1(x) + b; CPU: k, v into the cache, att = softmax(q·Kᵀ/√HS)·V over
+// positions 0..pos; ANE: x = h + ffn(ln2(h)) with h = x + Wo·att + bo.
+void AneModel::gpt2_decode_layer(int l, int pos) {
+  const ModelConfig& c = w_.config;
+  const int C = c.dim, S = kDecodeBucket;
+  float* x = x_.data();
+  TensorMap p = attn_decode(l)->run({{"x", to_ane(x, 1, C, S)}});
+  from_ane(p.at("q"), 1, q_.data());
+  from_ane(p.at("k"), 1, k_cache(l, pos));
+  from_ane(p.at("v"), 1, v_cache(l, pos));
+  cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, c.head_dim(), kv_dim_);
+  TensorMap f = ffn_decode(l)->run({{"x", to_ane(x, 1, C, S)}, {"att", to_ane(att_.data(), 1, C, S)}});
+  from_ane(f.at("y"), 1, x);
+}
+
+// ANE: fwd_attn with the token in column 0 — position 0, where RoPE is the identity — gives the
+// plain projections q, k, v of rmsnorm(x). CPU: rotate q, k to `pos`, cache k, v, attend, h = x +
+// Wo·att. ANE: y = ffn(h) at the decode bucket. CPU: x = h + y.
+void AneModel::llama_decode_layer(int l, int pos) {
+  const ModelConfig& c = w_.config;
+  const LayerWeights& lw = w_.layers[size_t(l)];
+  const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS;
+  float* x = x_.data();
+  TensorMap p = attn_decode(l)->run({{"x", to_ane(x, 1, C, attn_min_)}});
+  from_ane(p.at("q"), 1, q_.data());
+  from_ane(p.at("k"), 1, k_cache(l, pos));
+  from_ane(p.at("v"), 1, v_cache(l, pos));
+  cpu::rope(q_.data(), c.n_heads, HS, pos, c.rope_theta);
+  cpu::rope(k_cache(l, pos), c.n_kv_heads, HS, pos, c.rope_theta);
+  cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, HS, kv_dim_);
+  cpu::matmul(o_.data(), att_.data(), lw.wo.data, lw.wo.dtype, nullptr, 1, Q, C);  // Wo·att  [C]
+  cpu::add_inplace(x, o_.data(), size_t(C));                                       // h = x + Wo·att
+  TensorMap f = ffn_decode(l)->run({{"x", to_ane(x, 1, C, kDecodeBucket)}});
+  from_ane(f.at("y"), 1, x, /*accumulate=*/true);
+}
+
+// ANE: the final norm of one row (column 0 of the decode bucket). CPU: logits = W_cls·xnorm over
+// the real vocabulary — 32000 / 50257 output channels are more than the ANE takes (C12).
+void AneModel::logits_of_row(int row) {
+  const ModelConfig& c = w_.config;
+  const int C = c.dim;
+  TensorMap y = norm_final()->run({{"x", to_ane(x_.data() + size_t(row) * C, 1, C, kDecodeBucket)}});
+  from_ane(y.at("y"), 1, o_.data());
+  cpu::matmul(logits_.data(), o_.data(), w_.classifier.data, w_.classifier.dtype, nullptr, 1, C, c.vocab_size);
+}
+
+}  // namespace orion

@@ -1,0 +1,125 @@
+// AneModel: inference with the transformer blocks running as compiled ANE programs (DESIGN.md §3,
+// issue 4 item 8) — on the Apple Neural Engine, or on anesim, the software ANE, anywhere.
+//
+// Who computes what (Orion's split):
+//   CPU  token (+ position) embedding: table lookups;
+//        attention over the KV cache during decode: one query against a growing cache is small,
+//        sequential work, and the cache would have to be copied into surfaces every step;
+//        RoPE at the decode position (Llama), residual adds the kernels leave out (Llama);
+//        the classifier: 32000 / 50257 output channels exceed the ANE's limit (C12);
+//        sampling (infer/sampler.h), in generate().
+//   ANE  every other projection, norm, GELU/SwiGLU and the whole prefill attention, as the
+//        frontends' kernels (model/frontends/frontends.h), compiled once per (layer, bucket) and
+//        kept in a runtime::ProgramCache.
+//
+// Prefill (n > 1 tokens at position 0) runs in sequence buckets S = 16, 32, 64, ...: the tokens
+// occupy columns 0..n−1 of [1, C, 1, S] and the rest is zeros, which causal attention never lets
+// into a real column. An attention kernel cannot have its sequence padded by the compiler (the
+// positions mix), so a narrow model needs a wider bucket for its buffers to reach the chip's
+// minimum (C7): the smallest legal one is found once by asking the validator.
+//   GPT-2: prefill_attn (y = x + attention, k, v for the cache) → prefill_ffn, per layer.
+//   Llama: fwd_attn (o, k, v after RoPE) → CPU h = x + o → fwd_ffn → CPU x = h + y, per layer.
+// Decode (one token) puts the token in column 0 of a small bucket:
+//   GPT-2: decode_qkv (S = 16) → CPU attention over the cache → decode_ffn (S = 16; it applies
+//          Wo and the residual) — the kernels the original Orion made for this.
+//   Llama: no decode kernels exist, so: fwd_attn at the smallest attention bucket gives q, k, v
+//          at column 0 — position 0, where RoPE is the identity, i.e. the plain projections of
+//          rmsnorm(x) — the CPU rotates them to the real position, attends over the cache and
+//          applies Wo (one C×Q matrix–vector product: no kernel in the set is a bare projection,
+//          and a LoRA linear with a zero adapter cannot be padded to the C7 minimum); then
+//          fwd_ffn (S = 16) on h = x + Wo·att. fwd_attn's own attention and Wo over the padding
+//          are wasted work on the ANE; a llama_decode_qkv / llama_decode_ffn pair like GPT-2's
+//          would remove it.
+// Both paths end with final_norm (S = 16, the last token in column 0) on the ANE and the
+// classifier on the CPU.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "infer/language_model.h"
+#include "runtime/program_cache.h"
+
+namespace orion {
+
+struct AneModelOptions {
+  std::string model_name = "model";  // the program cache's model key ("gpt2-124m", a file's stem)
+  int max_seq = 0;                   // ≤ 0: the model's seq_len
+  uint64_t weights_version = 0;      // change it after changing the weights: programs recompile
+};
+
+class AneModel final : public LanguageModel {
+ public:
+  static constexpr int kDecodeBucket = 16;  // position-wise kernels for one token (C7 pads them)
+
+  // The weights and the cache (with its driver and compile budget) must outlive the model. Finds
+  // the smallest attention bucket the driver's chip accepts; compiles nothing yet.
+  AneModel(const ModelWeights& w, runtime::ProgramCache& cache, AneModelOptions opt = {});
+
+  const float* forward(const int* tokens, int n, int pos) override;
+  int max_seq() const override { return max_seq_; }
+  int vocab_size() const override { return w_.config.vocab_size; }
+  const ModelConfig& config() const { return w_.config; }
+
+  // Compiles (or finds) every program that a prompt of `prompt_tokens` and the decode after it
+  // use, so that later timings exclude compiles. Returns the number of programs.
+  int prepare(int prompt_tokens);
+  // The bucket a prefill of n tokens runs in: 16, 32, ... ≥ n, and ≥ attention_min_bucket().
+  int prefill_bucket(int n) const;
+  int attention_min_bucket() const { return attn_min_; }
+  runtime::ProgramCache& cache() { return cache_; }
+
+ private:
+  using Kernel = std::shared_ptr<runtime::AneKernel>;
+  using Build = std::function<ir::Graph(const ModelWeights&, int layer, int S)>;
+  Kernel program(const std::string& kernel, int layer, int S, const Build& build);
+  // The kernels of this model's family, by role.
+  Kernel attn_prefill(int layer, int S);
+  Kernel ffn_prefill(int layer, int S);
+  Kernel attn_decode(int layer);  // GPT-2: decode_qkv; Llama: fwd_attn at attention_min_bucket()
+  Kernel ffn_decode(int layer);   // GPT-2: decode_ffn; Llama: fwd_ffn
+  Kernel norm_final();
+
+  void check_tokens(const int* tokens, int n, int pos) const;
+  void embed(const int* tokens, int n, int pos);  // x_[t] = tok_emb (+ pos_emb)
+  void prefill(int n);                            // x_ [n, C] through every layer, positions 0..n−1
+  void decode(int pos);                           // x_ [1, C] through every layer at position pos
+  void gpt2_prefill_layer(int l, int n, int S);
+  void llama_prefill_layer(int l, int n, int S);
+  void gpt2_decode_layer(int l, int pos);
+  void llama_decode_layer(int l, int pos);
+  void logits_of_row(int row);  // final norm (ANE) and classifier (CPU) of x_[row]
+
+  float* k_cache(int layer, int pos) { return key_cache_.data() + (size_t(layer) * max_seq_ + pos) * kv_dim_; }
+  float* v_cache(int layer, int pos) { return value_cache_.data() + (size_t(layer) * max_seq_ + pos) * kv_dim_; }
+
+  const ModelWeights& w_;
+  runtime::ProgramCache& cache_;
+  AneModelOptions opt_;
+  int max_seq_, kv_dim_, attn_min_;
+  std::vector<float> x_;                        // [n, C] residual stream, row-major (host layout)
+  std::vector<float> q_, att_, o_;              // [NH·HS] / [C]: one decode token's scratch
+  std::vector<float> key_cache_, value_cache_;  // [L, max_seq, NKV·HS], as the Transformer's
+  std::vector<float> logits_;                   // [V]
+};
+
+// What a process needs to run AneModels: a driver ("anesim", or "ane" on macOS) for a chip, the
+// compile budget that guards it (C9) and the program cache over both.
+struct AneRuntime {
+  explicit AneRuntime(const std::string& driver_name, const std::string& chip = "m4");
+  AneRuntime(const AneRuntime&) = delete;  // the cache refers to the driver and budget beside it
+  AneRuntime& operator=(const AneRuntime&) = delete;
+  std::unique_ptr<runtime::Driver> driver;
+  runtime::CompileBudget budget;
+  runtime::ProgramCache cache;
+  // "program cache: … | compiles 9/119 (110 left) | predicted ANE time 12.3 ms over 40 evaluations"
+  std::string summary() const;
+};
+
+// The smallest sequence bucket (16, 32, ...) at which `build(w, 0, S)` passes the chip's checks
+// as far as the C7 minimum buffer is concerned; 0 when no bucket up to 16384 does.
+int smallest_legal_bucket(const ModelWeights& w, const compiler::ChipProfile& chip,
+                          const std::function<ir::Graph(const ModelWeights&, int, int)>& build);
+
+}  // namespace orion
