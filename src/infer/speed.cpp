@@ -29,6 +29,8 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
   r.isa = cpu::isa_name(cpu::active_isa());
   r.threads = cpu::num_threads();
   r.prompt_tokens = opt.prompt_tokens, r.decode_tokens = opt.decode_tokens;
+  r.backend = opt.backend;
+  if (opt.backend != "cpu") return measure_ane_generation_speed(opt, std::move(r), on_progress);
 
   say(fmt::format("making random {} weights ({}, {:.1f}M parameters)", opt.config, r.dtype, r.config.num_params() / 1e6));
   ModelWeights w = random_weights(r.config, opt.seed, opt.dtype);
@@ -74,11 +76,40 @@ std::string SpeedReport::to_json() const {
                       {"bytes_per_token", bytes_per_token},
                       {"stream_triad_gb_s", stream_triad_gb_s},
                       {"bandwidth_bound_tok_s", bound_tok_s},
-                      {"bandwidth_efficiency", bandwidth_efficiency}};
+                      {"bandwidth_efficiency", bandwidth_efficiency},
+                      {"backend", backend}};
+  if (backend != "cpu") {
+    j["chip"] = ane.chip;
+    j["programs"] = ane.programs;
+    j["prefill_bucket"] = ane.prefill_bucket;
+    j["attention_min_bucket"] = ane.attention_min_bucket;
+    j["compile_s"] = ane.compile_s;
+    j["first_prefill_tok_s"] = ane.first_prefill_tok_s;
+    j["predicted_ane_prefill_tok_s"] = ane.predicted_prefill_tok_s;
+    j["predicted_ane_decode_tok_s"] = ane.predicted_decode_tok_s;
+    j["evaluations_per_decode_token"] = ane.evaluations_per_decode_token;
+    j["cache"] = {{"hits", ane.cache_hits}, {"misses", ane.cache_misses}, {"evictions", ane.cache_evictions},
+                  {"resident", ane.cache_resident}};
+    j["compile_budget"] = {{"used", ane.compiles_used}, {"limit", ane.compile_budget}};
+  }
   return j.dump();
 }
 
 std::string SpeedReport::to_text() const {
+  if (backend != "cpu") {
+    auto per_token_ms = [](double tok_s) { return tok_s > 0 ? 1e3 / tok_s : 0.0; };
+    return fmt::format(
+        "{} ({}), weights {}, backend {} ({}), {} host threads\n"
+        "  programs: {} compiled and loaded in {:.2f} s; first prefill (compiling) {:.1f} tok/s\n"
+        "  buckets:  prefill S={}, attention ≥ {} (C7)\n"
+        "  prefill:  host {:8.1f} tok/s | predicted ANE {:8.1f} tok/s  ({} tokens)\n"
+        "  decode:   host {:8.1f} tok/s | predicted ANE {:8.1f} tok/s = {:.2f} ms/token, {} evaluations/token  ({} tokens)\n"
+        "  {}\n  {}\n",
+        config_name, config.describe(), dtype, backend, ane.chip, threads, ane.programs, ane.compile_s,
+        ane.first_prefill_tok_s, ane.prefill_bucket, ane.attention_min_bucket, prefill_tok_s, ane.predicted_prefill_tok_s,
+        prompt_tokens, decode_tok_s, ane.predicted_decode_tok_s, per_token_ms(ane.predicted_decode_tok_s),
+        ane.evaluations_per_decode_token, decode_tokens, ane.cache_line, ane.budget_line);
+  }
   std::string s = fmt::format(
       "{} ({}), weights {}, {} threads, {}\n"
       "  prefill: {:8.1f} tok/s  ({} tokens)\n"

@@ -1,5 +1,7 @@
 // Measuring generation speed on random weights of a named config (no files needed): the figures
-// behind `orion bench generate` and `orion demo`, with the memory-bandwidth bound beside them.
+// behind `orion bench generate` and `orion demo`, with the memory-bandwidth bound beside them
+// (CPU backend), or with compile time, program-cache statistics and anesim's predicted ANE time
+// (ANE backends: the transformer blocks as compiled programs, infer/ane_model.h).
 #pragma once
 #include <string>
 
@@ -14,8 +16,29 @@ struct SpeedOptions {
   int prompt_tokens = 128;
   int decode_tokens = 128;
   int repeat = 3;          // best of this many runs
-  bool measure_bandwidth = true;
+  bool measure_bandwidth = true;  // CPU backend only
   uint64_t seed = 1;
+  std::string backend = "cpu";    // "cpu", "anesim", or "ane" (macOS)
+  std::string chip = "m4";        // the ANE generation anesim models
+};
+
+// The ANE backends' figures. Host tok/s (SpeedReport) is what this machine took — on anesim, the
+// software ANE's own compute; predicted tok/s is what anesim's timing model says the ANE programs
+// would take on the chip (dispatch, compute and host ↔ surface copies of every evaluation; the
+// CPU's share — embedding, decode attention, classifier — is not in it). The hardware driver
+// predicts nothing (0).
+struct AneSpeed {
+  std::string chip;
+  int programs = 0;                    // distinct programs the prefill and decode use
+  int prefill_bucket = 0, attention_min_bucket = 0;
+  double compile_s = 0;                // compiling and loading them (cache misses)
+  double first_prefill_tok_s = 0;      // the first prefill, compiles included
+  double predicted_prefill_tok_s = 0;  // prompt tokens / predicted ANE time of the prefill
+  double predicted_decode_tok_s = 0;   // decode tokens / predicted ANE time of the decode steps
+  int64_t evaluations_per_decode_token = 0;
+  int64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0, cache_resident = 0;
+  int compiles_used = 0, compile_budget = 0;
+  std::string cache_line, budget_line;  // one-line summaries as --verbose prints them
 };
 
 struct SpeedReport {
@@ -28,11 +51,16 @@ struct SpeedReport {
   double stream_triad_gb_s = 0;     // measured in the same run (0 if not measured)
   double bound_tok_s = 0;           // stream_triad / bytes_per_token
   double bandwidth_efficiency = 0;  // decode_tok_s / bound_tok_s
+  std::string backend = "cpu";
+  AneSpeed ane;                     // backend != "cpu"
   std::string to_json() const;
   std::string to_text() const;
 };
 
 // on_progress(message) is called with short status lines while it works.
 SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress)(const char*) = nullptr);
+// The ANE backends' half (speed_ane.cpp): measure_generation_speed checks the options, fills r's
+// header (config, dtype, threads, token counts) and hands over when opt.backend is not "cpu".
+SpeedReport measure_ane_generation_speed(const SpeedOptions& opt, SpeedReport r, void (*on_progress)(const char*));
 
 }  // namespace orion

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "infer/ane_model.h"
 #include "infer/generate.h"
 #include "model/io/model_io.h"
 #include "model/tokenizer/tokenizer.h"
@@ -17,7 +18,8 @@ namespace {
 struct GenerateArgs {
   std::string model, tokenizer, prompt = "Once upon a time";
   int n = 256;
-  bool no_echo = false, no_bos = false;
+  bool no_echo = false, no_bos = false, verbose = false;
+  std::string backend = "cpu", chip = "m4";
   int max_seq = 0;
   SamplerOptions sampler{1.0f, 0.9f, 0, 0};
   ThreadOptions threads;
@@ -48,7 +50,18 @@ void run_generate(const GenerateArgs& a) {
     throw Error(ErrorKind::Usage,
                 fmt::format("the tokenizer has {} tokens but the model only {}", tokenizer->vocab_size(), w.config.vocab_size),
                 {tok_path, "--tokenizer", -1, "use the tokenizer the model was trained with"});
-  Transformer model(w, a.max_seq);
+  // cpu: every layer on the CPU. anesim / ane: the transformer blocks as compiled ANE programs,
+  // embedding, classifier and sampling on the CPU (infer/ane_model.h).
+  std::unique_ptr<Transformer> tf;
+  std::unique_ptr<AneRuntime> rt;
+  std::unique_ptr<LanguageModel> model;
+  if (a.backend == "cpu") {
+    tf = std::make_unique<Transformer>(w, a.max_seq);
+    model = std::make_unique<CpuLanguageModel>(*tf);
+  } else {
+    rt = std::make_unique<AneRuntime>(a.backend, a.chip);
+    model = std::make_unique<AneModel>(w, rt->cache, AneModelOptions{std::filesystem::path(a.model).stem().string(), a.max_seq});
+  }
 
   std::vector<int> prompt = tokenizer->encode(a.prompt, !a.no_bos);
   if (prompt.empty() && tokenizer->bos_id() < 0 && tokenizer->eos_id() >= 0)
@@ -62,7 +75,7 @@ void run_generate(const GenerateArgs& a) {
   if (!a.no_echo) std::fputs(a.prompt.c_str(), stdout);
   std::fflush(stdout);
   int prev = prompt.back();
-  GenerateStats st = generate(model, prompt, go, [&](int id) {
+  GenerateStats st = generate(*model, prompt, go, [&](int id) {
     std::string piece = tokenizer->decode_token(prev, id);
     // A lone ASCII control byte (a raw-byte token such as <0x10>) would garble the terminal; it is
     // dropped, as llama2.c does. Bytes ≥ 0x80 are kept: they are parts of UTF-8 characters.
@@ -77,6 +90,7 @@ void run_generate(const GenerateArgs& a) {
   std::fprintf(stderr, "prefill: %d tokens, %.1f tok/s | decode: %d tokens, %.1f tok/s%s\n", st.prompt_tokens,
                st.prefill_tok_per_s(), st.generated_tokens, st.decode_tok_per_s(),
                st.stopped_at_eos ? " | stopped at end of sequence" : "");
+  if (a.verbose && rt) std::fprintf(stderr, "%s\n", rt->summary().c_str());
 }
 
 }  // namespace
@@ -92,6 +106,10 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--max-seq", a->max_seq, "context length to allocate (0 = the model's)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-echo", a->no_echo, "do not print the prompt before the generated text");
   cmd->add_flag("--no-bos", a->no_bos, "do not start the prompt with the beginning-of-sequence token");
+  cmd->add_option("--backend", a->backend, "cpu, or the transformer blocks as ANE programs on anesim (any machine) or ane (macOS)")
+      ->capture_default_str()->check(CLI::IsMember({"cpu", "anesim", "ane"}));
+  cmd->add_option("--chip", a->chip, "ANE generation anesim models (m1 … m5)")->capture_default_str();
+  cmd->add_flag("--verbose", a->verbose, "print program-cache statistics, the compile budget and predicted ANE time");
   add_sampler_options(cmd, a->sampler);
   a->threads.add(cmd);
   a->dtype.add(cmd, "convert the weights to this precision at load (default: as stored)");
