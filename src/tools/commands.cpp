@@ -20,6 +20,26 @@ void add_all_commands(CLI::App& app) {
   add_tokenizer_command(app);
 }
 
+namespace {
+// A command's description is one line in its parent's list of subcommands; a longer text (usage
+// notes, examples) moves to the footer of the command's own --help.
+void shorten_descriptions(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands({})) {
+    std::string d = sub->get_description();
+    if (d.find('\n') != std::string::npos) {
+      // The first sentence (or the first line, if the sentence runs on) stays; the whole text moves.
+      std::string flat = d;
+      for (char& c : flat) c = c == '\n' ? ' ' : c;
+      size_t end = flat.find(". ");
+      std::string first = end != std::string::npos && end < 100 ? flat.substr(0, end + 1) : d.substr(0, d.find('\n'));
+      sub->footer(d + (sub->get_footer().empty() ? "" : "\n" + sub->get_footer()));
+      sub->description(first);
+    }
+    shorten_descriptions(*sub);
+  }
+}
+}  // namespace
+
 int run_main(int argc, char** argv) {
   CLI::App app{
       "orion — train and run small language models on the Apple Neural Engine, anesim or the CPU.\n"
@@ -27,6 +47,7 @@ int run_main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "orion 0.1.0");
   add_all_commands(app);
+  shorten_descriptions(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
