@@ -6,7 +6,7 @@
 namespace orion::tools {
 
 void ThreadOptions::add(CLI::App* cmd) {
-  cmd->add_option("--threads,-t", threads, "worker threads (0 = all cores)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--threads,-t", threads, "worker threads (0 = all cores)")->capture_default_str()->check(CLI::Range(0, 1024));
 }
 
 void ThreadOptions::apply() const { cpu::set_num_threads(threads); }
