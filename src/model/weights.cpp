@@ -151,8 +151,9 @@ size_t ModelWeights::matrix_bytes() const {
   size_t n = 0;
   for (auto& [name, t] : named_tensors())
     if (t->shape.size() == 2 && name != "pos_emb") n += t->nbytes();
-  if (config.tied_embeddings) n += classifier.nbytes() - 0;  // the classifier reads the table again
-  return n - tok_emb.nbytes();  // the embedding lookup reads one row, not the table
+  // The embedding lookup reads one row, not the table; a tied classifier reads the table again.
+  if (config.tied_embeddings) n += classifier.nbytes();
+  return n - tok_emb.nbytes();
 }
 
 ModelWeights random_weights(const ModelConfig& c, uint64_t seed, DType dtype) {
