@@ -10,6 +10,7 @@ PACKAGES=(
   libcli11-dev libfmt-dev  # command line, formatting
   libsentencepiece-dev     # SentencePiece tokenizers
   libcurl4-openssl-dev     # HTTP(S) downloads: orion data fetch
+  openmpi-bin libopenmpi-dev  # data-parallel training: mpirun -np N orion train (docs/distributed.md)
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   clang libgnustep-base-dev  # CI syntax check of the Apple driver's .mm (scripts/check_ane_driver_syntax.sh)
 )
