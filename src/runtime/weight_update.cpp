@@ -43,6 +43,12 @@ TensorMap UpdatableKernel::run(const TensorMap& inputs) {
   return kernel_->run(all);
 }
 
+void UpdatableKernel::stream_weights(const ir::Graph& g) {
+  ORION_CHECK(mode_ == Mode::WeightsAsInputs, "stream_weights on a kernel with baked weights");
+  stream_weights_of(g);
+  graph_ = g;
+}
+
 void UpdatableKernel::compile_baked(const ir::Graph& g) {
   kernel_ = AneKernel::compile(driver_, budget_, g);  // the old program is unloaded as it is replaced
   mode_ = Mode::BakedWeights;

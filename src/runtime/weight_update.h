@@ -41,6 +41,10 @@ class UpdatableKernel {
   UpdatableKernel(Driver& driver, CompileBudget& budget, ir::Graph g, Mode mode = Mode::BakedWeights);
 
   TensorMap run(const TensorMap& inputs);
+  // The unverified fast path of a weights-as-inputs update: streams g's weights from the next run
+  // on (no MIL comparison, no probe). g must be this kernel's graph rebuilt with other weights —
+  // the caller vouches for that and verifies from time to time through update_weights.
+  void stream_weights(const ir::Graph& g);
 
   Mode mode() const { return mode_; }
   // The graph with the current weights baked in: what the kernel computes (the CPU reference).

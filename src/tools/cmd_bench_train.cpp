@@ -1,6 +1,8 @@
-// orion bench train: milliseconds per CPU training step (zero_grad, forward, backward, AdamW) on
+// orion bench train: milliseconds per training step (zero_grad, forward, backward, AdamW) on
 // random weights and random tokens — no files needed. Registered under `orion bench` by
-// add_all_commands, after add_bench_command.
+// add_all_commands, after add_bench_command. --backend anesim|ane runs the blocks as ANE programs
+// (train/ane_blocks.h) and reports the step's phases (ANE evaluation, surface copies, CPU dW,
+// AdamW, weight update, compile) and, on anesim, the timing model's predicted ANE time per step.
 #include <cstdio>
 
 #include "base/error.h"
@@ -8,6 +10,7 @@
 #include "runtime/cpu/kernels.h"
 #include "tools/command.h"
 #include "tools/options.h"
+#include "train/ane_blocks.h"
 #include "train/data/rng.h"
 #include "train/trainer.h"
 
@@ -19,6 +22,16 @@ struct BenchTrainArgs {
   int batch = 4, seq = 64, steps = 5, warmup = 1;
   bool json = false;
   ThreadOptions threads;
+  std::string backend = "cpu";
+  train::AneTrainOptions ane;
+};
+
+// The ANE path's figures per timed step (phases reset after the warmup, whose first step compiles).
+struct AneFigures {
+  train::AnePhaseTimes ph;
+  double first_compile_s = 0;
+  std::string strategy, probe, budget;
+  int programs = 0, Sa = 0, Sf = 0;
 };
 
 void run_bench_train(const BenchTrainArgs& a) {
@@ -30,15 +43,24 @@ void run_bench_train(const BenchTrainArgs& a) {
   train::init_params(p, 1);
   train::Grads g(c);
   train::TrainModel model(p, &g, a.batch, a.seq);
+  train::AneBlocks* ane = nullptr;
+  if (a.backend != "cpu") {
+    train::AneTrainOptions o = a.ane;
+    o.driver = a.backend, o.quiet = true;
+    auto blocks = train::make_ane_blocks(p, &g, a.batch, a.seq, o);
+    ane = blocks.get();
+    model.set_blocks(std::move(blocks));
+  }
+  AneFigures af;
   train::AdamW opt(p, {.weight_decay = 0.1f, .clip_norm = 1.0f});
   data::Rng rng(2);
   std::vector<int> tokens(size_t(a.batch) * a.seq), targets(tokens.size());
   for (int& x : tokens) x = int(rng.below(uint64_t(c.vocab_size)));
   for (int& x : targets) x = int(rng.below(uint64_t(c.vocab_size)));
   if (!a.json)
-    std::fprintf(stderr, "… %s, batch %d×%d, %d threads: %d warmup + %d timed steps\n", c.describe().c_str(), a.batch, a.seq,
-                 cpu::num_threads(), a.warmup, a.steps);
-  double fwd = 0, bwd = 0, upd = 0, best = 1e30, total = 0;
+    std::fprintf(stderr, "… %s, batch %d×%d, %d threads, blocks on %s: %d warmup + %d timed steps\n", c.describe().c_str(), a.batch,
+                 a.seq, cpu::num_threads(), a.backend.c_str(), a.warmup, a.steps);
+  double fwd = 0, bwd = 0, upd = 0, wupd = 0, best = 1e30, total = 0;
   for (int s = 0; s < a.warmup + a.steps; ++s) {
     Timer t0;
     model.zero_grad();
@@ -48,9 +70,18 @@ void run_bench_train(const BenchTrainArgs& a) {
     const double t2 = t0.seconds();
     opt.step(p, g, 1e-4f);
     const double t3 = t0.seconds();
+    model.weights_updated();
+    const double t4 = t0.seconds();
+    if (ane && s == 0) af.first_compile_s = ane->phases().compile_s;
+    if (ane && s + 1 == a.warmup) ane->reset_phases();
     if (s < a.warmup) continue;
-    fwd += t1, bwd += t2 - t1, upd += t3 - t2, total += t3;
-    best = std::min(best, t3);
+    fwd += t1, bwd += t2 - t1, upd += t3 - t2, wupd += t4 - t3, total += t4;
+    best = std::min(best, t4);
+  }
+  if (ane) {
+    af.ph = ane->phases();
+    af.strategy = ane->updates().strategy, af.probe = ane->updates().probe, af.budget = ane->budget().str();
+    af.programs = ane->programs(), af.Sa = ane->attention_bucket(), af.Sf = ane->ffn_bucket();
   }
   const double n = a.steps, ms = 1000 * total / n, tok_s = double(a.batch) * a.seq / (total / n);
   if (a.json) {
@@ -61,8 +92,29 @@ void run_bench_train(const BenchTrainArgs& a) {
   } else {
     std::printf("train step %s (B=%d, T=%d, %d threads): %.1f ms/step (best %.1f), %.0f tok/s\n", a.config.c_str(), a.batch,
                 a.seq, cpu::num_threads(), ms, best * 1000, tok_s);
-    std::printf("  forward %.1f ms | backward %.1f ms | AdamW %.1f ms\n", 1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n);
+    std::printf("  forward %.1f ms | backward %.1f ms | AdamW %.1f ms%s\n", 1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n,
+                ane ? fmt::format(" | weight update {:.1f} ms", 1000 * wupd / n).c_str() : "");
   }
+  if (!ane) return;
+  const train::AnePhaseTimes& ph = af.ph;
+  auto per_step = [&](double s) { return 1000 * s / n; };
+  if (a.json) {
+    std::printf("{\"backend\":\"%s\",\"ane_eval_ms\":%.3f,\"surface_copy_ms\":%.3f,\"cpu_dw_ms\":%.3f,\"cpu_other_ms\":%.3f,"
+                "\"adamw_ms\":%.3f,\"weight_update_ms\":%.3f,\"compile_ms\":%.3f,\"first_compile_s\":%.3f,"
+                "\"predicted_ane_ms_per_step\":%.3f,\"evaluations_per_step\":%.1f,\"programs\":%d,\"strategy\":\"%s\"}\n",
+                a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s), per_step(ph.cpu_other_s), 1000 * upd / n,
+                per_step(ph.weight_update_s), per_step(ph.compile_s), af.first_compile_s, ph.predicted_ane_ms / n, double(ph.evaluations) / n,
+                af.programs, af.strategy.c_str());
+    return;
+  }
+  std::printf("  %s phases per step (host): ANE evaluation %.1f ms | surface copies %.1f ms | CPU dW %.1f ms | CPU other %.1f ms |\n"
+              "    AdamW %.1f ms | weight update %.1f ms (%s) | compile %.1f ms; first step's compile %.2f s\n",
+              a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s), per_step(ph.cpu_other_s), 1000 * upd / n,
+              per_step(ph.weight_update_s), af.strategy.c_str(), per_step(ph.compile_s), af.first_compile_s);
+  std::printf("  predicted ANE time per step (%s timing model, chip %s): %.1f ms over %.0f evaluations\n", a.backend.c_str(),
+              a.ane.chip.c_str(), ph.predicted_ane_ms / n, double(ph.evaluations) / n);
+  std::printf("  %d programs, buckets S=%d (attention) / %d (feed-forward), %s; probe: %s\n", af.programs, af.Sa, af.Sf,
+              af.budget.c_str(), af.probe.empty() ? "none" : af.probe.c_str());
 }
 
 }  // namespace
@@ -71,14 +123,22 @@ void add_bench_train_command(CLI::App& app) {
   CLI::App* bench = app.get_subcommand("bench");
   auto a = std::make_shared<BenchTrainArgs>();
   CLI::App* cmd = bench->add_subcommand(
-      "train", "ms per CPU training step (forward, backward, AdamW) and tok/s on random weights and tokens\n"
-               "Example: orion bench train --config gpt2-124m --batch 4 --seq 64 --threads 2");
+      "train", "ms per training step (forward, backward, AdamW) and tok/s on random weights and tokens; with --backend anesim\n"
+               "the ANE path's phases and the predicted ANE time per step\n"
+               "Examples: orion bench train --config gpt2-124m --batch 4 --seq 64 --threads 2\n"
+               "          orion bench train --backend anesim --config stories110m --batch 1 --seq 256 --steps 1");
   cmd->add_option("--config", a->config, "a preset or a JSON file of dimensions")->capture_default_str();
   cmd->add_option("--batch,-b", a->batch, "sequences per step (B)")->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--seq", a->seq, "tokens per sequence (T)")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--steps", a->steps, "timed steps")->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", a->warmup, "untimed steps first")->capture_default_str()->check(CLI::Range(0, 1000));
-  cmd->add_flag("--json", a->json, "print the figures as one JSON object");
+  cmd->add_flag("--json", a->json, "print the figures as one JSON object (two with --backend anesim|ane)");
+  cmd->add_option("--backend", a->backend, "cpu, or anesim / ane: the blocks as ANE programs")->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "anesim", "ane"}));
+  cmd->add_option("--weight-update", "ANE path: auto, delta-reload, weights-as-inputs or recompile")->default_str("auto")
+      ->check(CLI::IsMember({"auto", "delta-reload", "weights-as-inputs", "recompile"}))
+      ->each([a](const std::string& s) { a->ane.weight_update = train::parse_update_strategy(s); });
+  cmd->add_option("--chip", a->ane.chip, "ANE path: chip profile (m1 … m5)")->capture_default_str();
   a->threads.add(cmd);
   cmd->callback([a] { run_bench_train(*a); });
 }

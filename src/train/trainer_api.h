@@ -32,6 +32,7 @@
 // any number of OpenMP threads (tested for 1 and 2).
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "train/adamw.h"
@@ -51,6 +52,9 @@ class BlockRunner {
   // The parameters changed (after an optimiser step): a runner holding copies of the weights (the
   // ANE's compiled constants) refreshes them here.
   virtual void weights_updated() {}
+  // A short note for the trainer's progress line (per-phase times since the last call; the ANE
+  // runner's), or "" for none.
+  virtual std::string progress() { return {}; }
 };
 
 // The CPU runner of the parameters' architecture, sized for up to B×T tokens. grads may be null

@@ -64,17 +64,33 @@ ir::Graph stories_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions
 //   h1, h3 [1, H, 1, S]; out dx [1, C, 1, S] (through the norm; without the residual's dy),
 //   dh1, dh3 [1, H, 1, S], dxnorm [1, C, 1, S]
 ir::Graph stories_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
-// sdpa_bwd1: in dy [1, C, 1, S] (gradient of fwd_attn's o), q [1, Q, 1, S], k, v [1, KV, 1, S];
+// sdpa_bwd1 (either family: no RoPE inside): in dy [1, C, 1, S] (gradient of fwd_attn's o), q [1, Q, 1, S], k, v [1, KV, 1, S];
 //   out dv [1, KV, 1, S], probs (recomputed) and dprobs [1, NH·S, 1, S] — the per-head [S, S]
 //   matrices with channel h·S + i holding query row i of head h (boundaries are [1, C, 1, S], C14)
 ir::Graph stories_sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
-// sdpa_bwd2 (no weights): in probs, dprobs [1, NH·S, 1, S] (sdpa_bwd1's layout), q [1, Q, 1, S], k [1, KV, 1, S];
+// sdpa_bwd2 (no weights, either family): in probs, dprobs [1, NH·S, 1, S] (sdpa_bwd1's layout), q [1, Q, 1, S], k [1, KV, 1, S];
 //   out dq [1, Q, 1, S], dk [1, KV, 1, S] (gradients of the post-RoPE q and k)
 ir::Graph stories_sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt = {});
 // qkv_bwd: in dq [1, Q, 1, S], dk, dv [1, KV, 1, S], x [1, C, 1, S] (fwd_attn's input);
 //   out dx [1, C, 1, S] (through the norm; without the residual), dxnorm [1, C, 1, S],
 //   dq_lin [1, Q, 1, S], dk_lin [1, KV, 1, S] (gradients before RoPE, i.e. of Wq·xnorm, Wk·xnorm)
 ir::Graph stories_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
+
+// ===== GPT-2 training, one layer (gpt2_train_kernels.cpp) ======================================
+// As the Stories set, with LayerNorm, biases and GELU (tanh form); no RoPE. The attention backward
+// is stories_sdpa_bwd1 / stories_sdpa_bwd2, which serve either family.
+// fwd_attn: in x [1, C, 1, S]; out o = Wo·att + bo [1, C, 1, S] (no residual), q, k, v [1, C, 1, S],
+//   att [1, C, 1, S] (before Wo), xnorm = ln1(x) [1, C, 1, S]
+ir::Graph gpt2_fwd_attn(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
+// fwd_ffn: in x [1, C, 1, S]; out y = W2·gelu + b2 [1, C, 1, S] (no residual), fc = W1·xnorm + b1,
+//   gelu = gelu(fc) [1, H, 1, S], xnorm = ln2(x) [1, C, 1, S]
+ir::Graph gpt2_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
+// ffn_bwd: in dy [1, C, 1, S], x [1, C, 1, S] (fwd_ffn's input), fc [1, H, 1, S];
+//   out dx [1, C, 1, S] (through ln2; without the residual's dy), dfc [1, H, 1, S], dxnorm [1, C, 1, S]
+ir::Graph gpt2_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
+// qkv_bwd: in dq, dk, dv [1, C, 1, S], x [1, C, 1, S] (fwd_attn's input);
+//   out dx [1, C, 1, S] (through ln1; without the residual), dxnorm [1, C, 1, S]
+ir::Graph gpt2_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
 
 // ===== Classifier (classifier_kernels.cpp) ====================================================
 // in x [1, C, 1, S] (after the final norm); out logits [1, v_end − v_begin, 1, S] = rows

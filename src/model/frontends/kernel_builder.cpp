@@ -88,13 +88,45 @@ Value KernelBuilder::rmsnorm(Value x, const std::string& prefix, const Tensor& w
 Value KernelBuilder::rmsnorm_backward(Value x, Value dy, const std::string& prefix, const Tensor& w, float eps,
                                       const std::string& name) {
   // y_i = x_i·r·w_i with r = (Σ_j x_j²/C + eps)^−½, so ∂r/∂x_i = −r³·x_i/C and
-  // dx_i = g_i·r − x_i·r³·(Σ_j g_j x_j)/C with g = dy⊙w.
+  // dx_i = g_i·r − x_i·r³·(Σ_j g_j x_j)/C with g = dy⊙w; written with x̂ = x·r as
+  // dx = r·(g − x̂·mean(g⊙x̂)). The r³ form overflows fp16 when the activations are small — at the
+  // usual init (embeddings ~N(0, 0.02²)) mean(x²) ≈ 4e-4 gives r³ ≈ 1.2e5 > 65504 — x̂ stays ~1.
   Value ms = reduce(Op::ReduceMean, mul(x, x), {1}, prefix + "_ms");
   Value r = op(Op::Pow, {add(ms, scalar(eps, "eps")), scalar(-0.5, "neg_half")}, {}, prefix + "_rrms");
+  Value xhat = mul(x, r, prefix + "_xhat");                               // x̂ = x·r        [1, C, 1, S]
   Value gw = mul(dy, channel_vector(prefix + "_w", w), prefix + "_g");   // g = dy⊙w       [1, C, 1, S]
-  Value gx = reduce(Op::ReduceMean, mul(gw, x), {1}, prefix + "_gx");     // mean(g⊙x)      [1, 1, 1, S]
-  Value r3 = mul(mul(r, r), r);                                          // r³
-  return sub(mul(gw, r), mul(x, mul(r3, gx)), name);
+  Value gx = reduce(Op::ReduceMean, mul(gw, xhat), {1}, prefix + "_gx");  // mean(g⊙x̂)     [1, 1, 1, S]
+  return mul(sub(gw, mul(xhat, gx)), r, name);
+}
+
+Value KernelBuilder::layernorm_backward(Value x, Value dy, const std::string& prefix, const Tensor& w, float eps,
+                                        const std::string& name) {
+  // y = x̂⊙w + b with x̂ = (x − μ)·r: the mean and the variance both depend on every x_j, which
+  // gives the two correction terms (the gradient is orthogonal to 1 and to x̂).
+  Value mean = reduce(Op::ReduceMean, x, {1}, prefix + "_mean");
+  Value d = sub(x, mean, prefix + "_centred");                          // x − μ          [1, C, 1, S]
+  Value var = reduce(Op::ReduceMean, mul(d, d), {1}, prefix + "_var");
+  Value r = op(Op::Pow, {add(var, scalar(eps, "eps")), scalar(-0.5, "neg_half")}, {}, prefix + "_rstd");
+  Value xhat = mul(d, r, prefix + "_xhat");                              // x̂             [1, C, 1, S]
+  Value gw = mul(dy, channel_vector(prefix + "_w", w), prefix + "_g");   // g = dy⊙w
+  Value gmean = reduce(Op::ReduceMean, gw, {1}, prefix + "_gmean");      // mean(g)        [1, 1, 1, S]
+  Value gx = reduce(Op::ReduceMean, mul(gw, xhat), {1}, prefix + "_gx"); // mean(g⊙x̂)     [1, 1, 1, S]
+  return mul(sub(sub(gw, gmean), mul(xhat, gx)), r, name);
+}
+
+Value KernelBuilder::gelu_backward(Value h, Value dy, const std::string& name) {
+  // gelu(h) = ½h(1 + tanh u), u = s(h + a·h³), s = √(2/π), a = 0.044715:
+  //   gelu'(h) = ½(1 + tanh u) + ½h·(1 − tanh² u)·s(1 + 3a·h²)
+  const double s = 0.7978845608028654, a = 0.044715;
+  Value h2 = mul(h, h);
+  Value u = mul(add(h, mul(mul(h2, h), scalar(a, "gelu_a"))), scalar(s, "gelu_s"));
+  Value t = op(Op::Tanh, {u}, {}, name + "_tanh");
+  Value half = scalar(0.5, "half"), one = scalar(1.0, "one");
+  Value left = mul(half, add(one, t));
+  Value sech2 = sub(one, mul(t, t));
+  Value inner = mul(scalar(s, "gelu_s"), add(one, mul(h2, scalar(3 * a, "gelu_3a"))));
+  Value right = mul(mul(mul(half, h), sech2), inner);
+  return mul(dy, add(left, right), name);
 }
 
 // --- attention pieces --------------------------------------------------------------------------

@@ -63,6 +63,11 @@ class KernelBuilder {
   // Input gradient of y = rmsnorm(x)⊙w given dy: with r = (mean(x²) + eps)^−½ and g = dy⊙w,
   // dx = r·g − x · r³ · mean(g⊙x).
   Value rmsnorm_backward(Value x, Value dy, const std::string& prefix, const Tensor& w, float eps, const std::string& name);
+  // Input gradient of y = layernorm(x)⊙w + b given dy: with x̂ = (x − mean)·r, r = (var + eps)^−½
+  // and g = dy⊙w, dx = r·(g − mean(g) − x̂·mean(g⊙x̂)).
+  Value layernorm_backward(Value x, Value dy, const std::string& prefix, const Tensor& w, float eps, const std::string& name);
+  // The derivative of GELU in tanh form at h, times dy (see gpt2_train_kernels.cpp).
+  Value gelu_backward(Value h, Value dy, const std::string& name);
 
   // --- attention pieces ---
   // [1, N·HS, 1, S] ↔ heads [1, N, HS, S] (a reshape: channel n·HS + d is row d of head n).

@@ -73,7 +73,7 @@ ir::Graph stories_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions
 }
 
 ir::Graph stories_sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptions opt) {
-  check_kernel_args(w, layer, S, "stories_sdpa_bwd1", "llama");
+  check_kernel_args(w, layer, S, "stories_sdpa_bwd1", nullptr);  // either family (no RoPE here)
   const ModelConfig& c = w.config;
   const LayerWeights& l = w.layers[size_t(layer)];
   const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
@@ -99,7 +99,6 @@ ir::Graph stories_sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptio
 }
 
 ir::Graph stories_sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt) {
-  if (c.arch != Arch::Llama) throw_usage_error("kernel stories_sdpa_bwd2 is for llama models", "arch");
   if (S < 1) throw_usage_error(fmt::format("kernel stories_sdpa_bwd2: sequence length {} must be at least 1", S), "seq");
   const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
   KernelBuilder b("stories_sdpa_bwd2", opt.dtype);

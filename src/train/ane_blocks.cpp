@@ -1,0 +1,318 @@
+// The ANE block runner's shared machinery (ane_blocks.h): choosing the sequence buckets, compiling
+// the program set after the parameters are final, timed kernel calls, the layout between the
+// trainer's rows [T, C] and the programs' [1, C, 1, S], and the verified weight updates.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "base/error.h"
+#include "compiler/compile.h"
+#include "train/ane_blocks_impl.h"
+#include "train/guards.h"
+
+namespace orion::train {
+
+runtime::UpdateStrategy parse_update_strategy(const std::string& name) {
+  using S = runtime::UpdateStrategy;
+  for (S s : {S::Auto, S::DeltaReload, S::WeightsAsInputs, S::Recompile})
+    if (name == runtime::strategy_name(s)) return s;
+  throw_usage_error(fmt::format("unknown weight-update strategy '{}'", name), "--weight-update",
+                    "use auto, delta-reload, weights-as-inputs or recompile");
+}
+
+std::unique_ptr<AneBlocks> make_ane_blocks(const Params& params, Grads* grads, int B, int T, const AneTrainOptions& options) {
+  switch (params.config().arch) {
+    case Arch::Llama: return ane::make_llama_ane_blocks(params, grads, B, T, options);
+    case Arch::GPT2: return ane::make_gpt2_ane_blocks(params, grads, B, T, options);
+  }
+  throw_usage_error("no ANE training kernels for this architecture", "arch");
+}
+
+namespace ane {
+
+using runtime::UpdatableKernel;
+using runtime::UpdateStrategy;
+
+AneBlocksBase::AneBlocksBase(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, std::vector<KernelSpec> specs)
+    : p_(p), g_(g), B_(B), T_(T), view_(p.view()), opt_(o), specs_(std::move(specs)) {
+  ORION_CHECK(specs_.size() == size_t(kRoles), "a runner declares all {} kernel roles", int(kRoles));
+  runtime::DriverOptions d;
+  d.chip = &compiler::chip_profile(o.chip);
+  d.reload_takes_effect = o.reload_takes_effect;
+  driver_ = runtime::make_driver(o.driver, d);
+  budget_ = std::make_unique<runtime::CompileBudget>(o.compile_budget > 0 ? runtime::CompileBudget(o.compile_budget)
+                                                                          : runtime::CompileBudget::for_driver(*driver_));
+}
+
+int AneBlocksBase::programs() const {
+  return int(std::count_if(programs_.begin(), programs_.end(), [](const Program& p) { return p.k && p.k->kernel().loaded(); }));
+}
+
+void AneBlocksBase::note(const std::string& line) const {
+  if (!opt_.quiet) std::fprintf(stderr, "train: ane: %s\n", line.c_str());
+}
+
+// --- compiling ---------------------------------------------------------------------------------
+
+// The smallest S ≥ T at which every program of a group is legal: position-wise kernels are padded
+// by legalize-ane and pass at S = T; kernels whose positions mix (attention) need their narrowest
+// boundary tensor to reach the minimum buffer (C7) by themselves, so S grows by powers of two.
+void AneBlocksBase::choose_buckets() {
+  auto legal = [&](const KernelSpec& s, int S) {
+    ir::Graph g = s.build(view_, 0, S);
+    for (const compiler::Diagnostic& d : compiler::check_graph(g, driver_->chip()))
+      if (d.level == compiler::Diagnostic::Level::Error && d.rule == "C7") return false;
+    return true;  // other errors, if any, surface at the real compile
+  };
+  auto bucket = [&](bool attention) {
+    std::vector<int> candidates = {T_};
+    for (int S = 16; S <= 16384; S *= 2)
+      if (S > T_) candidates.push_back(S);
+    for (int S : candidates) {
+      bool ok = true;
+      for (const KernelSpec& s : specs_)
+        if (s.attention == attention) ok = ok && legal(s, S);
+      if (ok) return S;
+    }
+    throw Error(ErrorKind::Runtime,
+                fmt::format("no sequence bucket up to 16384 lets the {} kernels reach the {}-byte minimum buffer (C7)",
+                            attention ? "attention" : "feed-forward", driver_->chip().min_buffer_bytes),
+                {"", "backend", -1, "use --backend cpu for this model, or a wider model (dim) or longer --seq"});
+  };
+  Sa_ = bucket(true), Sf_ = bucket(false);
+}
+
+// On one throw-away program (layer 0's fwd_ffn): compile it, reload it with other weights (every
+// weight negated) and verify. Costs one compile, two when the reload is stale (the fallback).
+UpdateStrategy AneBlocksBase::probe_delta_reload() {
+  const KernelSpec& s = specs_[kFwdFfn];
+  ir::Graph g = s.build(view_, 0, Sf_);
+  UpdatableKernel k(*driver_, *budget_, g, UpdatableKernel::Mode::BakedWeights);
+  TensorMap negated;
+  for (const ir::Node& n : g.nodes())
+    if (n.op == ir::Op::Const && n.results[0].numel() > 1 && n.name.size() > 1 && n.name[0] == 'w') {
+      ir::Tensor32 t = ir::const_values(n);
+      for (float& x : t.data) x = -x;
+      negated[n.name] = std::move(t);
+    }
+  runtime::UpdateResult r = runtime::update_weights(k, negated, UpdateStrategy::DeltaReload);
+  const bool works = r.used == UpdateStrategy::DeltaReload && r.verified;
+  up_.probe = works ? fmt::format("delta reload verified (error {:.2g})", r.max_error)
+                    : fmt::format("delta reload stale ({}), weights as inputs instead", r.attempts.empty() ? "" : r.attempts[0]);
+  up_.stale_detected += r.stale_detected ? 1 : 0;
+  note("probe: " + up_.probe);
+  return works ? UpdateStrategy::DeltaReload : UpdateStrategy::WeightsAsInputs;
+}
+
+void AneBlocksBase::compile_all(UpdatableKernel::Mode mode) {
+  const int L = p_.config().n_layers;
+  programs_.clear();
+  index_.assign(size_t(kRoles) * L, -1);
+  const UpdateStrategy as = mode == UpdatableKernel::Mode::WeightsAsInputs ? UpdateStrategy::WeightsAsInputs
+                          : opt_.weight_update == UpdateStrategy::Auto   ? UpdateStrategy::DeltaReload
+                                                                         : opt_.weight_update;
+  programs_.reserve(size_t(kRoles) * L);
+  for (int r = 0; r < kRoles; r++) {
+    const KernelSpec& s = specs_[size_t(r)];
+    for (int l = 0; l < (s.weighted ? L : 1); l++) {
+      Program p;
+      p.spec = &s, p.layer = l, p.S = s.attention ? Sa_ : Sf_;
+      p.k = std::make_unique<UpdatableKernel>(*driver_, *budget_, s.build(view_, l, p.S),
+                                              s.weighted ? mode : UpdatableKernel::Mode::BakedWeights);
+      p.strategy = as;
+      programs_.push_back(std::move(p));
+      for (int ll = l; ll < (s.weighted ? l + 1 : L); ll++) index_[size_t(r) * L + ll] = int(programs_.size()) - 1;
+    }
+  }
+}
+
+void AneBlocksBase::ensure_compiled() {
+  if (compiled_) return;
+  Timer t;
+  choose_buckets();
+  UpdateStrategy s = opt_.weight_update;
+  if (s == UpdateStrategy::Auto) s = probe_delta_reload();
+  compile_all(s == UpdateStrategy::WeightsAsInputs ? UpdatableKernel::Mode::WeightsAsInputs : UpdatableKernel::Mode::BakedWeights);
+  compiled_ = true;
+  up_.strategy = strategies_in_use();
+  ph_.compile_s += t.seconds();
+  note(fmt::format("{} programs on {} ({}), buckets S={} (attention) / {} (feed-forward), weights by {}; {}", programs_.size(),
+                   driver_->name(), driver_->chip().name, Sa_, Sf_, up_.strategy, budget_->str()));
+}
+
+Program& AneBlocksBase::prog(KernelRole role, int layer) {
+  return programs_[size_t(index_[size_t(role) * p_.config().n_layers + layer])];
+}
+
+// --- running -------------------------------------------------------------------------------------
+
+TensorMap AneBlocksBase::run(KernelRole role, int layer, const TensorMap& inputs) {
+  Program& p = prog(role, layer);
+  Timer t;
+  runtime::AneKernel& k = p.k->kernel();
+  const double eval0 = k.timing().evaluate_s, ane0 = driver_->counters().predicted_ane_ms;
+  TensorMap out = p.k->run(inputs);
+  const double eval = k.timing().evaluate_s - eval0;
+  ph_.ane_eval_s += eval;
+  ph_.surface_copy_s += t.seconds() - eval;
+  ph_.predicted_ane_ms += driver_->counters().predicted_ane_ms - ane0;
+  ph_.evaluations++;
+  return out;
+}
+
+ir::Tensor32 AneBlocksBase::to_ane(const float* rows, int n, int C, int S) {
+  Timer t;
+  ir::Tensor32 x({1, C, 1, S});
+  for (int s = 0; s < n; s++)
+    for (int c = 0; c < C; c++) x.data[size_t(c) * S + s] = rows[size_t(s) * C + c];
+  clamp_fp16_range(x.data.data(), x.data.size());  // a residual past 65504 would become ±Inf
+  ph_.surface_copy_s += t.seconds();
+  return x;
+}
+
+void AneBlocksBase::from_ane(const ir::Tensor32& t, int n, float* rows, bool accumulate) {
+  Timer timer;
+  const int64_t C = t.shape[1], S = t.shape[3];
+  for (int s = 0; s < n; s++)
+    for (int64_t c = 0; c < C; c++) {
+      const float v = t.data[size_t(c * S + s)];
+      float& r = rows[size_t(s * C + c)];
+      r = accumulate ? r + v : v;
+    }
+  ph_.surface_copy_s += timer.seconds();
+}
+
+void AneBlocksBase::sanitize(float* v, size_t n) {
+  Timer t;
+  sanitized_ += sanitize_fp16(v, n);
+  ph_.cpu_other_s += t.seconds();
+}
+
+void AneBlocksBase::attention_forward(int l, const float* x, int T, ir::Tensor32& q, ir::Tensor32& k, ir::Tensor32& v,
+                                      float* att, float* xnorm, float* x1) {
+  const int C = p_.config().dim;
+  TensorMap fa = run(kFwdAttn, l, {{"x", to_ane(x, T, C, Sa_)}});
+  q = std::move(fa.at("q")), k = std::move(fa.at("k")), v = std::move(fa.at("v"));
+  from_ane(fa.at("att"), T, att);
+  from_ane(fa.at("xnorm"), T, xnorm);
+  std::copy_n(x, size_t(T) * C, x1);  // x1 = x + o
+  from_ane(fa.at("o"), T, x1, /*accumulate=*/true);
+}
+
+AneBlocksBase::AttentionGrads AneBlocksBase::attention_backward(int l, const float* dx1, const float* x, int T,
+                                                                const ir::Tensor32& q, const ir::Tensor32& k,
+                                                                const ir::Tensor32& v) {
+  const int C = p_.config().dim;
+  AttentionGrads g;
+  g.sdpa1 = run(kSdpaBwd1, l, {{"dy", to_ane(dx1, T, C, Sa_)}, {"q", q}, {"k", k}, {"v", v}});
+  g.sdpa2 = run(kSdpaBwd2, l, {{"probs", g.sdpa1.at("probs")}, {"dprobs", g.sdpa1.at("dprobs")}, {"q", q}, {"k", k}});
+  g.qkv = run(kQkvBwd, l, {{"dq", g.sdpa2.at("dq")}, {"dk", g.sdpa2.at("dk")}, {"dv", g.sdpa1.at("dv")}, {"x", to_ane(x, T, C, Sa_)}});
+  return g;
+}
+
+// --- weight updates ------------------------------------------------------------------------------
+
+void AneBlocksBase::update_program(Program& p) {
+  ir::Graph g = p.spec->build(view_, p.layer, p.S);
+  const bool verify = p.verify_next || (opt_.verify_every > 0 && p.updates % opt_.verify_every == 0);
+  if (!verify && p.strategy == UpdateStrategy::WeightsAsInputs && p.k->mode() == UpdatableKernel::Mode::WeightsAsInputs) {
+    p.k->stream_weights(g);  // the fast path: same program, new tensors streamed
+  } else {
+    runtime::Verification v;
+    v.enabled = verify;
+    const int compiles = budget_->used();
+    Timer t;
+    runtime::UpdateResult r = runtime::update_weights(*p.k, g, p.strategy, v);
+    if (budget_->used() > compiles) ph_.compile_s += t.seconds();
+    if (r.verified) up_.verified++, up_.max_error = std::max(up_.max_error, r.max_error);
+    if (r.stale_detected) up_.stale_detected++;
+    if (r.used != p.strategy) up_.fallbacks++, note(r.message);
+    p.strategy = r.used;
+    p.verify_next = false;
+  }
+  p.updates++;
+  up_.updates++;
+}
+
+// Recompiling every weighted program each step spends the budget quickly (C9). While a switch to
+// weights as inputs (one compile per program) still fits with a step to spare, it is made.
+void AneBlocksBase::switch_to_weights_as_inputs() {
+  int recompiling = 0;
+  for (const Program& p : programs_) recompiling += p.spec->weighted && p.strategy == UpdateStrategy::Recompile;
+  if (recompiling == 0 || budget_->remaining() >= 2 * recompiling) return;
+  note(fmt::format("{} left, fewer than two rounds of {} recompiles: switching to weights as inputs (compiled once)",
+                   budget_->str(), recompiling));
+  for (Program& p : programs_)
+    if (p.spec->weighted && p.strategy == UpdateStrategy::Recompile) p.strategy = UpdateStrategy::WeightsAsInputs, p.verify_next = true;
+  up_.budget_switches++;
+}
+
+void AneBlocksBase::weights_updated() {
+  if (backward_done_) ph_.optimizer_s += since_backward_.seconds(), backward_done_ = false;
+  ph_.steps++;
+  if (!compiled_) return;  // programs are built from the current parameters when first needed
+  Timer t;
+  switch_to_weights_as_inputs();
+  for (Program& p : programs_)
+    if (p.spec->weighted) update_program(p);
+  up_.strategy = strategies_in_use();
+  ph_.weight_update_s += t.seconds();
+}
+
+std::string AneBlocksBase::strategies_in_use() const {
+  std::vector<std::string> names;
+  for (const Program& p : programs_) {
+    if (!p.spec->weighted) continue;
+    std::string n = runtime::strategy_name(p.strategy);
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  return fmt::format("{}", fmt::join(names, "+"));
+}
+
+std::string AneBlocksBase::progress() {
+  const double steps = double(std::max<int64_t>(1, ph_.steps - shown_.steps));
+  auto ms = [&](double now, double before) { return 1000.0 * (now - before) / steps; };
+  std::string s = fmt::format(
+      "ane {:.0f} | copies {:.0f} | dW {:.0f} | cpu {:.0f} | adam {:.0f} | update {:.0f} ({}) | compile {:.0f} ms/step | "
+      "predicted ANE {:.1f} ms/step",
+      ms(ph_.ane_eval_s, shown_.ane_eval_s), ms(ph_.surface_copy_s, shown_.surface_copy_s), ms(ph_.cpu_dw_s, shown_.cpu_dw_s),
+      ms(ph_.cpu_other_s, shown_.cpu_other_s), ms(ph_.optimizer_s, shown_.optimizer_s),
+      ms(ph_.weight_update_s, shown_.weight_update_s), up_.strategy, ms(ph_.compile_s, shown_.compile_s),
+      (ph_.predicted_ane_ms - shown_.predicted_ane_ms) / steps);
+  shown_ = ph_;
+  return s;
+}
+
+// --- norm weight gradients -------------------------------------------------------------------------
+
+void rmsnorm_weight_grad(float* dw, const float* dxnorm, const float* x, int N, int C, float eps) {
+  for (int n = 0; n < N; n++) {
+    const float* xn = x + size_t(n) * C;
+    const float* d = dxnorm + size_t(n) * C;
+    double ss = 0;
+    for (int c = 0; c < C; c++) ss += double(xn[c]) * xn[c];
+    const float r = float(1.0 / std::sqrt(ss / C + eps));
+    for (int c = 0; c < C; c++) dw[c] += d[c] * xn[c] * r;
+  }
+}
+
+void layernorm_weight_grad(float* dw, float* db, const float* dxnorm, const float* x, int N, int C, float eps) {
+  for (int n = 0; n < N; n++) {
+    const float* xn = x + size_t(n) * C;
+    const float* d = dxnorm + size_t(n) * C;
+    double mean = 0, var = 0;
+    for (int c = 0; c < C; c++) mean += xn[c];
+    mean /= C;
+    for (int c = 0; c < C; c++) var += (xn[c] - mean) * (xn[c] - mean);
+    const double r = 1.0 / std::sqrt(var / C + eps);
+    for (int c = 0; c < C; c++) {
+      dw[c] += d[c] * float((xn[c] - mean) * r);
+      db[c] += d[c];
+    }
+  }
+}
+
+}  // namespace ane
+}  // namespace orion::train

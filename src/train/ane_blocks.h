@@ -1,0 +1,105 @@
+// Training through the ANE path: a BlockRunner whose transformer blocks run as compiled programs
+// on a runtime::Driver (anesim anywhere, the Apple `ane` driver on a Mac) — DESIGN.md §3, issue 6.
+//
+//   AneTrainOptions o;  o.driver = "anesim";                      // or "ane"
+//   model.set_blocks(make_ane_blocks(params, &grads, B, T, o));   // TrainModel (trainer_api.h)
+//   … the training loop does not change: forward, backward, AdamW, then model.weights_updated().
+//
+// Interface (what a caller — the Trainer, `orion bench train`, a LoRA trainer — relies on):
+//   * The runner reads the weights from `params` (zero-copy view) and adds every weight gradient
+//     into `grads` (backward_block: grads.layers[l] += ∂loss/∂W, as the CPU runners do).
+//   * Nothing is compiled before the first forward_block: a checkpoint loaded into `params` before
+//     that is what the programs are built from (stale programs gave NaN on resume in the original).
+//   * weights_updated() must follow every change of `params` (after each optimiser step); it
+//     refreshes the programs' weights through the runtime's strategies (weight_update.h), verified
+//     by probes, and returns only when the programs compute with the new weights.
+//   * progress() is a one-line summary of the per-phase times since its last call (the Trainer
+//     appends it to its progress lines); phases() / updates() give the figures.
+//
+// Who computes what, per layer and sequence (S = the sequence bucket, tokens in columns 0..T−1,
+// zeros after them — causal attention keeps the padding out of real columns):
+//   ANE  fwd_attn (norm, q k v, attention, Wo), fwd_ffn (norm, W1/W3 or W1+GELU, W2),
+//        ffn_bwd, sdpa_bwd1, sdpa_bwd2 (weight-free: one program for all layers), qkv_bwd — the
+//        input gradients; Stories kernels for Llama, gpt2_* kernels for GPT-2 (frontends.h).
+//   CPU  the residual adds, every weight and bias gradient dW = dYᵀ·X as multithreaded sgemm over
+//        all B·T rows (train/layers.h matmul_backward), the norm weights' gradients, fp16 range
+//        clamps of what goes into a program and sanitising of the gradients that come back.
+// TrainModel keeps the embedding, the final norm, the classifier and the loss on the CPU.
+//
+// Weight updates (DESIGN.md §6): with UpdateStrategy::Auto the runner first probes, on one
+// throw-away program, whether a delta reload takes effect on this driver; anesim by default (and,
+// by public reports, M3–M5 hardware) keeps the compiled weights, so the probe finds it stale and
+// every program is compiled once with its weights as inputs — the compile count then stays
+// constant for the whole run. Each program's first update, and every verify_every-th after it,
+// is verified against the CPU reference (ir::interpret of the rebuilt graph); a failing strategy
+// falls back (delta reload → weights as inputs → recompile) for that program, counted in updates().
+// Recompile (asked for explicitly) switches to weights as inputs before the compile budget (C9)
+// runs out, so a run never has to restart the process.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "runtime/compile_budget.h"
+#include "runtime/driver.h"
+#include "runtime/weight_update.h"
+#include "train/trainer_api.h"
+
+namespace orion::train {
+
+struct AneTrainOptions {
+  std::string driver = "anesim";  // runtime::make_driver name: "anesim" or "ane"
+  std::string chip = "m4";
+  runtime::UpdateStrategy weight_update = runtime::UpdateStrategy::Auto;
+  int verify_every = 100;          // verify each program's 1st update and every N-th after (0: only the 1st)
+  bool reload_takes_effect = false;  // anesim: model hardware on which a delta reload works
+  int compile_budget = 0;          // > 0: a smaller budget than the chip's (tests of C9)
+  bool quiet = false;              // no notes on stderr (strategy choice, budget switches)
+};
+
+// Seconds per phase, summed since the last reset.
+struct AnePhaseTimes {
+  double ane_eval_s = 0;       // driver.evaluate of the training programs
+  double surface_copy_s = 0;   // host layout [T, C] ⇄ [C, S], fp32 ⇄ fp16 surfaces, clamps
+  double cpu_dw_s = 0;         // weight and bias gradients (sgemm) and norm-weight gradients
+  double cpu_other_s = 0;      // residual adds, sanitising
+  double optimizer_s = 0;      // from the last backward block to weights_updated(): AdamW + grad norm
+  double weight_update_s = 0;  // weights_updated(): rebuilding graphs, streaming/reloading, probes
+  double compile_s = 0;        // compiles (first compile and fallbacks), host time
+  double predicted_ane_ms = 0; // the driver's timing model for the training evaluations (anesim)
+  int64_t evaluations = 0;
+  int64_t steps = 0;           // weights_updated() calls
+};
+
+struct WeightUpdateStats {
+  std::string strategy;     // the strategy in use now ("weights-as-inputs", ...; "a+b" when mixed)
+  std::string probe;        // what the start-up probe found ("" when none ran)
+  int64_t updates = 0;      // program updates done
+  int64_t verified = 0;     // of which verified by a probe
+  int64_t stale_detected = 0;  // verifications that found stale or wrong results (then fell back)
+  int64_t fallbacks = 0;    // updates that ended on another strategy than asked
+  int64_t budget_switches = 0;  // recompile → weights-as-inputs switches before the budget ran out
+  double max_error = 0;     // largest verified probe error
+};
+
+class AneBlocks : public BlockRunner {
+ public:
+  // Per-phase times since the last reset_phases(), and the weight-update record of the run.
+  virtual const AnePhaseTimes& phases() const = 0;
+  virtual void reset_phases() = 0;
+  virtual const WeightUpdateStats& updates() const = 0;
+  virtual runtime::Driver& driver() = 0;
+  virtual runtime::CompileBudget& budget() = 0;
+  virtual int programs() const = 0;          // programs resident (0 before the first forward)
+  virtual int attention_bucket() const = 0;  // S of the attention kernels (0 before compiling)
+  virtual int ffn_bucket() const = 0;        // S of the feed-forward kernels
+  virtual size_t sanitized() const = 0;      // gradient values repaired (NaN/Inf from fp16)
+};
+
+// The ANE runner for the parameters' architecture (Llama/Stories or GPT-2), for up to B×T tokens.
+// grads may be null (forward only). Makes its own driver and compile budget.
+std::unique_ptr<AneBlocks> make_ane_blocks(const Params& params, Grads* grads, int B, int T, const AneTrainOptions& options = {});
+
+// "auto", "delta-reload", "weights-as-inputs", "recompile" → the strategy (Usage error otherwise).
+runtime::UpdateStrategy parse_update_strategy(const std::string& name);
+
+}  // namespace orion::train

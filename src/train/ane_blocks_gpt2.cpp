@@ -1,0 +1,143 @@
+// A GPT-2 block trained through ANE programs (gpt2_train_kernels.cpp + the shared attention
+// backward), the CPU adding the residuals and computing every weight and bias gradient. The math
+// is gpt2_train.cpp's, split for one sequence of T tokens:
+//
+//   ANE fwd_attn(x)      → o = Wo·att + bo, q, k, v, att, xn1 = ln1(x)
+//   CPU x1 = x + o
+//   ANE fwd_ffn(x1)      → f = W2·gelu + b2, fc = W1·xn2 + b1, gelu = gelu(fc), xn2 = ln2(x1)
+//   CPU y = x1 + f
+// backward, from dy:
+//   ANE ffn_bwd(dy, x1, fc)              → dx_ffn (through ln2), dfc, dxn2
+//   CPU dx1 = dy + dx_ffn
+//   ANE sdpa_bwd1(dx1, q, k, v)          → dv, probs, dprobs
+//   ANE sdpa_bwd2(probs, dprobs, q, k)   → dq, dk
+//   ANE qkv_bwd(dq, dk, dv, x)           → dx_attn (through ln1), dxn1
+//   CPU dx = dx1 + dx_attn
+//   CPU over all B·T rows: dW2, db2 from dy and gelu;  dW1, db1 from dfc and xn2;  ln2 from dxn2, x1;
+//       dWo, dbo from dx1 and att;  dWq, dbq from dq;  dWk, dbk from dk;  dWv, dbv from dv (with xn1);
+//       ln1 from dxn1, x.   (A bias's gradient is the column sum of its output's gradient.)
+#include <algorithm>
+
+#include "model/frontends/frontends.h"
+#include "train/ane_blocks_impl.h"
+#include "train/layers.h"
+
+namespace orion::train::ane {
+namespace {
+
+std::vector<KernelSpec> gpt2_kernels() {
+  namespace fe = frontends;
+  return {
+      {"gpt2_fwd_attn", [](const ModelWeights& w, int l, int S) { return fe::gpt2_fwd_attn(w, l, S); }, true, true},
+      {"gpt2_fwd_ffn", [](const ModelWeights& w, int l, int S) { return fe::gpt2_fwd_ffn(w, l, S); }, false, true},
+      {"gpt2_ffn_bwd", [](const ModelWeights& w, int l, int S) { return fe::gpt2_ffn_bwd(w, l, S); }, false, true},
+      {"stories_sdpa_bwd1", [](const ModelWeights& w, int l, int S) { return fe::stories_sdpa_bwd1(w, l, S); }, true, true},
+      {"stories_sdpa_bwd2", [](const ModelWeights& w, int, int S) { return fe::stories_sdpa_bwd2(w.config, S); }, true, false},
+      {"gpt2_qkv_bwd", [](const ModelWeights& w, int l, int S) { return fe::gpt2_qkv_bwd(w, l, S); }, true, true},
+  };
+}
+
+// As LlamaSaved: program-layout tensors for the backward kernels, rows for the weight gradients.
+struct Gpt2Saved {
+  std::vector<ir::Tensor32> q, k, v, fc;        // [B] of [1, C|H, 1, S]
+  std::vector<float> att, xn1, x1, gelu, xn2;  // [N, C], [N, C], [N, C], [N, H], [N, C]
+};
+
+class Gpt2AneBlocks final : public AneBlocksBase {
+ public:
+  Gpt2AneBlocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o)
+      : AneBlocksBase(p, g, B, T, o, gpt2_kernels()) {
+    const ModelConfig& c = p.config();
+    const size_t N = size_t(B) * T, C = c.dim, H = c.hidden_dim;
+    saved_.resize(size_t(c.n_layers));
+    for (Gpt2Saved& a : saved_) {
+      a.q.resize(size_t(B)), a.k.resize(size_t(B)), a.v.resize(size_t(B)), a.fc.resize(size_t(B));
+      a.att.resize(N * C), a.xn1.resize(N * C), a.x1.resize(N * C), a.gelu.resize(N * H), a.xn2.resize(N * C);
+    }
+    if (g) {
+      dx1_.resize(N * C), dxn1_.resize(N * C), dxn2_.resize(N * C), dq_.resize(N * C), dk_.resize(N * C), dv_.resize(N * C);
+      dfc_.resize(N * H);
+    }
+  }
+
+  const char* name() const override { return "ane-gpt2"; }
+
+  void forward_block(int l, const float* x, float* y, int B, int T) override {
+    ensure_compiled();
+    const ModelConfig& c = p_.config();
+    const int C = c.dim, H = c.hidden_dim;
+    Gpt2Saved& a = saved_[size_t(l)];
+    for (int b = 0; b < B; b++) {
+      const size_t r = size_t(b) * T;
+      float* x1 = a.x1.data() + r * C;
+      attention_forward(l, x + r * C, T, a.q[size_t(b)], a.k[size_t(b)], a.v[size_t(b)], a.att.data() + r * C,
+                        a.xn1.data() + r * C, x1);
+
+      TensorMap ff = run(kFwdFfn, l, {{"x", to_ane(x1, T, C, Sf_)}});
+      a.fc[size_t(b)] = std::move(ff.at("fc"));
+      from_ane(ff.at("gelu"), T, a.gelu.data() + r * H);
+      from_ane(ff.at("xnorm"), T, a.xn2.data() + r * C);
+      float* yb = y + r * C;
+      std::copy_n(x1, size_t(T) * C, yb);  // y = x1 + W2·gelu + b2
+      from_ane(ff.at("y"), T, yb, /*accumulate=*/true);
+    }
+  }
+
+  void backward_block(int l, const float* x, const float* dy, float* dx, int B, int T) override {
+    ORION_CHECK(g_, "backward without gradient buffers");
+    const ModelConfig& c = p_.config();
+    const LayerParams& w = p_.layers[size_t(l)];
+    LayerParams& dw = g_->layers[size_t(l)];
+    Gpt2Saved& a = saved_[size_t(l)];
+    const int N = B * T, C = c.dim, H = c.hidden_dim;
+    for (int b = 0; b < B; b++) {
+      const size_t r = size_t(b) * T;
+      const float* dyb = dy + r * C;
+      TensorMap fb = run(kFfnBwd, l, {{"dy", to_ane(dyb, T, C, Sf_)}, {"x", to_ane(a.x1.data() + r * C, T, C, Sf_)},
+                                      {"fc", a.fc[size_t(b)]}});
+      float* dx1 = dx1_.data() + r * C;
+      std::copy_n(dyb, size_t(T) * C, dx1);  // dx1 = dy + dx_ffn
+      from_ane(fb.at("dx"), T, dx1, /*accumulate=*/true);
+      sanitize(dx1, size_t(T) * C);
+      from_ane(fb.at("dfc"), T, dfc_.data() + r * H);
+      from_ane(fb.at("dxnorm"), T, dxn2_.data() + r * C);
+
+      AttentionGrads ag = attention_backward(l, dx1, x + r * C, T, a.q[size_t(b)], a.k[size_t(b)], a.v[size_t(b)]);
+      float* dxb = dx + r * C;
+      std::copy_n(dx1, size_t(T) * C, dxb);  // dx = dx1 + dx_attn
+      from_ane(ag.qkv.at("dx"), T, dxb, /*accumulate=*/true);
+      from_ane(ag.sdpa2.at("dq"), T, dq_.data() + r * C);  // no RoPE: the gradients of Wq·xn1 + bq, ...
+      from_ane(ag.sdpa2.at("dk"), T, dk_.data() + r * C);
+      from_ane(ag.sdpa1.at("dv"), T, dv_.data() + r * C);
+      from_ane(ag.qkv.at("dxnorm"), T, dxn1_.data() + r * C);
+    }
+    sanitize(dx, size_t(N) * C), sanitize(dxn1_.data(), size_t(N) * C), sanitize(dxn2_.data(), size_t(N) * C);
+    sanitize(dfc_.data(), size_t(N) * H);
+    sanitize(dq_.data(), size_t(N) * C), sanitize(dk_.data(), size_t(N) * C), sanitize(dv_.data(), size_t(N) * C);
+
+    Timer t;  // weight and bias gradients over all N rows
+    matmul_backward((float*)nullptr, dw.w2, dw.b2, dy, a.gelu.data(), w.w2, N, H, C);
+    matmul_backward((float*)nullptr, dw.w1, dw.b1, dfc_.data(), a.xn2.data(), w.w1, N, C, H);
+    layernorm_weight_grad(dw.ffn_norm, dw.ffn_norm_b, dxn2_.data(), a.x1.data(), N, C, c.norm_eps);
+    matmul_backward((float*)nullptr, dw.wo, dw.bo, dx1_.data(), a.att.data(), w.wo, N, C, C);
+    matmul_backward((float*)nullptr, dw.wq, dw.bq, dq_.data(), a.xn1.data(), w.wq, N, C, C);
+    matmul_backward((float*)nullptr, dw.wk, dw.bk, dk_.data(), a.xn1.data(), w.wk, N, C, C);
+    matmul_backward((float*)nullptr, dw.wv, dw.bv, dv_.data(), a.xn1.data(), w.wv, N, C, C);
+    layernorm_weight_grad(dw.attn_norm, dw.attn_norm_b, dxn1_.data(), x, N, C, c.norm_eps);
+    ph_.cpu_dw_s += t.seconds();
+    if (l == 0) mark_backward_done();
+  }
+
+ private:
+  std::vector<Gpt2Saved> saved_;
+  std::vector<float> dx1_, dxn1_, dxn2_, dq_, dk_, dv_;  // [N, C]
+  std::vector<float> dfc_;                              // [N, H]
+};
+
+}  // namespace
+
+std::unique_ptr<AneBlocks> make_gpt2_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o) {
+  return std::make_unique<Gpt2AneBlocks>(p, g, B, T, o);
+}
+
+}  // namespace orion::train::ane

@@ -1,0 +1,122 @@
+// Internal to the ANE block runner (ane_blocks*.cpp): the program set, the timed kernel calls, the
+// layout helpers and the weight-update policy shared by the Llama and GPT-2 runners. The family
+// files (ane_blocks_llama.cpp, ane_blocks_gpt2.cpp) add only their forward and backward.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/timer.h"
+#include "ir/interpret.h"
+#include "runtime/weight_update.h"
+#include "train/ane_blocks.h"
+
+namespace orion::train::ane {
+
+using runtime::TensorMap;
+using GraphBuilder = std::function<ir::Graph(const ModelWeights& w, int layer, int S)>;
+
+// The six training kernels of a layer, in the order of a step (frontends.h).
+enum KernelRole { kFwdAttn, kFwdFfn, kFfnBwd, kSdpaBwd1, kSdpaBwd2, kQkvBwd, kRoles };
+
+struct KernelSpec {
+  std::string kernel;     // "stories_fwd_attn", ...
+  GraphBuilder build;
+  bool attention = false; // runs at the attention bucket (positions mix) rather than the FFN bucket
+  bool weighted = true;   // false: one program for every layer, never updated (sdpa_bwd2)
+};
+
+// One compiled program and its update record.
+struct Program {
+  const KernelSpec* spec = nullptr;
+  int layer = 0, S = 0;
+  std::unique_ptr<runtime::UpdatableKernel> k;
+  runtime::UpdateStrategy strategy = runtime::UpdateStrategy::Recompile;  // what its last update used
+  int64_t updates = 0;
+  bool verify_next = true;  // the first update in a mode is always verified
+};
+
+class AneBlocksBase : public AneBlocks {
+ public:
+  AneBlocksBase(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, std::vector<KernelSpec> specs);
+
+  void weights_updated() override;
+  std::string progress() override;
+  const AnePhaseTimes& phases() const override { return ph_; }
+  void reset_phases() override { ph_ = {}, shown_ = {}; }
+  const WeightUpdateStats& updates() const override { return up_; }
+  runtime::Driver& driver() override { return *driver_; }
+  runtime::CompileBudget& budget() override { return *budget_; }
+  int programs() const override;
+  int attention_bucket() const override { return Sa_; }
+  int ffn_bucket() const override { return Sf_; }
+  size_t sanitized() const override { return sanitized_; }
+
+ protected:
+  // Compiles the program set on first use (after any checkpoint was loaded into the parameters).
+  void ensure_compiled();
+  Program& prog(KernelRole role, int layer);
+  // Runs a program, timing the evaluation apart from the surface copies around it.
+  TensorMap run(KernelRole role, int layer, const TensorMap& inputs);
+  // Rows [n, C] → [1, C, 1, S] with zeros in columns n..S−1, clamped to the fp16 range.
+  ir::Tensor32 to_ane(const float* rows, int n, int C, int S);
+  // Columns 0..n−1 of [1, C, 1, S] → rows [n, C] (assigned, or added when accumulate).
+  void from_ane(const ir::Tensor32& t, int n, float* rows, bool accumulate = false);
+  // The attention halves both families share, for one sequence of T rows:
+  //   forward:  fwd_attn(x) → q, k, v kept in the programs' layout, att and xnorm as rows [T, ·],
+  //             and the residual x1 = x + o written to x1 [T, C];
+  //   backward: sdpa_bwd1(dx1, q, k, v) → sdpa_bwd2 → qkv_bwd(dq, dk, dv, x): the three programs'
+  //             outputs (dv from the first, dq, dk after RoPE from the second, dx, dxnorm, ... from qkv_bwd).
+  void attention_forward(int l, const float* x, int T, ir::Tensor32& q, ir::Tensor32& k, ir::Tensor32& v, float* att,
+                         float* xnorm, float* x1);
+  struct AttentionGrads {
+    TensorMap sdpa1, sdpa2, qkv;
+  };
+  AttentionGrads attention_backward(int l, const float* dx1, const float* x, int T, const ir::Tensor32& q,
+                                    const ir::Tensor32& k, const ir::Tensor32& v);
+  // NaN → 0, ±Inf → ±65504 in gradients read back from fp16 programs (counted).
+  void sanitize(float* v, size_t n);
+  void mark_backward_done() { since_backward_.reset(), backward_done_ = true; }
+
+  const Params& p_;
+  Grads* g_;
+  const int B_, T_;
+  ModelWeights view_;  // the parameters as fp32 ModelWeights (zero-copy): what graphs are built from
+  int Sa_ = 0, Sf_ = 0;
+  AnePhaseTimes ph_;
+
+ private:
+  void choose_buckets();
+  runtime::UpdateStrategy probe_delta_reload();  // Auto: does a delta reload take effect here?
+  void compile_all(runtime::UpdatableKernel::Mode mode);
+  void update_program(Program& p);
+  void switch_to_weights_as_inputs();            // before the compile budget runs out (C9)
+  void note(const std::string& line) const;
+  std::string strategies_in_use() const;
+
+  AneTrainOptions opt_;
+  std::unique_ptr<runtime::Driver> driver_;
+  std::unique_ptr<runtime::CompileBudget> budget_;
+  std::vector<KernelSpec> specs_;
+  std::vector<Program> programs_;  // weighted: [role][layer]; weight-free: one per role
+  std::vector<int> index_;         // role·L + layer → programs_ index
+  bool compiled_ = false;
+  WeightUpdateStats up_;
+  AnePhaseTimes shown_;            // ph_ at the last progress() line
+  size_t sanitized_ = 0;
+  bool backward_done_ = false;
+  Timer since_backward_;           // from the last backward block to weights_updated(): the optimiser
+};
+
+// Weight gradients of the norms from the CPU's fp32 statistics of the norm's input x [N, C] and the
+// gradient of the norm's output dxnorm [N, C] (from the ANE):
+//   RMSNorm:   dw[c] += Σ_n dxnorm[n, c]·x[n, c]·r[n],          r = (mean(x²) + eps)^−½
+//   LayerNorm: dw[c] += Σ_n dxnorm[n, c]·x̂[n, c], db[c] += Σ_n dxnorm[n, c],  x̂ = (x − mean)·r
+void rmsnorm_weight_grad(float* dw, const float* dxnorm, const float* x, int N, int C, float eps);
+void layernorm_weight_grad(float* dw, float* db, const float* dxnorm, const float* x, int N, int C, float eps);
+
+std::unique_ptr<AneBlocks> make_llama_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o);
+std::unique_ptr<AneBlocks> make_gpt2_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o);
+
+}  // namespace orion::train::ane

@@ -1,0 +1,149 @@
+// A Llama ("stories") block trained through ANE programs: the Stories training kernels
+// (stories_train_kernels.cpp) compute the forward and the input gradients, the CPU adds the
+// residuals and computes every weight gradient. The math is llama_train.cpp's, split as follows
+// for one sequence of T tokens (x [T, C] rows on the CPU, [1, C, 1, S] on the ANE):
+//
+//   ANE fwd_attn(x)      → o = Wo·att, q, k (after RoPE), v, att, xn1 = rmsnorm(x)⊙attn_norm
+//   CPU x1 = x + o
+//   ANE fwd_ffn(x1)      → f = W2·gate, h1, h3, gate = silu(h1)⊙h3, xn2
+//   CPU y = x1 + f
+// backward, from dy = ∂loss/∂y:
+//   ANE ffn_bwd(dy, x1, h1, h3)          → dx_ffn (through the norm), dh1, dh3, dxn2
+//   CPU dx1 = dy + dx_ffn                  (the residual passes dy straight to x1)
+//   ANE sdpa_bwd1(dx1, q, k, v)          → dv, probs, dprobs   (dx1 is the gradient of o)
+//   ANE sdpa_bwd2(probs, dprobs, q, k)   → dq, dk              (after RoPE)
+//   ANE qkv_bwd(dq, dk, dv, x)           → dx_attn, dxn1, dq_lin, dk_lin (before RoPE)
+//   CPU dx = dx1 + dx_attn
+//   CPU, over all B·T rows at once (sgemm, accumulating into grads.layers[l]):
+//       dW2 += dyᵀ·gate   dW1 += dh1ᵀ·xn2   dW3 += dh3ᵀ·xn2   dffn_norm from dxn2, x1
+//       dWo += dx1ᵀ·att   dWq += dq_linᵀ·xn1   dWk += dk_linᵀ·xn1   dWv += dvᵀ·xn1   dattn_norm from dxn1, x
+#include <algorithm>
+
+#include "model/frontends/frontends.h"
+#include "train/ane_blocks_impl.h"
+#include "train/layers.h"
+
+namespace orion::train::ane {
+namespace {
+
+std::vector<KernelSpec> llama_kernels() {
+  namespace fe = frontends;
+  return {
+      {"stories_fwd_attn", [](const ModelWeights& w, int l, int S) { return fe::stories_fwd_attn(w, l, S); }, true, true},
+      {"stories_fwd_ffn", [](const ModelWeights& w, int l, int S) { return fe::stories_fwd_ffn(w, l, S); }, false, true},
+      {"stories_ffn_bwd", [](const ModelWeights& w, int l, int S) { return fe::stories_ffn_bwd(w, l, S); }, false, true},
+      {"stories_sdpa_bwd1", [](const ModelWeights& w, int l, int S) { return fe::stories_sdpa_bwd1(w, l, S); }, true, true},
+      {"stories_sdpa_bwd2", [](const ModelWeights& w, int, int S) { return fe::stories_sdpa_bwd2(w.config, S); }, true, false},
+      {"stories_qkv_bwd", [](const ModelWeights& w, int l, int S) { return fe::stories_qkv_bwd(w, l, S); }, true, true},
+  };
+}
+
+// What one layer keeps from its forward: kernel outputs that feed a backward kernel stay in the
+// programs' layout (one tensor per sequence); those that feed a weight gradient become rows.
+struct LlamaSaved {
+  std::vector<ir::Tensor32> q, k, v, h1, h3;  // [B] of [1, Q|KV|H, 1, S]
+  std::vector<float> att, xn1, x1, gate, xn2;  // [N, Q], [N, C], [N, C], [N, H], [N, C]
+};
+
+class LlamaAneBlocks final : public AneBlocksBase {
+ public:
+  LlamaAneBlocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o)
+      : AneBlocksBase(p, g, B, T, o, llama_kernels()) {
+    const ModelConfig& c = p.config();
+    const size_t N = size_t(B) * T, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
+    saved_.resize(size_t(c.n_layers));
+    for (LlamaSaved& a : saved_) {
+      a.q.resize(size_t(B)), a.k.resize(size_t(B)), a.v.resize(size_t(B)), a.h1.resize(size_t(B)), a.h3.resize(size_t(B));
+      a.att.resize(N * Q), a.xn1.resize(N * C), a.x1.resize(N * C), a.gate.resize(N * H), a.xn2.resize(N * C);
+    }
+    if (g) {
+      dx1_.resize(N * C), dxn1_.resize(N * C), dxn2_.resize(N * C), dq_.resize(N * Q), dk_.resize(N * KV), dv_.resize(N * KV);
+      dh1_.resize(N * H), dh3_.resize(N * H);
+    }
+  }
+
+  const char* name() const override { return "ane-llama"; }
+
+  void forward_block(int l, const float* x, float* y, int B, int T) override {
+    ensure_compiled();
+    const ModelConfig& c = p_.config();
+    const int C = c.dim, Q = c.n_heads * c.head_dim(), H = c.hidden_dim;
+    LlamaSaved& a = saved_[size_t(l)];
+    for (int b = 0; b < B; b++) {
+      const size_t r = size_t(b) * T;  // first row of sequence b
+      float* x1 = a.x1.data() + r * C;
+      attention_forward(l, x + r * C, T, a.q[size_t(b)], a.k[size_t(b)], a.v[size_t(b)], a.att.data() + r * Q,
+                        a.xn1.data() + r * C, x1);
+
+      TensorMap ff = run(kFwdFfn, l, {{"x", to_ane(x1, T, C, Sf_)}});
+      a.h1[size_t(b)] = std::move(ff.at("h1")), a.h3[size_t(b)] = std::move(ff.at("h3"));
+      from_ane(ff.at("gate"), T, a.gate.data() + r * H);
+      from_ane(ff.at("xnorm"), T, a.xn2.data() + r * C);
+      float* yb = y + r * C;
+      std::copy_n(x1, size_t(T) * C, yb);  // y = x1 + W2·gate
+      from_ane(ff.at("y"), T, yb, /*accumulate=*/true);
+    }
+  }
+
+  void backward_block(int l, const float* x, const float* dy, float* dx, int B, int T) override {
+    ORION_CHECK(g_, "backward without gradient buffers");
+    const ModelConfig& c = p_.config();
+    const LayerParams& w = p_.layers[size_t(l)];
+    LayerParams& dw = g_->layers[size_t(l)];
+    LlamaSaved& a = saved_[size_t(l)];
+    const int N = B * T, C = c.dim, Q = c.n_heads * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
+    for (int b = 0; b < B; b++) {
+      const size_t r = size_t(b) * T;
+      const float* dyb = dy + r * C;
+      TensorMap fb = run(kFfnBwd, l, {{"dy", to_ane(dyb, T, C, Sf_)}, {"x", to_ane(a.x1.data() + r * C, T, C, Sf_)},
+                                      {"h1", a.h1[size_t(b)]}, {"h3", a.h3[size_t(b)]}});
+      float* dx1 = dx1_.data() + r * C;
+      std::copy_n(dyb, size_t(T) * C, dx1);  // dx1 = dy + dx_ffn
+      from_ane(fb.at("dx"), T, dx1, /*accumulate=*/true);
+      sanitize(dx1, size_t(T) * C);  // fp16 overflow reads back as ±Inf/NaN: repaired and counted
+      from_ane(fb.at("dh1"), T, dh1_.data() + r * H);
+      from_ane(fb.at("dh3"), T, dh3_.data() + r * H);
+      from_ane(fb.at("dxnorm"), T, dxn2_.data() + r * C);
+
+      AttentionGrads ag = attention_backward(l, dx1, x + r * C, T, a.q[size_t(b)], a.k[size_t(b)], a.v[size_t(b)]);
+      float* dxb = dx + r * C;
+      std::copy_n(dx1, size_t(T) * C, dxb);  // dx = dx1 + dx_attn
+      from_ane(ag.qkv.at("dx"), T, dxb, /*accumulate=*/true);
+      from_ane(ag.sdpa1.at("dv"), T, dv_.data() + r * KV);
+      from_ane(ag.qkv.at("dq_lin"), T, dq_.data() + r * Q);  // before RoPE: what Wq produced
+      from_ane(ag.qkv.at("dk_lin"), T, dk_.data() + r * KV);
+      from_ane(ag.qkv.at("dxnorm"), T, dxn1_.data() + r * C);
+    }
+    // The other gradients read back from fp16 programs, likewise.
+    sanitize(dx, size_t(N) * C), sanitize(dxn1_.data(), size_t(N) * C), sanitize(dxn2_.data(), size_t(N) * C);
+    sanitize(dh1_.data(), size_t(N) * H), sanitize(dh3_.data(), size_t(N) * H);
+    sanitize(dq_.data(), size_t(N) * Q), sanitize(dk_.data(), size_t(N) * KV), sanitize(dv_.data(), size_t(N) * KV);
+
+    Timer t;  // the weight gradients: dW = dYᵀ·X over all N rows
+    matmul_backward((float*)nullptr, dw.w2, (float*)nullptr, dy, a.gate.data(), w.w2, N, H, C);
+    matmul_backward((float*)nullptr, dw.w1, (float*)nullptr, dh1_.data(), a.xn2.data(), w.w1, N, C, H);
+    matmul_backward((float*)nullptr, dw.w3, (float*)nullptr, dh3_.data(), a.xn2.data(), w.w3, N, C, H);
+    rmsnorm_weight_grad(dw.ffn_norm, dxn2_.data(), a.x1.data(), N, C, c.norm_eps);
+    matmul_backward((float*)nullptr, dw.wo, (float*)nullptr, dx1_.data(), a.att.data(), w.wo, N, Q, C);
+    matmul_backward((float*)nullptr, dw.wq, (float*)nullptr, dq_.data(), a.xn1.data(), w.wq, N, C, Q);
+    matmul_backward((float*)nullptr, dw.wk, (float*)nullptr, dk_.data(), a.xn1.data(), w.wk, N, C, KV);
+    matmul_backward((float*)nullptr, dw.wv, (float*)nullptr, dv_.data(), a.xn1.data(), w.wv, N, C, KV);
+    rmsnorm_weight_grad(dw.attn_norm, dxn1_.data(), x, N, C, c.norm_eps);
+    ph_.cpu_dw_s += t.seconds();
+    if (l == 0) mark_backward_done();
+  }
+
+ private:
+  std::vector<LlamaSaved> saved_;
+  std::vector<float> dx1_, dxn1_, dxn2_;  // [N, C]
+  std::vector<float> dq_, dk_, dv_;       // [N, Q], [N, KV], [N, KV]
+  std::vector<float> dh1_, dh3_;          // [N, H]
+};
+
+}  // namespace
+
+std::unique_ptr<AneBlocks> make_llama_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o) {
+  return std::make_unique<LlamaAneBlocks>(p, g, B, T, o);
+}
+
+}  // namespace orion::train::ane

@@ -1,0 +1,202 @@
+// Training through the ANE path on anesim (train/ane_blocks.h, issue 6): the same steps as the CPU
+// trainer, with the blocks' forward and input gradients run as compiled programs in fp16, must
+// give the CPU's losses within fp16 tolerance; weight updates must be verified — a stale delta
+// reload (anesim's default, like M3–M5 hardware) detected and recovered from — and must respect
+// the compile budget; weights as inputs must keep the compile count constant.
+//
+// Models are tiny but wide enough that the attention buffers reach the 49,152-byte minimum (C7)
+// at a short sequence: k, v [1, C, 1, S] need C·S ≥ 24,576, so C = 192 runs at S = 128.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+#include "train/ane_blocks.h"
+#include "train/trainer_api.h"
+
+using namespace orion;
+using namespace orion::train;
+using runtime::UpdateStrategy;
+
+namespace {
+
+constexpr int kB = 1, kT = 128;
+
+ModelConfig tiny(Arch arch) {
+  ModelConfig c;
+  c.arch = arch;
+  c.dim = 192, c.hidden_dim = arch == Arch::GPT2 ? 384 : 256, c.n_layers = 2, c.n_heads = 6, c.n_kv_heads = 6;
+  c.vocab_size = 128, c.padded_vocab = 128, c.seq_len = kT;
+  c.validate("test");
+  return c;
+}
+
+// A learnable batch: a repeating pattern with some noise, each target the next token.
+struct Batch {
+  std::vector<int> tokens, targets;
+};
+Batch make_batch(const ModelConfig& c) {
+  std::mt19937_64 rng(11);
+  std::vector<int> stream(size_t(kB) * kT + 1);
+  for (size_t i = 0; i < stream.size(); i++) stream[i] = rng() % 5 == 0 ? int(rng() % uint64_t(c.vocab_size)) : int(i * 7 % 23);
+  return {{stream.begin(), stream.end() - 1}, {stream.begin() + 1, stream.end()}};
+}
+
+struct TrainRun {
+  std::vector<float> losses;
+  std::vector<float> first_grads;  // after the first backward
+  WeightUpdateStats updates;
+  std::vector<int> compiles;       // driver compiles after each step
+  int budget_used = 0, budget_limit = 0;
+  AnePhaseTimes phases;
+};
+
+// `steps` AdamW steps on one batch; backend nullptr: the CPU runner.
+TrainRun run_training(const ModelConfig& c, int steps, const AneTrainOptions* ane) {
+  Params p(c);
+  init_params(p, 3);
+  Grads g(c);
+  TrainModel model(p, &g, kB, kT);
+  AneBlocks* blocks = nullptr;
+  if (ane) {
+    auto b = make_ane_blocks(p, &g, kB, kT, *ane);
+    blocks = b.get();
+    EXPECT_EQ(blocks->programs(), 0) << "nothing is compiled before the first forward";
+    model.set_blocks(std::move(b));
+  }
+  AdamW opt(p, {.weight_decay = 0.0f, .clip_norm = 1.0f});
+  Batch batch = make_batch(c);
+  TrainRun r;
+  for (int s = 0; s < steps; s++) {
+    model.zero_grad();
+    r.losses.push_back(model.forward(batch.tokens.data(), batch.targets.data()));
+    model.backward();
+    if (s == 0) r.first_grads.assign(g.data(), g.data() + g.size());
+    opt.step(p, g, 3e-3f);
+    model.weights_updated();
+    if (blocks) r.compiles.push_back(blocks->driver().counters().compiles);
+  }
+  if (blocks) {
+    r.updates = blocks->updates();
+    r.budget_used = blocks->budget().used(), r.budget_limit = blocks->budget().limit();
+    r.phases = blocks->phases();
+    EXPECT_EQ(blocks->sanitized(), 0u) << "no fp16 overflow expected in a tiny model";
+  }
+  return r;
+}
+
+AneTrainOptions quiet_options() {
+  AneTrainOptions o;
+  o.quiet = true;
+  return o;
+}
+
+// ‖a − b‖ / max(‖b‖, floor): the floor keeps gradients that are zero in exact arithmetic (GPT-2's
+// key bias: softmax ignores a constant added to a row of scores) from dividing noise by noise.
+double rel_diff(const std::vector<float>& a, const std::vector<float>& b, double floor = 1e-30) {
+  double d = 0, n = 0;
+  for (size_t i = 0; i < a.size(); i++) d += double(a[i] - b[i]) * (a[i] - b[i]), n += double(b[i]) * b[i];
+  return std::sqrt(d) / std::max(std::sqrt(n), floor);
+}
+
+// Losses side by side, and the checks of "the same training within fp16 tolerance".
+void expect_same_training(const ModelConfig& c, const TrainRun& cpu, const TrainRun& ane, const char* what) {
+  std::printf("  %s  step: cpu / anesim\n", what);
+  for (size_t s = 0; s < cpu.losses.size(); s++) std::printf("    %2zu: %.5f / %.5f\n", s + 1, cpu.losses[s], ane.losses[s]);
+  ASSERT_EQ(cpu.losses.size(), ane.losses.size());
+  for (size_t s = 0; s < cpu.losses.size(); s++)
+    EXPECT_NEAR(ane.losses[s], cpu.losses[s], 2e-2 * std::max(1.0f, cpu.losses[s])) << what << " step " << s + 1;
+  // The first step's gradients, tensor by tensor (a wrong dW of any one shows here).
+  const double floor = 1e-3 * std::sqrt(std::inner_product(cpu.first_grads.begin(), cpu.first_grads.end(), cpu.first_grads.begin(), 0.0));
+  for (const ParamInfo& t : Params(c).tensors()) {
+    auto slice = [&](const std::vector<float>& g) {
+      return std::vector<float>(g.begin() + long(t.offset), g.begin() + long(t.offset + t.numel));
+    };
+    EXPECT_LT(rel_diff(slice(ane.first_grads), slice(cpu.first_grads), floor), 2e-2) << what << ": gradient of " << t.name;
+  }
+  EXPECT_LT(cpu.losses.back(), cpu.losses.front() - 0.5f) << "the run must learn something to compare";
+}
+
+}  // namespace
+
+TEST(AnesimTrain, StoriesMatchesCpuFor20Steps) {
+  const ModelConfig c = tiny(Arch::Llama);
+  AneTrainOptions o = quiet_options();
+  TrainRun cpu = run_training(c, 20, nullptr), ane = run_training(c, 20, &o);
+  expect_same_training(c, cpu, ane, "stories (llama C=192 L=2)");
+  EXPECT_NE(ane.updates.probe.find("stale"), std::string::npos) << ane.updates.probe;
+  EXPECT_EQ(ane.updates.strategy, "weights-as-inputs");
+  EXPECT_GT(ane.phases.predicted_ane_ms, 0.0);
+  EXPECT_EQ(ane.phases.steps, 20);
+}
+
+TEST(AnesimTrain, Gpt2MatchesCpuFor20Steps) {
+  const ModelConfig c = tiny(Arch::GPT2);
+  AneTrainOptions o = quiet_options();
+  TrainRun cpu = run_training(c, 20, nullptr), ane = run_training(c, 20, &o);
+  expect_same_training(c, cpu, ane, "gpt2 (C=192 L=2)");
+}
+
+// Delta reload asked for explicitly on anesim's default (hardware-like) driver: every program's
+// first update is verified, found stale, and falls back to weights as inputs — and training still
+// follows the CPU's.
+TEST(AnesimTrain, StaleDeltaReloadIsDetectedAndRecovered) {
+  const ModelConfig c = tiny(Arch::Llama);
+  AneTrainOptions o = quiet_options();
+  o.weight_update = UpdateStrategy::DeltaReload;
+  TrainRun cpu = run_training(c, 4, nullptr), ane = run_training(c, 4, &o);
+  const int weighted = 5 * c.n_layers;  // fwd_attn, fwd_ffn, ffn_bwd, sdpa_bwd1, qkv_bwd per layer
+  EXPECT_EQ(ane.updates.stale_detected, weighted) << "each program's delta reload was stale";
+  EXPECT_EQ(ane.updates.fallbacks, weighted);
+  EXPECT_EQ(ane.updates.strategy, "weights-as-inputs") << "recovered by streaming the weights";
+  EXPECT_GE(ane.updates.verified, weighted);
+  for (size_t s = 0; s < cpu.losses.size(); s++) EXPECT_NEAR(ane.losses[s], cpu.losses[s], 2e-2) << "step " << s + 1;
+  // After the fallback's one compile per program, no more compiles.
+  EXPECT_EQ(ane.compiles[1], ane.compiles.back());
+}
+
+// On hardware where a reload takes effect, the probe accepts it and it is used throughout.
+TEST(AnesimTrain, DeltaReloadIsUsedWhereItWorks) {
+  const ModelConfig c = tiny(Arch::Llama);
+  AneTrainOptions o = quiet_options();
+  o.reload_takes_effect = true;
+  TrainRun cpu = run_training(c, 3, nullptr), ane = run_training(c, 3, &o);
+  EXPECT_NE(ane.updates.probe.find("verified"), std::string::npos) << ane.updates.probe;
+  EXPECT_EQ(ane.updates.strategy, "delta-reload");
+  EXPECT_EQ(ane.updates.stale_detected, 0);
+  EXPECT_EQ(ane.compiles.front(), ane.compiles.back()) << "a delta reload compiles nothing";
+  for (size_t s = 0; s < cpu.losses.size(); s++) EXPECT_NEAR(ane.losses[s], cpu.losses[s], 2e-2) << "step " << s + 1;
+}
+
+TEST(AnesimTrain, WeightsAsInputsKeepTheCompileCountConstant) {
+  const ModelConfig c = tiny(Arch::GPT2);
+  AneTrainOptions o = quiet_options();
+  o.weight_update = UpdateStrategy::WeightsAsInputs;
+  o.verify_every = 3;  // periodic verification costs probes, never compiles
+  TrainRun ane = run_training(c, 8, &o);
+  const int programs = 5 * c.n_layers + 1;  // + the weight-free sdpa_bwd2 shared by the layers
+  for (int n : ane.compiles) EXPECT_EQ(n, programs) << "one compile per program for the whole run";
+  EXPECT_EQ(ane.budget_used, programs);
+  EXPECT_EQ(ane.updates.stale_detected, 0);
+  EXPECT_EQ(ane.updates.updates, 8 * 5 * c.n_layers);
+  EXPECT_GE(ane.updates.verified, 3 * 5 * c.n_layers) << "updates 1, 4 and 7 of each program are verified";
+}
+
+// Recompiling every step would exhaust the compile budget (C9); the runner switches to weights as
+// inputs while that still fits, so the run continues in the same process.
+TEST(AnesimTrain, RecompileSwitchesBeforeTheBudgetRunsOut) {
+  const ModelConfig c = tiny(Arch::Llama);
+  AneTrainOptions o = quiet_options();
+  o.weight_update = UpdateStrategy::Recompile;
+  o.compile_budget = 35;  // 11 programs + one round of 10 recompiles + the switch (10) = 31
+  TrainRun cpu = run_training(c, 5, nullptr), ane = run_training(c, 5, &o);
+  EXPECT_EQ(ane.updates.budget_switches, 1);
+  EXPECT_EQ(ane.updates.strategy, "weights-as-inputs");
+  EXPECT_LE(ane.budget_used, 35);
+  EXPECT_EQ(ane.compiles[0], 21) << "first update: every weighted program recompiled";
+  EXPECT_EQ(ane.compiles[1], 31) << "second update: switched (one compile each)";
+  EXPECT_EQ(ane.compiles.back(), 31);
+  for (size_t s = 0; s < cpu.losses.size(); s++) EXPECT_NEAR(ane.losses[s], cpu.losses[s], 2e-2) << "step " << s + 1;
+}
