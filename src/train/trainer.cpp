@@ -154,6 +154,7 @@ void Trainer::log_step(const StepStats& s, float val) {
   line += fmt::format(" | lr {:.2e} | gnorm {:.2f} | {} tok/s | {:.0f} ms/step | ETA {}", s.lr, s.grad_norm, format_rate(tok_s),
                       ms, data::format_duration(eta));
   std::fprintf(stderr, "%s\n", line.c_str());
+  if (std::string phases = model_->blocks().progress(); !phases.empty()) std::fprintf(stderr, "  %s\n", phases.c_str());
 }
 
 void Trainer::append_metrics(const StepStats& s, float val) {

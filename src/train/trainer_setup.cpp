@@ -186,6 +186,11 @@ void Trainer::setup_model(const Checkpoint* resumed) {
                       fmt::format("use --seq {} or less", c.seq_len));
   grads_ = std::make_unique<Grads>(c);
   model_ = std::make_unique<TrainModel>(*params_, grads_.get(), opt_.batch, opt_.seq);
+  if (opt_.backend != "cpu") {  // compiled at the first forward, from the (resumed) parameters
+    AneTrainOptions a = opt_.ane;
+    a.driver = opt_.backend, a.quiet = a.quiet || !opt_.progress;
+    model_->set_blocks(make_ane_blocks(*params_, grads_.get(), opt_.batch, opt_.seq, a));
+  }
   AdamWConfig ac;
   ac.beta1 = opt_.beta1, ac.beta2 = opt_.beta2, ac.eps = opt_.eps;
   ac.weight_decay = opt_.weight_decay, ac.clip_norm = opt_.clip;
