@@ -1,10 +1,14 @@
 // orion train: train a model on the CPU (train/trainer.h does the work).
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include "base/error.h"
 #include "runtime/cpu/kernels.h"
 #include "tools/command.h"
 #include "tools/options.h"
+#include "train/dist/communicator.h"
 #include "train/trainer.h"
 
 namespace orion::tools {
@@ -26,7 +30,34 @@ void note_ignored_flags(CLI::App* cmd) {
       std::fprintf(stderr, "train: note: %s is ignored with --resume (the checkpoint's value continues the run as started)\n", flag);
 }
 
+void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm);
+
+// Data parallel under mpirun (train/dist/): one Communicator per process. An error only one rank
+// saw ends every rank (MPI_Abort) after naming the rank; without MPI, launching several processes
+// is refused by make_communicator() — on rank 0 only, the others leave quietly.
 void run_train(TrainArgs& a, CLI::App* cmd) {
+  std::unique_ptr<train::dist::Communicator> comm;
+  try {
+    comm = train::dist::make_communicator();
+  } catch (const Error& e) {
+    if (train::dist::launcher_rank() != 0) std::exit(exit_code(e.kind()));
+    throw;
+  }
+  if (comm->world() == 1) return train_one_rank(a, cmd, *comm);
+  if (cmd->count("--threads") == 0)  // share this host's cores between its ranks
+    a.threads.threads = std::max(1, int(std::thread::hardware_concurrency()) / std::max(1, train::dist::launcher_local_size()));
+  try {
+    train_one_rank(a, cmd, *comm);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "orion: error on rank %d of %d: %s\n", comm->rank(), comm->world(), e.what());
+    comm->abort(exit_code(e.kind()));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "orion: error on rank %d of %d: %s\n", comm->rank(), comm->world(), e.what());
+    comm->abort(exit_code(ErrorKind::Runtime));
+  }
+}
+
+void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm) {
   a.threads.apply();
   if (a.plain) a.o.plain();
   if (a.sequential) a.o.shuffle = false;
@@ -35,10 +66,11 @@ void run_train(TrainArgs& a, CLI::App* cmd) {
     note_ignored_flags(cmd);
     if (cmd->count("--steps") == 0) a.o.steps = 0;  // 0: the checkpoint's total
   }
-  if (!a.no_progress) std::fprintf(stderr, "train: CPU backend, %d threads\n", cpu::num_threads());
-  train::Trainer t(a.o);
+  if (!a.no_progress && comm.rank() == 0)
+    std::fprintf(stderr, "train: CPU backend, %d threads%s\n", cpu::num_threads(), comm.world() > 1 ? " per rank" : "");
+  train::Trainer t(a.o, &comm);
   train::TrainResult r = t.run();
-  if (!r.model.empty() && !a.no_progress)
+  if (!r.model.empty() && !a.no_progress && comm.rank() == 0)
     std::fprintf(stderr, "next: orion generate --model %s%s%s --prompt \"Once upon a time\"\n", r.model.c_str(),
                  r.tokenizer.empty() ? "" : " --tokenizer ", r.tokenizer.c_str());
 }
@@ -59,7 +91,8 @@ void add_train_command(CLI::App& app) {
       "  orion train --steps 300 --out run1                       (stories260k on the built-in stories)\n"
       "  orion train --resume run1 --steps 600                    (continue to step 600)\n"
       "  orion train --config my.json --data prepared/ --tokenizer tok.bin --out run2\n"
-      "  orion train --init model.bin --data prepared/ --lr 1e-4 --steps 100 --out finetuned");
+      "  orion train --init model.bin --data prepared/ --lr 1e-4 --steps 100 --out finetuned\n"
+      "  mpirun -np 2 orion train --batch 4 --threads 1 --out run3   (data parallel: 2 ranks × 4 rows; docs/distributed.md)");
   cmd->add_option("--config", o.config, "model: a preset (" + fmt::format("{}", fmt::join(config_preset_names(), ", ")) +
                                             ") or a JSON file of dimensions")->capture_default_str();
   cmd->add_option("--init", o.init, "fine-tune from this model file (any format) instead of a fresh init");
@@ -68,7 +101,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--vocab", o.vocab, "vocabulary of the trained tokenizer")->capture_default_str()->check(CLI::Range(260, 32000));
   cmd->add_option("--steps", o.steps, "total optimisation steps (a resumed run stops where a straight run would)")
       ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 40));
-  cmd->add_option("--batch,-b", o.batch, "sequences per micro-batch (B)")->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--batch,-b", o.batch, "sequences per micro-batch (B), per rank under mpirun")->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--seq", o.seq, "tokens per sequence (T)")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--accum", o.accum, "micro-batches per step (gradient accumulation)")->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--lr", o.lr, "peak learning rate")->capture_default_str()->check(CLI::PositiveNumber);

@@ -151,8 +151,12 @@ void write_checkpoint(const std::string& path, const CheckpointState& state, con
 Checkpoint read_checkpoint(const std::string& path) {
   if (is_directory(path)) throw_usage_error(fmt::format("'{}' is a folder; read_checkpoint takes a file", path));
   auto file = MappedFile::open(path);
-  ByteReader r(file->data(), file->size(), path);
-  if (file->size() < 8 || std::memcmp(file->data(), kCheckpointMagic, 8) != 0)
+  return parse_checkpoint(file->data(), file->size(), path);
+}
+
+Checkpoint parse_checkpoint(const uint8_t* data, size_t size, const std::string& path) {
+  ByteReader r(data, size, path);
+  if (size < 8 || std::memcmp(data, kCheckpointMagic, 8) != 0)
     throw_input_error(path, "bad magic (expected \"ORIONCKP\")", "magic", 0, kMagicHint);
   r.seek(8, "magic");
   const uint32_t version = r.read<uint32_t>("version");
@@ -178,15 +182,15 @@ Checkpoint read_checkpoint(const std::string& path) {
     throw_input_error(path, fmt::format("{} floats per array, the config's layout has {}", n, ck.params.size()), "n_floats", 16);
   const size_t bytes = n * sizeof(float);
   const size_t expected = kFixedHeader + json_len + 3 * bytes;
-  if (file->size() != expected)
-    throw_input_error(path, fmt::format("the file has {} bytes, its header describes {}", file->size(), expected), "size", -1,
-                      file->size() < expected ? "the file is truncated (an interrupted copy?); resume from an older checkpoint"
-                                              : "the file has trailing bytes; resume from an older checkpoint");
-  const uint64_t h = checkpoint_hash(file->data() + kFixedHeader, file->size() - kFixedHeader);
+  if (size != expected)
+    throw_input_error(path, fmt::format("the file has {} bytes, its header describes {}", size, expected), "size", -1,
+                      size < expected ? "the file is truncated (an interrupted copy?); resume from an older checkpoint"
+                                      : "the file has trailing bytes; resume from an older checkpoint");
+  const uint64_t h = checkpoint_hash(data + kFixedHeader, size - kFixedHeader);
   if (h != stored_hash)
     throw_input_error(path, fmt::format("checksum {:016x}, computed {:016x}", stored_hash, h), "checksum", 24,
                       "the file is damaged; resume from an older checkpoint");
-  const uint8_t* arrays = file->data() + kFixedHeader + json_len;
+  const uint8_t* arrays = data + kFixedHeader + json_len;
   std::memcpy(ck.params.data(), arrays, bytes);
   ck.m.resize(n);
   ck.v.resize(n);

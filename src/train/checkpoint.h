@@ -56,6 +56,8 @@ struct Checkpoint {
 void write_checkpoint(const std::string& path, const CheckpointState& state, const nlohmann::json& options,
                       const Params& params, const AdamW& opt);
 Checkpoint read_checkpoint(const std::string& path);
+// The same from bytes in memory (a checkpoint received from rank 0); `path` names it in errors.
+Checkpoint parse_checkpoint(const uint8_t* data, size_t size, const std::string& path);
 
 // 64-bit hash of bytes (FNV-1a over 8-byte words, then the tail): detects damaged files.
 uint64_t checkpoint_hash(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull);

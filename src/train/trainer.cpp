@@ -18,6 +18,7 @@
 #include "train/data/progress.h"
 #include "train/data/rng.h"
 #include "train/data/token_dataset.h"
+#include "train/dist/data_parallel.h"
 #include "train/guards.h"
 
 namespace orion::train {
@@ -42,17 +43,36 @@ StepStats Trainer::step() {
   s.step = state_.step;
   s.lr = opt_.lr_at(state_.step);
   model_->zero_grad();
+  // This rank's rows of the step's micro-batches; with several ranks each micro-batch's loss and
+  // gradient are weighted by this rank's share of its counted targets (dist/data_parallel.h).
+  std::vector<data::Batch> batches;
+  std::vector<int64_t> counts;
+  for (int a = 0; a < opt_.accum; ++a)
+    batches.push_back(train_->next()), counts.push_back(dist::counted_targets(batches.back().targets));
+  const std::vector<double> weight = dist::micro_batch_weights(*comm_, counts);
   double loss_sum = 0;
   bool finite = true;
   for (int a = 0; a < opt_.accum; ++a) {  // gradient accumulation: grads average over the micro-batches
-    data::Batch b = train_->next();
+    const data::Batch& b = batches[size_t(a)];
     const float loss = model_->forward(b.inputs.data(), b.targets.data());
-    loss_sum += loss;
+    loss_sum += weight[size_t(a)] * loss;
     finite = finite && std::isfinite(loss);
-    if (finite) model_->backward(1.0f / float(opt_.accum));
+    if (finite) model_->backward(float(weight[size_t(a)]) * (1.0f / float(opt_.accum)));
+  }
+  if (comm_->world() > 1) {  // the global loss (a NaN on any rank makes every rank skip the step)
+    Timer comm_timer;
+    double total[2] = {loss_sum, finite ? 0.0 : 1.0};
+    comm_->allreduce_sum(total, 2);
+    loss_sum = total[0] / comm_->world(), finite = total[1] == 0;
+    s.comm_seconds += comm_timer.seconds();
   }
   s.loss = float(loss_sum / opt_.accum);
   if (after_backward) after_backward(state_.step, *grads_);
+  if (comm_->world() > 1 && finite) {  // every rank ends with the same mean gradient
+    Timer comm_timer;
+    dist::allreduce_mean(*comm_, grads_->data(), grads_->size());
+    s.comm_seconds += comm_timer.seconds();
+  }
   if (finite && opt_.sanitize_grads) s.sanitized = sanitize_fp16(grads_->data(), grads_->size());
   // The guard: a non-finite loss or gradient never reaches the parameters or AdamW's moments.
   s.grad_norm = finite ? float(grad_norm(*grads_)) : NAN;
@@ -85,15 +105,26 @@ StepStats Trainer::step() {
 float Trainer::evaluate() {
   if (!val_) return -1;
   const uint64_t n = std::min<uint64_t>(uint64_t(std::max(1, opt_.eval_batches)), val_->batches_per_epoch());
-  double sum = 0;
+  std::vector<float> losses;
+  std::vector<int64_t> counts;
   for (uint64_t i = 0; i < n; ++i) {  // always the same first batches: comparable across steps and runs
-    data::Batch b = val_->batch(i);
-    sum += model_->forward(b.inputs.data(), b.targets.data());
+    data::Batch b = val_->batch(i);   // with several ranks: this rank's rows of the global batch i
+    losses.push_back(model_->forward(b.inputs.data(), b.targets.data()));
+    counts.push_back(dist::counted_targets(b.targets));
   }
-  return float(sum / double(n));
+  const std::vector<double> weight = dist::micro_batch_weights(*comm_, counts);  // as in step()
+  double sum = 0;
+  for (uint64_t i = 0; i < n; ++i) sum += weight[i] * losses[i];
+  comm_->allreduce_sum(&sum, 1);
+  return float(sum / comm_->world() / double(n));
 }
 
 std::string Trainer::save() {
+  // Collective: the ranks' parameters must still be the same bits (dist/communicator.h).
+  if (comm_->world() > 1)
+    dist::check_ranks_agree(*comm_, {{fmt::format("parameters after step {}", state_.step),
+                                      checkpoint_hash(params_->data(), params_->size() * sizeof(float))}});
+  if (comm_->rank() != 0) return "";  // rank 0 alone writes
   last_checkpoint_ = save_checkpoint((fs::path(opt_.out) / "checkpoints").string(), state_, opt_.numeric_json(),
                                      *params_, *opt_adam_, opt_.keep);
   return last_checkpoint_;
@@ -147,7 +178,7 @@ void Trainer::log_step(const StepStats& s, float val) {
   const bool show = done == 1 || done == opt_.steps || done % every == 0 || val >= 0 || run_steps_ == 1;
   if (!opt_.progress || !show) return;
   const double ms = 1000.0 * run_seconds_ / double(run_steps_);
-  const double tok_s = double(opt_.batch) * opt_.seq * opt_.accum * double(run_steps_) / run_seconds_;
+  const double tok_s = double(opt_.batch) * opt_.seq * opt_.accum * comm_->world() * double(run_steps_) / run_seconds_;
   const double eta = (ms / 1000.0) * double(opt_.steps - done);
   std::string line = fmt::format("step {:>{}}/{} | loss {:.4f}", done, int(std::to_string(opt_.steps).size()), opt_.steps, s.loss);
   if (val >= 0) line += fmt::format(" | val {:.4f}", val);
@@ -158,6 +189,7 @@ void Trainer::log_step(const StepStats& s, float val) {
 }
 
 void Trainer::append_metrics(const StepStats& s, float val) {
+  if (comm_->rank() != 0) return;
   nlohmann::json j = {{"step", state_.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
                       {"ms", s.seconds * 1000.0},  {"skipped", s.skipped}};
   if (val >= 0) j["val_loss"] = val;
@@ -184,9 +216,12 @@ void trim_metrics(const std::string& path, int64_t last_step) {
 TrainResult Trainer::run() {
   TrainResult r;
   const ModelConfig& c = params_->config();
-  trim_metrics((fs::path(opt_.out) / "metrics.jsonl").string(), state_.step);
+  if (comm_->rank() == 0) trim_metrics((fs::path(opt_.out) / "metrics.jsonl").string(), state_.step);
   if (opt_.progress) {
     std::fprintf(stderr, "train: %s\n", c.describe().c_str());
+    if (comm_->world() > 1)
+      std::fprintf(stderr, "train: data parallel over %s: %d rows per rank, global batch %d rows\n", comm_->describe().c_str(),
+                   opt_.batch, opt_.batch * comm_->world());
     std::fprintf(stderr, "train: %llu training tokens (%llu batches/epoch), %s; %d×%d×%d = %d tokens/step; steps %lld→%lld; lr %.2e %s, warmup %d, clip %g\n",
                  (unsigned long long)train_->total_tokens(), (unsigned long long)train_->batches_per_epoch(),
                  val_ ? fmt::format("{} validation tokens", val_->total_tokens()).c_str() : "no validation split",
@@ -197,8 +232,15 @@ TrainResult Trainer::run() {
   auto previous = std::signal(SIGINT, on_sigint);
   Timer total;
   bool first = true;
-  while (state_.step < opt_.steps && (opt_.stop_after <= 0 || run_steps_ < opt_.stop_after) && !g_interrupted) {
+  double comm_seconds = 0;
+  auto interrupted = [&] {  // with several ranks, every rank stops after the same step
+    double any = g_interrupted ? 1 : 0;
+    if (comm_->world() > 1) comm_->allreduce_sum(&any, 1);
+    return any > 0;
+  };
+  while (state_.step < opt_.steps && (opt_.stop_after <= 0 || run_steps_ < opt_.stop_after) && !interrupted()) {
     StepStats s = step();
+    comm_seconds += s.comm_seconds;
     const int64_t done = state_.step;
     float val = -1;
     if (done == opt_.steps || (opt_.eval_every > 0 && done % opt_.eval_every == 0)) val = evaluate();
@@ -215,9 +257,13 @@ TrainResult Trainer::run() {
   r.steps_done = state_.step;
   r.skipped_steps = state_.skipped_steps;
   r.seconds = total.seconds();
-  r.tokens_per_second = run_seconds_ > 0 ? double(opt_.batch) * opt_.seq * opt_.accum * double(run_steps_) / run_seconds_ : 0;
+  r.tokens_per_second =
+      run_seconds_ > 0 ? double(opt_.batch) * opt_.seq * opt_.accum * comm_->world() * double(run_steps_) / run_seconds_ : 0;
+  r.world = comm_->world();
+  if (run_steps_ > 0) r.bytes_reduced_per_step = comm_->stats.bytes_reduced / uint64_t(run_steps_);
+  r.comm_share = run_seconds_ > 0 ? comm_seconds / run_seconds_ : 0;
   r.tokenizer = state_.tokenizer;
-  if (state_.step >= opt_.steps) {
+  if (state_.step >= opt_.steps && comm_->rank() == 0) {
     r.model = export_model();
     if (opt_.progress && opt_.sample_tokens > 0 && tokenizer_)
       std::fprintf(stderr, "train: sample: %s\n", sample("Once upon a time", opt_.sample_tokens).c_str());
@@ -226,6 +272,9 @@ TrainResult Trainer::run() {
     std::fprintf(stderr, "train: %lld steps in %.1f s (%s tok/s), %lld skipped; checkpoint %s%s%s\n", (long long)run_steps_,
                  r.seconds, format_rate(r.tokens_per_second).c_str(), (long long)r.skipped_steps, r.checkpoint.c_str(),
                  r.model.empty() ? "" : ", model ", r.model.c_str());
+  if (opt_.progress && r.world > 1)
+    std::fprintf(stderr, "train: %d ranks: %.2f MB all-reduced per step, %.1f%% of the step time in all-reduce\n", r.world,
+                 double(r.bytes_reduced_per_step) / 1e6, 100.0 * r.comm_share);
   return r;
 }
 

@@ -35,6 +35,9 @@ class Tokenizer;
 namespace data {
 class TokenDataset;
 }
+namespace train::dist {
+class Communicator;
+}
 }  // namespace orion
 
 namespace orion::train {
@@ -95,6 +98,7 @@ struct StepStats {
   double seconds = 0;
   bool skipped = false;
   size_t sanitized = 0;   // gradient values repaired (sanitize_grads)
+  double comm_seconds = 0;  // inside all-reduce calls (data-parallel runs)
 };
 
 struct TrainResult {
@@ -104,11 +108,19 @@ struct TrainResult {
   double seconds = 0, tokens_per_second = 0;
   std::string checkpoint, model;  // last checkpoint written, exported model ("" when none)
   std::string tokenizer;
+  // Data-parallel runs (dist/): ranks, gradient bytes all-reduced per step, share of step time in
+  // all-reduce calls. tokens_per_second counts every rank's tokens.
+  int world = 1;
+  uint64_t bytes_reduced_per_step = 0;
+  double comm_share = 0;
 };
 
 class Trainer {
  public:
-  explicit Trainer(TrainOptions opt);
+  // Data parallel (dist/communicator.h): with a communicator of N ranks, --batch is per rank, rank r
+  // trains on rows [r·B, (r+1)·B) of each global batch, gradients are all-reduced, and only rank 0
+  // writes files or prints. Null: one process.
+  explicit Trainer(TrainOptions opt, dist::Communicator* comm = nullptr);
   ~Trainer();
 
   TrainResult run();
@@ -135,8 +147,12 @@ class Trainer {
   void setup_model(const Checkpoint* resumed);
   void log_step(const StepStats& s, float val);
   void append_metrics(const StepStats& s, float val);
+  std::unique_ptr<Checkpoint> load_resumed(std::string* used);  // rank 0 reads it, the others receive it
+  void check_ranks_agree();                    // same options, model, data and state on every rank
 
   TrainOptions opt_;
+  std::unique_ptr<dist::Communicator> own_comm_;
+  dist::Communicator* comm_ = nullptr;
   CheckpointState state_;
   std::unique_ptr<Params> params_;
   std::unique_ptr<Grads> grads_;
@@ -144,6 +160,7 @@ class Trainer {
   std::unique_ptr<AdamW> opt_adam_;
   std::unique_ptr<data::TokenDataset> train_, val_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  uint64_t rank0_tokenizer_hash_ = 0;  // the tokenizer rank 0 set up (data-parallel runs)
   int consecutive_bad_ = 0;
   double run_seconds_ = 0;
   int64_t run_steps_ = 0;

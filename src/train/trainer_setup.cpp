@@ -12,6 +12,7 @@
 #include "train/data/prepare.h"
 #include "train/data/rng.h"
 #include "train/data/token_dataset.h"
+#include "train/dist/data_parallel.h"
 #include "train/trainer.h"
 
 namespace orion::train {
@@ -121,7 +122,9 @@ void Trainer::setup_tokenizer_and_data() {
   std::string tok = !state_.tokenizer.empty() ? state_.tokenizer : opt_.tokenizer;
   if (tok.empty() && builtin) {
     tok = (fs::path(opt_.out) / "tokenizer.bin").string();
-    train_builtin_tokenizer(opt_.data, opt_.vocab, tok, opt_.progress);
+    // Rank 0 goes first; a rank on the same host finds its tokenizer (the same bytes) and keeps it.
+    const bool rank0_made_it = comm_->rank() != 0 && file_exists(tok) && hash_file(tok) == rank0_tokenizer_hash_;
+    if (!rank0_made_it) train_builtin_tokenizer(opt_.data, opt_.vocab, tok, opt_.progress);
   }
   if (tok.empty() && !builtin && is_directory(opt_.data)) {  // a prepared folder names its tokenizer
     const std::string meta = (fs::path(opt_.data) / "meta.json").string();
@@ -146,6 +149,7 @@ void Trainer::setup_tokenizer_and_data() {
 
   data::DatasetOptions d;
   d.B = opt_.batch, d.T = opt_.seq, d.shuffle = opt_.shuffle, d.seed = opt_.seed;
+  d.rank = comm_->rank(), d.world = comm_->world();  // this rank's rows of every global batch
   train_ = std::make_unique<data::TokenDataset>(data::TokenDataset::open(path, "train", d));
   if (is_directory(path)) {
     d.shuffle = false;
@@ -202,11 +206,52 @@ void Trainer::setup_model(const Checkpoint* resumed) {
   }
 }
 
-Trainer::Trainer(TrainOptions opt) : opt_(std::move(opt)) {
+std::unique_ptr<Checkpoint> Trainer::load_resumed(std::string* used) {
+  if (comm_->world() == 1) return std::make_unique<Checkpoint>(load_latest_checkpoint(opt_.resume, used));
+  // Rank 0 picks the newest good checkpoint and sends its bytes: the other ranks need no copy.
+  std::unique_ptr<Checkpoint> ck;
+  std::vector<uint8_t> bytes, name;
+  if (comm_->rank() == 0) {
+    ck = std::make_unique<Checkpoint>(load_latest_checkpoint(opt_.resume, used));
+    auto file = MappedFile::open(*used);
+    bytes.assign(file->data(), file->data() + file->size());
+    name.assign(used->begin(), used->end());
+  }
+  comm_->broadcast(name, 0);
+  comm_->broadcast(bytes, 0);
+  if (ck) return ck;
+  *used = std::string(name.begin(), name.end());
+  return std::make_unique<Checkpoint>(parse_checkpoint(bytes.data(), bytes.size(), *used));
+}
+
+void Trainer::check_ranks_agree() {
+  if (comm_->world() == 1) return;
+  auto hash_text = [](const std::string& s) { return checkpoint_hash(s.data(), s.size()); };
+  uint64_t data_hash = 0xcbf29ce484222325ull;  // token counts and the first and last 64K tokens of every file
+  for (const auto& f : train_->files()) {
+    const size_t head = std::min<size_t>(f.count, 65536);
+    data_hash = checkpoint_hash(&f.count, sizeof(f.count), data_hash);
+    data_hash = checkpoint_hash(f.tokens, head * sizeof(f.tokens[0]), data_hash);
+    data_hash = checkpoint_hash(f.tokens + (f.count - head), head * sizeof(f.tokens[0]), data_hash);
+  }
+  const size_t bytes = params_->size() * sizeof(float);
+  const uint64_t weights = checkpoint_hash(params_->data(), bytes, hash_text(config_to_json(params_->config()).dump()));
+  const uint64_t moments = checkpoint_hash(opt_adam_->v().data(), bytes, checkpoint_hash(opt_adam_->m().data(), bytes));
+  const std::string state = fmt::format("{} {} {} {}", state_.step, state_.adam_steps, state_.data_position, state_.skipped_steps);
+  dist::check_ranks_agree(*comm_, {{"training options (--batch, --seq, --lr, --steps, ...)", hash_text(opt_.numeric_json().dump())},
+                                   {"model configuration and weights", weights},
+                                   {"tokenizer", state_.tokenizer_hash},
+                                   {"training data", data_hash},
+                                   {"optimiser moments and step", checkpoint_hash(state.data(), state.size(), moments)}});
+}
+
+Trainer::Trainer(TrainOptions opt, dist::Communicator* comm) : opt_(std::move(opt)), comm_(comm) {
+  if (!comm_) own_comm_ = std::make_unique<dist::SingleProcess>(), comm_ = own_comm_.get();
+  if (comm_->rank() != 0) opt_.progress = false;  // rank 0 alone prints (and writes files)
   std::unique_ptr<Checkpoint> ck;
   if (!opt_.resume.empty()) {
     std::string used;
-    ck = std::make_unique<Checkpoint>(load_latest_checkpoint(opt_.resume, &used));
+    ck = load_resumed(&used);
     const int64_t asked = opt_.steps;
     opt_.apply_numeric_json(ck->options, used);
     if (asked > 0 && asked != ck->options.value("steps", int64_t(0)) && opt_.progress)
@@ -236,9 +281,15 @@ Trainer::Trainer(TrainOptions opt) : opt_(std::move(opt)) {
   std::error_code ec;
   fs::create_directories(opt_.out, ec);
   if (!is_directory(opt_.out)) throw_runtime_error("cannot create the run folder", opt_.out);
-  setup_tokenizer_and_data();
+  if (comm_->rank() == 0) setup_tokenizer_and_data();
+  if (comm_->world() > 1) {  // the others after rank 0, which may have written the tokenizer and data
+    std::vector<uint64_t> h = comm_->allgather(comm_->rank() == 0 ? state_.tokenizer_hash : 0);
+    rank0_tokenizer_hash_ = h[0];
+    if (comm_->rank() != 0) setup_tokenizer_and_data();
+  }
   setup_model(ck.get());
   train_->seek(state_.data_position);
+  check_ranks_agree();
 }
 
 Trainer::~Trainer() = default;
