@@ -8,6 +8,8 @@
 #include "base/error.h"
 #include "compiler/compile.h"
 #include "model/frontends/frontends.h"
+#include "model/frontends/lora_frontends.h"
+#include "model/lora/lora.h"
 #include "runtime/cpu/kernels.h"
 
 namespace orion {
@@ -102,6 +104,11 @@ AneModel::Kernel AneModel::program(const std::string& kernel, int layer, int S, 
 }
 
 AneModel::Kernel AneModel::attn_prefill(int l, int S) {
+  if (lora_slot_ > 0) {
+    const int slot = lora_slot_;
+    return program(fmt::format("lora_prefill_attn_r{}", slot), l, S,
+                   [slot](const ModelWeights& w, int layer, int s) { return frontends::lora_prefill_attn(w, layer, s, slot); });
+  }
   return is_gpt2(w_.config) ? program("gpt2_prefill_attn", l, S, build_gpt2_prefill_attn)
                             : program("stories_fwd_attn", l, S, build_stories_fwd_attn);
 }
@@ -110,6 +117,11 @@ AneModel::Kernel AneModel::ffn_prefill(int l, int S) {
                             : program("stories_fwd_ffn", l, S, build_stories_fwd_ffn);
 }
 AneModel::Kernel AneModel::attn_decode(int l) {
+  if (lora_slot_ > 0) {  // at the attention bucket: its buffers reach the minimum without padding
+    const int slot = lora_slot_;
+    return program(fmt::format("lora_decode_qkv_r{}", slot), l, attn_min_,
+                   [slot](const ModelWeights& w, int layer, int s) { return frontends::lora_decode_qkv(w, layer, s, slot); });
+  }
   return is_gpt2(w_.config) ? program("gpt2_decode_qkv", l, kDecodeBucket, build_gpt2_decode_qkv)
                             : program("stories_fwd_attn", l, attn_min_, build_stories_fwd_attn);
 }
@@ -118,6 +130,43 @@ AneModel::Kernel AneModel::ffn_decode(int l) {
                             : program("stories_fwd_ffn", l, kDecodeBucket, build_stories_fwd_ffn);
 }
 AneModel::Kernel AneModel::norm_final() { return program("final_norm", -1, kDecodeBucket, build_final_norm); }
+
+int AneModel::decode_qkv_bucket() const { return lora_slot_ > 0 || !is_gpt2(w_.config) ? attn_min_ : kDecodeBucket; }
+
+void AneModel::enable_lora(int rank_slot) {
+  if (rank_slot < 1) throw_usage_error(fmt::format("LoRA rank slot {} must be at least 1", rank_slot), "--lora");
+  lora_slot_ = rank_slot;
+  set_lora(nullptr);
+}
+
+void AneModel::set_lora(const LoraAdapter* a, float scale_mult) {
+  const ModelConfig& c = w_.config;
+  if (a) {
+    if (lora_slot_ == 0) enable_lora(a->rank());
+    a->check_fits(c, "adapter");
+    for (LoraTarget t : a->targets())
+      if (t != LoraTarget::Q && t != LoraTarget::V)
+        throw_usage_error(fmt::format("the ANE path applies adapters on q and v; this one also adapts {}", lora_target_name(t)),
+                          "--lora", "use --backend cpu, or fold the adapter in with `orion lora merge`");
+    if (a->rank() > lora_slot_)
+      throw_usage_error(fmt::format("adapter rank {} is above the compiled rank slot {}", a->rank(), lora_slot_), "--lora",
+                        "load the adapter of the highest rank first (the slot is the largest rank given)");
+  }
+  lora_inputs_.assign(size_t(c.n_layers), {});
+  for (int l = 0; l < c.n_layers; l++) {
+    const LoraTensor* q = a ? a->find(l, LoraTarget::Q) : nullptr;
+    const LoraTensor* v = a ? a->find(l, LoraTarget::V) : nullptr;
+    lora_inputs_[size_t(l)] = frontends::lora_qv_inputs(c, lora_slot_, a ? a->rank() : 0, a ? a->scale() * scale_mult : 0.0f,
+                                                         q ? a->A(*q) : nullptr, q ? a->B(*q) : nullptr,
+                                                         v ? a->A(*v) : nullptr, v ? a->B(*v) : nullptr);
+  }
+}
+
+TensorMap AneModel::with_lora(int layer, TensorMap inputs) const {
+  if (lora_slot_ > 0)
+    for (const auto& [name, t] : lora_inputs_[size_t(layer)]) inputs[name] = t;
+  return inputs;
+}
 
 int AneModel::prepare(int prompt_tokens) {
   std::vector<Kernel> used;
@@ -198,7 +247,7 @@ void AneModel::decode(int pos) {
 
 // ANE: y = x + attention(ln1(x)) with k, v for the cache; then y + ffn(ln2(y)).
 void AneModel::gpt2_prefill_layer(int l, int n, int S) {
-  TensorMap a = attn_prefill(l, S)->run({{"x", to_ane(x_.data(), n, w_.config.dim, S)}});
+  TensorMap a = attn_prefill(l, S)->run(with_lora(l, {{"x", to_ane(x_.data(), n, w_.config.dim, S)}}));
   from_ane(a.at("k"), n, k_cache(l, 0));  // rows 0..n−1 of the cache, [n, C]
   from_ane(a.at("v"), n, v_cache(l, 0));
   // The FFN is position-wise, so y's padding columns (finite, meaningless) cannot reach real ones.
@@ -210,10 +259,13 @@ void AneModel::gpt2_prefill_layer(int l, int n, int S) {
 // CPU: x = h + y (the training kernels leave the residual adds to the CPU).
 void AneModel::llama_prefill_layer(int l, int n, int S) {
   const int C = w_.config.dim;
-  TensorMap a = attn_prefill(l, S)->run({{"x", to_ane(x_.data(), n, C, S)}});
+  TensorMap a = attn_prefill(l, S)->run(with_lora(l, {{"x", to_ane(x_.data(), n, C, S)}}));
   from_ane(a.at("k"), n, k_cache(l, 0));
   from_ane(a.at("v"), n, v_cache(l, 0));
-  from_ane(a.at("o"), n, x_.data(), /*accumulate=*/true);
+  if (lora_slot_ > 0)
+    from_ane(a.at("y"), n, x_.data());  // the LoRA kernel returns h = x + o itself
+  else
+    from_ane(a.at("o"), n, x_.data(), /*accumulate=*/true);
   TensorMap f = ffn_prefill(l, S)->run({{"x", to_ane(x_.data(), n, C, S)}});
   from_ane(f.at("y"), n, x_.data(), /*accumulate=*/true);
 }
@@ -224,7 +276,7 @@ void AneModel::gpt2_decode_layer(int l, int pos) {
   const ModelConfig& c = w_.config;
   const int C = c.dim, S = kDecodeBucket;
   float* x = x_.data();
-  TensorMap p = attn_decode(l)->run({{"x", to_ane(x, 1, C, S)}});
+  TensorMap p = attn_decode(l)->run(with_lora(l, {{"x", to_ane(x, 1, C, decode_qkv_bucket())}}));
   from_ane(p.at("q"), 1, q_.data());
   from_ane(p.at("k"), 1, k_cache(l, pos));
   from_ane(p.at("v"), 1, v_cache(l, pos));
@@ -241,7 +293,7 @@ void AneModel::llama_decode_layer(int l, int pos) {
   const LayerWeights& lw = w_.layers[size_t(l)];
   const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS;
   float* x = x_.data();
-  TensorMap p = attn_decode(l)->run({{"x", to_ane(x, 1, C, attn_min_)}});
+  TensorMap p = attn_decode(l)->run(with_lora(l, {{"x", to_ane(x, 1, C, attn_min_)}}));
   from_ane(p.at("q"), 1, q_.data());
   from_ane(p.at("k"), 1, k_cache(l, pos));
   from_ane(p.at("v"), 1, v_cache(l, pos));

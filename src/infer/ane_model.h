@@ -43,6 +43,8 @@
 
 namespace orion {
 
+class LoraAdapter;
+
 struct AneModelOptions {
   std::string model_name = "model";  // the program cache's model key ("gpt2-124m", a file's stem)
   int max_seq = 0;                   // ≤ 0: the model's seq_len
@@ -70,6 +72,16 @@ class AneModel final : public LanguageModel {
   int attention_min_bucket() const { return attn_min_; }
   runtime::ProgramCache& cache() { return cache_; }
 
+  // LoRA on q and v through programs whose adapter matrices are inputs (model/frontends/
+  // lora_frontends.h). enable_lora(slot) makes every attention program a LoRA one with that rank
+  // slot (compiled on first use, like the others; with no adapter set its inputs are zeros and it
+  // computes the base model). set_lora() switches adapters — or back to none — by replacing host
+  // tensors only: no compile, the program cache untouched. Usage errors for an adapter of rank
+  // above the slot or with targets other than q and v (use the CPU backend, or merge it).
+  void enable_lora(int rank_slot);
+  void set_lora(const LoraAdapter* adapter, float scale_mult = 1.0f);
+  int lora_slot() const { return lora_slot_; }
+
  private:
   using Kernel = std::shared_ptr<runtime::AneKernel>;
   using Build = std::function<ir::Graph(const ModelWeights&, int layer, int S)>;
@@ -80,6 +92,8 @@ class AneModel final : public LanguageModel {
   Kernel attn_decode(int layer);  // GPT-2: decode_qkv; Llama: fwd_attn at attention_min_bucket()
   Kernel ffn_decode(int layer);   // GPT-2: decode_ffn; Llama: fwd_ffn
   Kernel norm_final();
+  runtime::TensorMap with_lora(int layer, runtime::TensorMap inputs) const;  // + the layer's adapter inputs
+  int decode_qkv_bucket() const;  // the sequence bucket attn_decode runs at
 
   void check_tokens(const int* tokens, int n, int pos) const;
   void embed(const int* tokens, int n, int pos);  // x_[t] = tok_emb (+ pos_emb)
@@ -102,6 +116,8 @@ class AneModel final : public LanguageModel {
   std::vector<float> q_, att_, o_;              // [NH·HS] / [C]: one decode token's scratch
   std::vector<float> key_cache_, value_cache_;  // [L, max_seq, NKV·HS], as the Transformer's
   std::vector<float> logits_;                   // [V]
+  int lora_slot_ = 0;                           // > 0: attention programs take adapter inputs
+  std::vector<runtime::TensorMap> lora_inputs_; // [L] lora_a_q, lora_b_q, lora_a_v, lora_b_v
 };
 
 // What a process needs to run AneModels: a driver ("anesim", or "ane" on macOS) for a chip, the

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "model/lora/lora.h"
 #include "runtime/cpu/kernels.h"
 
 namespace orion {
@@ -53,11 +54,13 @@ void Transformer::forward_chunk(const int* tokens, int n, int pos, float* logits
       cpu::add_inplace(xt, p.data(), size_t(C));
     }
   }
+  if (n == 1 && logits_out && c.arch == Arch::Llama && !lora_)  // decode: the whole token in one parallel region
+    return llama_decode_token(w_, a_, pos, key_cache_.data(), value_cache_.data(), max_seq_, logits_out);
   for (int l = 0; l < c.n_layers; l++) {
     if (c.arch == Arch::Llama)
-      llama_block_forward(c, w_.layers[size_t(l)], a_, n, pos, k_cache(l, 0), v_cache(l, 0));
+      llama_block_forward(c, w_.layers[size_t(l)], a_, n, pos, k_cache(l, 0), v_cache(l, 0), lora_ ? &lora_layers_[size_t(l)] : nullptr);
     else
-      gpt2_block_forward(c, w_.layers[size_t(l)], a_, n, pos, k_cache(l, 0), v_cache(l, 0));
+      gpt2_block_forward(c, w_.layers[size_t(l)], a_, n, pos, k_cache(l, 0), v_cache(l, 0), lora_ ? &lora_layers_[size_t(l)] : nullptr);
   }
   if (!logits_out) return;
   // Final norm and classifier: on every token, or only on the last one.
@@ -69,6 +72,34 @@ void Transformer::forward_chunk(const int* tokens, int n, int pos, float* logits
     cpu::layernorm(a_.xb.data(), x, w_.final_norm.f32(), w_.final_norm_b.f32(), rows, C, c.norm_eps);
   // logits[t] = xb[t] · classifierᵀ over the real vocabulary (llm.c's padding rows are skipped)
   cpu::matmul(logits_out, a_.xb.data(), w_.classifier.data, w_.classifier.dtype, nullptr, rows, C, c.vocab_size);
+}
+
+void Transformer::set_lora(const LoraAdapter* adapter, float scale_mult) {
+  lora_ = adapter;
+  lora_layers_.clear();
+  if (!adapter) return;
+  adapter->check_fits(w_.config, "adapter");
+  const ModelConfig& c = w_.config;
+  lora_layers_.resize(size_t(c.n_layers));
+  size_t max_out = 0;
+  for (const LoraTensor& t : adapter->tensors()) {
+    LoraLayerRef& r = lora_layers_[size_t(t.layer)];
+    r.A[int(t.target)] = adapter->A(t), r.B[int(t.target)] = adapter->B(t);
+    r.rank = adapter->rank(), r.scale = adapter->scale() * scale_mult;
+    max_out = std::max(max_out, size_t(t.out));
+  }
+  a_.lora_ax.resize(size_t(kChunk) * adapter->rank());
+  a_.lora_delta.resize(size_t(kChunk) * max_out);
+}
+
+void lora_add(const LoraLayerRef* lora, int t, float* y, const float* x, int n, int in, int out, Transformer::Activations& a) {
+  if (!lora || !lora->A[t]) return;
+  const int r = lora->rank;
+  cpu::matmul(a.lora_ax.data(), x, lora->A[t], DType::F32, nullptr, n, in, r);              // ax = x·Aᵀ    [n, r]
+  cpu::matmul(a.lora_delta.data(), a.lora_ax.data(), lora->B[t], DType::F32, nullptr, n, r, out);  // ax·Bᵀ [n, out]
+  const float s = lora->scale;
+  const float* d = a.lora_delta.data();
+  for (size_t i = 0; i < size_t(n) * out; i++) y[i] += s * d[i];
 }
 
 double Transformer::decode_bytes(int pos) const {

@@ -12,6 +12,17 @@
 
 namespace orion {
 
+class LoraAdapter;
+
+// One layer's LoRA matrices as the blocks apply them, unmerged: after the base projection of target
+// t (lora.h: q k v o w1 w2 w3), y += scale·B[t]·(A[t]·x) with A [r, in], B [out, r] (null: not adapted).
+struct LoraLayerRef {
+  const float* A[7] = {};
+  const float* B[7] = {};
+  int rank = 0;
+  float scale = 0;
+};
+
 class Transformer {
  public:
   // max_seq ≤ 0 means the model's seq_len. The weights must outlive the Transformer.
@@ -22,6 +33,13 @@ class Transformer {
   // token, [V] — or of every token, [n, V] row-major, when all_logits is set.
   // Usage errors for out-of-range token ids or a sequence longer than max_seq.
   const float* forward(const int* tokens, int n, int pos, bool all_logits = false);
+
+  // Runs every later forward with the adapter added to the base projections (unmerged; the weights
+  // stay as they are), its scale multiplied by scale_mult; nullptr: the base model. The adapter must
+  // fit the model (LoraAdapter::check_fits) and outlive its use. Switching costs nothing: start the
+  // next sequence at pos 0 as usual.
+  void set_lora(const LoraAdapter* adapter, float scale_mult = 1.0f);
+  const LoraAdapter* lora() const { return lora_; }
 
   const ModelConfig& config() const { return w_.config; }
   int max_seq() const { return max_seq_; }
@@ -38,6 +56,7 @@ class Transformer {
     std::vector<float> att;     // [n, NH·HS] attention output (before wo)
     std::vector<float> hb, hb2; // [n, H] FFN hidden (gate and up for SwiGLU)
     std::vector<float> logits;  // [n, V] or [V]
+    std::vector<float> lora_ax, lora_delta;  // [n, r] = x·Aᵀ, [n, out] = s·(x·Aᵀ)·Bᵀ (with an adapter)
   };
   static constexpr int kChunk = 128;  // prefill runs in chunks of at most this many tokens
 
@@ -51,13 +70,24 @@ class Transformer {
   Activations a_;
   std::vector<float> key_cache_, value_cache_;  // [L, max_seq, NKV·HS]
   std::vector<float> logits_;
+  const LoraAdapter* lora_ = nullptr;
+  std::vector<LoraLayerRef> lora_layers_;  // [L]
 };
 
 // The blocks, one file per family: x [n, C] is updated in place (x += attn(x); x += ffn(x)).
-// k_cache / v_cache point at row 0 of this layer's cache ([max_seq, NKV·HS]).
+// k_cache / v_cache point at row 0 of this layer's cache ([max_seq, NKV·HS]). lora: the layer's
+// adapter (nullptr: none).
 void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
-                         float* k_cache, float* v_cache);
+                         float* k_cache, float* v_cache, const LoraLayerRef* lora = nullptr);
 void gpt2_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
-                        float* k_cache, float* v_cache);
+                        float* k_cache, float* v_cache, const LoraLayerRef* lora = nullptr);
+// y [n, out] += scale·(x·A[t]ᵀ)·B[t]ᵀ for target t of the layer's adapter (nothing when lora is null
+// or does not adapt t). x [n, in].
+void lora_add(const LoraLayerRef* lora, int t, float* y, const float* x, int n, int in, int out, Transformer::Activations& a);
+// A whole Llama decode step in one parallel region (llama_decode.cpp): a.x [C] holds the embedded
+// token at pos; it goes through every block (caches [L, max_seq, NKV·HS]), the final norm and the
+// classifier into logits [V]. Bit-identical to llama_block_forward + the classifier.
+void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache,
+                        float* value_cache, int max_seq, float* logits);
 
 }  // namespace orion

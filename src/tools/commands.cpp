@@ -9,6 +9,7 @@ void add_all_commands(CLI::App& app) {
   add_demo_command(app);
   add_generate_command(app);
   add_train_command(app);
+  add_lora_command(app);
   add_tokenize_command(app);
   add_convert_command(app);
   add_info_command(app);

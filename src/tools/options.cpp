@@ -1,5 +1,7 @@
 #include "tools/options.h"
 
+#include <filesystem>
+
 #include "base/error.h"
 #include "runtime/cpu/kernels.h"
 
@@ -29,6 +31,16 @@ void add_sampler_options(CLI::App* cmd, SamplerOptions& s) {
       ->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
   cmd->add_option("--top-k", s.top_k, "keep only the k most likely tokens (0 = off)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", s.seed, "random seed: the same seed gives the same text")->capture_default_str();
+}
+
+std::string find_tokenizer_beside(const std::string& model_path) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::is_directory(model_path) ? fs::path(model_path) : fs::path(model_path).parent_path();
+  if (dir.empty()) dir = ".";
+  for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer.bin", "vocab.json", "encoder.json"})
+    if (fs::exists(dir / name)) return (dir / name).string();
+  throw_usage_error(fmt::format("no tokenizer given and none found beside {}", model_path), "--tokenizer",
+                    "pass --tokenizer PATH (tokenizer.bin, tokenizer.json, vocab.json, encoder.json or a .model)");
 }
 
 }  // namespace orion::tools

@@ -25,4 +25,8 @@ struct DTypeOption {
 
 void add_sampler_options(CLI::App* cmd, SamplerOptions& s);
 
+// The tokenizer that sits beside a model file (llama2.c and Hugging Face layouts); Usage error
+// naming --tokenizer when there is none.
+std::string find_tokenizer_beside(const std::string& model_path);
+
 }  // namespace orion::tools

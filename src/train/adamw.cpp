@@ -45,16 +45,33 @@ AdamW::AdamW(const Params& layout, AdamWConfig config) : cfg_(config) {
   v_.assign(layout.size(), 0.0f);
 }
 
+AdamW::AdamW(const std::vector<std::pair<size_t, size_t>>& tensors, size_t size, AdamWConfig config) : cfg_(config) {
+  for (auto [offset, numel] : tensors)
+    for (size_t b = offset; b < offset + numel; b += kChunk) chunks_.push_back({b, std::min(offset + numel, b + kChunk), cfg_.weight_decay});
+  m_.assign(size, 0.0f);
+  v_.assign(size, 0.0f);
+}
+
+double AdamW::norm(const float* grads) const {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (const Chunk& c : chunks_) ranges.emplace_back(c.begin, c.end);
+  return std::sqrt(sum_squares(grads, ranges));
+}
+
 float AdamW::step(Params& params, const Grads& grads, float lr) {
   ORION_CHECK(params.size() == m_.size() && grads.size() == m_.size(), "AdamW: buffers of different layouts");
-  const double norm = grad_norm(grads);
+  return step(params.data(), grads.data(), lr);
+}
+
+float AdamW::step(float* params, const float* grads, float lr) {
+  const double norm = this->norm(grads);
   // Clipping scales the whole gradient so its norm is at most clip_norm (direction unchanged).
   const float gscale = cfg_.clip_norm > 0 && norm > cfg_.clip_norm ? float(cfg_.clip_norm / norm) : 1.0f;
   t_++;
   const float b1 = cfg_.beta1, b2 = cfg_.beta2, eps = cfg_.eps;
   const float c1 = 1.0f - std::pow(b1, float(t_)), c2 = 1.0f - std::pow(b2, float(t_));  // bias corrections
-  float* __restrict p = params.data();
-  const float* __restrict g = grads.data();
+  float* __restrict p = params;
+  const float* __restrict g = grads;
   float* __restrict m = m_.data();
   float* __restrict v = v_.data();
 #pragma omp parallel for schedule(static) if (chunks_.size() > 4)

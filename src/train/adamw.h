@@ -12,6 +12,7 @@
 // weight_decay = 0 (or decay_vectors = true).
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "train/params.h"
@@ -30,10 +31,17 @@ struct AdamWConfig {
 class AdamW {
  public:
   AdamW(const Params& layout, AdamWConfig config = {});
+  // A flat buffer of `size` floats holding tensors at (offset, numel), every one decayed: the
+  // parameters of a LoRA adapter (model/lora/lora.h).
+  AdamW(const std::vector<std::pair<size_t, size_t>>& tensors, size_t size, AdamWConfig config = {});
 
   // One update of params from grads; returns the gradient's global L2 norm before clipping.
   // Vectorised and multithreaded; the result is the same for any number of threads.
   float step(Params& params, const Grads& grads, float lr);
+  // The same on a flat buffer of the layout given at construction.
+  float step(float* params, const float* grads, float lr);
+  // ‖g‖₂ over the layout's tensors (padding excluded), as step() computes it.
+  double norm(const float* grads) const;
 
   const AdamWConfig& config() const { return cfg_; }
   int64_t step_count() const { return t_; }

@@ -2,8 +2,10 @@
 // with A [r, in] and B [out, r] passed as graph INPUTS (surfaces), not constants: one compiled
 // program serves every adapter, and switching adapters costs no compile (C9, C10).
 #include "base/error.h"
+#include "compiler/chip.h"
 #include "model/frontends/frontends.h"
 #include "model/frontends/kernel_builder.h"
+#include "model/frontends/lora_frontends.h"
 
 namespace orion::frontends {
 
@@ -45,6 +47,83 @@ ir::Graph lora_attention(const ModelWeights& w, int layer, int S, int rank, floa
   b.output(p.k);
   b.output(p.v);
   return std::move(b.g);
+}
+
+// --- inference kernels with adapter slots (lora_frontends.h) ----------------------------------------
+
+namespace {
+// Rows of the declared input for a [rows, cols] adapter matrix: at least `rows`, and enough that
+// the fp16 buffer reaches the minimum (C7).
+int64_t padded_rows(int64_t rows, int64_t cols) {
+  const int64_t min_elems = compiler::default_chip().min_buffer_bytes / 2;
+  return std::max(rows, (min_elems + cols - 1) / cols);
+}
+Value adapter_input(KernelBuilder& b, const std::string& name, int64_t rows, int64_t cols) {
+  const int64_t P = padded_rows(rows, cols);
+  Value v = b.input(name, {1, P, 1, cols});
+  if (P == rows) return v;
+  return b.op(ir::Op::Slice, {v}, {{"begin", std::vector<int64_t>{0, 0, 0, 0}}, {"end", std::vector<int64_t>{1, rows, 1, cols}}},
+              name + "_rows");
+}
+QVAdapters qv_slots(KernelBuilder& b, const ModelConfig& c, int slot) {
+  if (slot < 1) throw_usage_error(fmt::format("LoRA rank slot {} must be at least 1", slot), "rank");
+  const int64_t C = c.dim, Q = int64_t(c.n_heads) * c.head_dim(), KV = c.kv_dim();
+  QVAdapters ad;
+  ad.a_q = adapter_input(b, "lora_a_q", slot, C), ad.b_q = adapter_input(b, "lora_b_q", Q, slot);
+  ad.a_v = adapter_input(b, "lora_a_v", slot, C), ad.b_v = adapter_input(b, "lora_b_v", KV, slot);
+  ad.scale = 1.0;  // B arrives multiplied by its scale
+  return ad;
+}
+}  // namespace
+
+ir::Graph lora_prefill_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "lora_prefill_attn", nullptr);
+  KernelBuilder b("lora_prefill_attn", opt.dtype);
+  Value x = b.act("x", w.config.dim, S);
+  QVAdapters ad = qv_slots(b, w.config, rank_slot);
+  AttentionParts p = attention_sublayer(b, w, layer, x, &ad);
+  b.output(b.add(x, p.o, "y"));  // y = x + Wo·att (+ bo)
+  b.output(p.k);
+  b.output(p.v);
+  return std::move(b.g);
+}
+
+ir::Graph lora_decode_qkv(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "lora_decode_qkv", nullptr);
+  const ModelConfig& c = w.config;
+  const LayerWeights& l = w.layers[size_t(layer)];
+  KernelBuilder b("lora_decode_qkv", opt.dtype);
+  Value x = b.act("x", c.dim, S);
+  QVAdapters ad = qv_slots(b, c, rank_slot);
+  // xnorm = norm1(x); q = Wq·xnorm (+ bq) + B_q·(A_q·xnorm); k = Wk·xnorm (+ bk); v like q.
+  Value xn = c.arch == Arch::GPT2 ? b.layernorm(x, "ln1", l.attn_norm, l.attn_norm_b, c.norm_eps, "xnorm")
+                                  : b.rmsnorm(x, "attn_norm", l.attn_norm, c.norm_eps, "xnorm");
+  b.output(b.add(b.linear(xn, "wq", l.wq, l.bq, "q_base"), b.lora_delta(xn, ad.a_q, ad.b_q, 1.0, "q_lora"), "q"));
+  b.output(b.linear(xn, "wk", l.wk, l.bk, "k"));
+  b.output(b.add(b.linear(xn, "wv", l.wv, l.bv, "v_base"), b.lora_delta(xn, ad.a_v, ad.b_v, 1.0, "v_lora"), "v"));
+  return std::move(b.g);
+}
+
+std::map<std::string, ir::Tensor32> lora_qv_inputs(const ModelConfig& c, int slot, int r, float scale, const float* a_q,
+                                                   const float* b_q, const float* a_v, const float* b_v) {
+  ORION_CHECK(r <= slot, "adapter rank {} above the slot {}", r, slot);
+  const int64_t C = c.dim, Q = int64_t(c.n_heads) * c.head_dim(), KV = c.kv_dim();
+  std::map<std::string, ir::Tensor32> in;
+  auto a_input = [&](const char* name, const float* A) {  // A [r, C] into rows 0..r of [1, P, 1, C]
+    ir::Tensor32 t({1, padded_rows(slot, C), 1, C});
+    if (A) std::copy(A, A + int64_t(r) * C, t.data.begin());
+    in[name] = std::move(t);
+  };
+  auto b_input = [&](const char* name, const float* B, int64_t out) {  // s·B [out, r] into [1, P, 1, slot]
+    ir::Tensor32 t({1, padded_rows(out, slot), 1, slot});
+    if (B)
+      for (int64_t o = 0; o < out; o++)
+        for (int k = 0; k < r; k++) t.data[size_t(o * slot + k)] = scale * B[o * r + k];
+    in[name] = std::move(t);
+  };
+  a_input("lora_a_q", a_q), b_input("lora_b_q", b_q, Q);
+  a_input("lora_a_v", a_v), b_input("lora_b_v", b_v, KV);
+  return in;
 }
 
 }  // namespace orion::frontends

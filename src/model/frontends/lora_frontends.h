@@ -1,0 +1,37 @@
+// LoRA kernels for generation through ANE programs (infer/ane_model.h) with adapters on q and v
+// switched at run time: the adapter matrices are program INPUTS, so one compiled program serves every
+// adapter, and changing adapters compiles nothing (C9, C10).
+//
+// Differences from lora_attention (frontends.h), which they otherwise follow:
+//   * the scale is not baked in: the host passes B already multiplied by s = alpha/r (times any
+//     --lora-scale), so adapters of any alpha share the program;
+//   * the rank is a SLOT: an adapter of rank r ≤ slot fills the first r rows of A and columns of B,
+//     the rest zeros (exactly the same product);
+//   * every adapter input is declared [1, P, 1, cols] with P ≥ rows padded so that its fp16 buffer
+//     reaches the chip's minimum (C7) — an A of [16, 64] alone is 2 KB — and sliced back to its rows
+//     inside the program (the layout of runtime/weights_as_inputs.h). The runtime then gives every
+//     input the one allocation size (C13), binds them in alphabetical order (C6) and packs data
+//     from byte 0 (C14).
+// Inputs: x [1, C, 1, S]; lora_a_q [1, Pq, 1, C] (A_q in rows 0..slot), lora_b_q [1, Q', 1, slot]
+// (B_q·s in rows 0..Q), lora_a_v, lora_b_v likewise (B_v [KV, slot]).
+#pragma once
+#include <map>
+#include <string>
+
+#include "ir/interpret.h"
+#include "model/frontends/frontends.h"
+
+namespace orion::frontends {
+
+// out y [1, C, 1, S] = x + Wo·attn(norm1(x)) (+ bo), k [1, KV, 1, S] (after RoPE for Llama), v.
+ir::Graph lora_prefill_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
+// out q [1, Q, 1, S], k, v [1, KV, 1, S] = W·norm1(x) (+ b) + adapters — plain projections, no RoPE
+// (decode puts the token in column 0; the CPU rotates and attends).
+ir::Graph lora_decode_qkv(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
+
+// The four adapter inputs of those kernels for one layer: A [r, C] and B [out, r] (row-major fp32;
+// null: that projection has no adapter, zeros), r ≤ rank_slot, B multiplied by scale.
+std::map<std::string, ir::Tensor32> lora_qv_inputs(const ModelConfig& c, int rank_slot, int r, float scale, const float* a_q,
+                                                   const float* b_q, const float* a_v, const float* b_v);
+
+}  // namespace orion::frontends

@@ -1,0 +1,124 @@
+// orion lora train | merge | convert | info: LoRA adapters (model/lora/lora.h, train/lora_train.h).
+#include <cstdio>
+#include <filesystem>
+
+#include "base/error.h"
+#include "base/file.h"
+#include "model/io/model_io.h"
+#include "model/lora/lora_io.h"
+#include "tools/command.h"
+#include "tools/options.h"
+#include "train/lora_train.h"
+
+namespace orion::tools {
+namespace {
+namespace fs = std::filesystem;
+
+struct LoraArgs {
+  train::LoraTrainOptions train;
+  std::string model, lora, out, to, format = "both";
+  float scale = 1.0f;
+  ThreadOptions threads;
+  DTypeOption dtype;
+};
+
+void run_lora_train(LoraArgs& a) {
+  a.threads.apply();
+  train::LoraTrainOptions& o = a.train;
+  if (!file_exists(o.model)) throw_input_error(o.model, "no such file or folder", {}, -1, "pass the base model (--model)");
+  if (o.train.tokenizer.empty() && !fs::is_directory(o.train.data) && !o.train.data.ends_with(".bin"))
+    o.train.tokenizer = find_tokenizer_beside(o.model);  // text data is tokenized with the base's tokenizer
+  train::LoraTrainer t(o);
+  train::TrainResult r = t.run();
+  std::printf("adapter: %s (%s)\nloss %.4f -> %.4f%s | %.0f tok/s\n", r.model.c_str(), t.adapter().describe().c_str(), r.first_loss,
+              r.last_loss, r.val_loss >= 0 ? fmt::format(" | val {:.4f}", r.val_loss).c_str() : "", r.tokens_per_second);
+}
+
+void run_lora_merge(const LoraArgs& a) {
+  a.threads.apply();
+  LoadOptions lo;
+  ModelWeights base = load_model(a.model, lo);
+  const LoraAdapter ad = load_lora(a.lora, base.config);
+  ModelWeights merged = merge_lora(base, ad, a.scale);
+  std::optional<ModelFormat> f = a.to.empty() ? format_for_output(a.out, base.config.arch) : parse_format(a.to);
+  if (!f) throw_usage_error(fmt::format("unknown model format '{}'", a.to), "--to", "use llama2c, llama2c-v1, safetensors or llmc");
+  save_model(merged, a.out, *f, a.dtype.get());
+  std::printf("merged %s into %s → %s (%s)\n", ad.describe().c_str(), a.model.c_str(), a.out.c_str(), format_name(*f));
+}
+
+void run_lora_convert(const LoraArgs& a) {
+  const ModelConfig c = load_model(a.model).config;
+  const LoraAdapter ad = load_lora(a.lora, c);
+  if (a.format != "orion" && a.format != "peft") throw_usage_error("--format must be orion or peft", "--format");
+  save_lora(ad, a.out, a.format == "orion" ? LoraFormat::Orion : LoraFormat::Peft, a.model);
+  std::printf("%s → %s (%s)\n", a.lora.c_str(), a.out.c_str(), a.format.c_str());
+}
+
+void run_lora_info(const LoraArgs& a) {
+  const ModelConfig c = load_model(a.model).config;
+  std::printf("%s\n", load_lora(a.lora, c).describe().c_str());
+}
+
+}  // namespace
+
+void add_lora_command(CLI::App& app) {
+  CLI::App* lora = app.add_subcommand("lora", "LoRA adapters: fine-tune one on a frozen model, merge it in, convert to/from PEFT");
+  lora->require_subcommand(1);
+  auto a = std::make_shared<LoraArgs>();
+  train::TrainOptions& t = a->train.train;
+
+  CLI::App* tr = lora->add_subcommand(
+      "train",
+      "train a LoRA adapter on a frozen base model (CPU).\n"
+      "The adapter (A random, B = 0, so training starts from the base model exactly) learns the data; the base weights are "
+      "never changed. Checkpoints go to OUT/checkpoints (--resume continues); the adapter is written to OUT as "
+      "adapter.olora and/or the Hugging Face PEFT files (adapter_model.safetensors + adapter_config.json).");
+  tr->add_option("--model,-m", a->train.model, "base model (any format `orion generate` reads)")->required();
+  tr->add_option("--data", t.data, "a folder from `orion data prepare`, a token file, or text (files, folders, builtin:N) to tokenize")
+      ->required();
+  tr->add_option("--tokenizer", t.tokenizer, "tokenizer for text data (default: the one beside the model)");
+  tr->add_option("--rank,-r", a->train.rank, "adapter rank r")->capture_default_str()->check(CLI::Range(1, 4096));
+  tr->add_option("--alpha", a->train.alpha, "adapter alpha (the update is scaled by alpha/r)")->capture_default_str();
+  tr->add_option("--targets", a->train.targets, "projections to adapt: q,k,v,o,w1 (gate),w2 (down),w3 (up) or all")->capture_default_str();
+  tr->add_option("--steps", t.steps, "optimisation steps")->capture_default_str()->check(CLI::Range(1, 1 << 30));
+  tr->add_option("--batch,-b", t.batch, "sequences per step")->capture_default_str()->check(CLI::Range(1, 4096));
+  tr->add_option("--seq", t.seq, "tokens per sequence")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  tr->add_option("--lr", t.lr, "peak learning rate")->capture_default_str();
+  tr->add_option("--schedule", t.schedule, "cosine or constant")->capture_default_str()->check(CLI::IsMember({"cosine", "constant"}));
+  tr->add_option("--warmup", t.warmup, "warmup steps (-1: 5% of the steps)")->capture_default_str();
+  tr->add_option("--weight-decay", t.weight_decay, "AdamW weight decay on A and B")->capture_default_str();
+  tr->add_option("--clip", t.clip, "global gradient-norm clipping (0: none)")->capture_default_str();
+  tr->add_option("--eval-every", t.eval_every, "validation every N steps (0: only at the end)")->capture_default_str();
+  tr->add_option("--checkpoint-every", t.checkpoint_every, "checkpoint every N steps (0: only at the end)")->capture_default_str();
+  tr->add_option("--out,-o", t.out, "output folder")->capture_default_str();
+  tr->add_option("--format", a->train.format, "adapter files written at the end: orion, peft or both")
+      ->capture_default_str()->check(CLI::IsMember({"orion", "peft", "both"}));
+  tr->add_flag("--resume", a->train.resume, "continue from the newest checkpoint in OUT/checkpoints");
+  tr->add_option("--seed", t.seed, "initialisation and data order")->capture_default_str();
+  a->threads.add(tr);
+  tr->callback([a] { run_lora_train(*a); });
+
+  CLI::App* mg = lora->add_subcommand("merge", "fold an adapter into the base weights (W + s·B·A) and write a new model");
+  mg->add_option("--model,-m", a->model, "base model")->required();
+  mg->add_option("--lora", a->lora, "adapter (adapter.olora or a folder, Orion's or PEFT's)")->required();
+  mg->add_option("--out,-o", a->out, "the merged model (a .bin file or a safetensors folder)")->required();
+  mg->add_option("--to", a->to, "llama2c, llama2c-v1, safetensors or llmc (default: from --out's name)");
+  mg->add_option("--lora-scale", a->scale, "multiplies the adapter's update")->capture_default_str();
+  a->dtype.add(mg, "precision of the merged matrices (default: the base's, fp32 for llama2.c files)");
+  a->threads.add(mg);
+  mg->callback([a] { run_lora_merge(*a); });
+
+  CLI::App* cv = lora->add_subcommand("convert", "rewrite an adapter in Orion's format or the PEFT layout");
+  cv->add_option("--model,-m", a->model, "the base model (its dimensions interpret PEFT files)")->required();
+  cv->add_option("--lora", a->lora, "adapter to read")->required();
+  cv->add_option("--out,-o", a->out, "output folder (or a .olora file)")->required();
+  cv->add_option("--format", a->format, "orion or peft")->required()->check(CLI::IsMember({"orion", "peft"}));
+  cv->callback([a] { run_lora_convert(*a); });
+
+  CLI::App* in = lora->add_subcommand("info", "rank, alpha, targets and size of an adapter");
+  in->add_option("--model,-m", a->model, "the base model")->required();
+  in->add_option("--lora", a->lora, "adapter")->required();
+  in->callback([a] { run_lora_info(*a); });
+}
+
+}  // namespace orion::tools

@@ -1,0 +1,290 @@
+// LoRA fine-tuning: the exact adapter gradient from the merged weight's, and the loop (lora_train.h).
+#include "train/lora_train.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "base/file.h"
+#include "base/timer.h"
+#include "model/io/model_io.h"
+#include "model/lora/lora_io.h"
+#include "runtime/cpu/kernels.h"
+#include "train/checkpoint.h"
+#include "train/data/prepare.h"
+#include "train/data/token_dataset.h"
+#include "train/guards.h"
+
+namespace orion::train {
+namespace fs = std::filesystem;
+
+// --- the adapter over the working parameters -----------------------------------------------------
+
+namespace {
+float* layer_matrix(const LayerParams& l, LoraTarget t) {
+  switch (t) {
+    case LoraTarget::Q: return l.wq;
+    case LoraTarget::K: return l.wk;
+    case LoraTarget::V: return l.wv;
+    case LoraTarget::O: return l.wo;
+    case LoraTarget::W1: return l.w1;
+    case LoraTarget::W2: return l.w2;
+    case LoraTarget::W3: return l.w3;
+  }
+  return nullptr;
+}
+}  // namespace
+
+float* LoraTraining::work_matrix(const LoraTensor& t) { return layer_matrix(work_.layers[size_t(t.layer)], t.target); }
+const float* LoraTraining::grad_matrix(const Grads& g, const LoraTensor& t) const {
+  return layer_matrix(g.layers[size_t(t.layer)], t.target);
+}
+
+LoraTraining::LoraTraining(Params& work, LoraAdapter adapter) : work_(work), adapter_(std::move(adapter)) {
+  adapter_.check_fits(work.config(), "adapter");
+  for (const LoraTensor& t : adapter_.tensors()) {
+    const float* W = work_matrix(t);
+    base_.emplace_back(W, W + t.out * t.in);
+  }
+  grads_.assign(adapter_.size(), 0.0f);
+  merge_into_work();
+}
+
+std::vector<std::pair<size_t, size_t>> LoraTraining::layout() const {
+  std::vector<std::pair<size_t, size_t>> l;
+  for (const LoraTensor& t : adapter_.tensors()) {
+    l.emplace_back(t.a_offset, size_t(adapter_.rank()) * size_t(t.in));
+    l.emplace_back(t.b_offset, size_t(t.out) * size_t(adapter_.rank()));
+  }
+  return l;
+}
+
+void LoraTraining::merge_into_work() {
+  for (size_t i = 0; i < adapter_.tensors().size(); i++) {
+    const LoraTensor& t = adapter_.tensors()[i];
+    lora_merge_matrix(work_matrix(t), base_[i].data(), adapter_.A(t), adapter_.B(t), t.out, t.in, adapter_.rank(),
+                      adapter_.scale());
+  }
+}
+
+void LoraTraining::gather(const Grads& g) {
+  const int r = adapter_.rank();
+  const float s = adapter_.scale();
+  for (const LoraTensor& t : adapter_.tensors()) {
+    const float* G = grad_matrix(g, t);  // dW' [out, in]
+    const float* A = adapter_.A(t);      // [r, in]
+    const float* B = adapter_.B(t);      // [out, r]
+    float* dA = grads_.data() + t.a_offset;
+    float* dB = grads_.data() + t.b_offset;
+    // dB = s·dW'·Aᵀ: matmul computes y [M, N] = x [M, K]·Wᵀ with W [N, K] — here x = dW', W = A.
+    cpu::matmul(dB, G, A, DType::F32, nullptr, int(t.out), int(t.in), r);
+    for (int64_t i = 0; i < t.out * r; i++) dB[i] *= s;
+    // dA = s·Bᵀ·dW': row k of dA is s·Σ_o B[o, k]·dW'[o, :] (rows of dA are independent).
+#pragma omp parallel for schedule(static) if (t.out * t.in * r > (1 << 18))
+    for (int k = 0; k < r; k++) {
+      float* row = dA + int64_t(k) * t.in;
+      std::fill(row, row + t.in, 0.0f);
+      for (int64_t o = 0; o < t.out; o++) {
+        const float coef = s * B[o * r + k];
+        if (coef == 0.0f) continue;
+        const float* gr = G + o * t.in;
+        for (int64_t i = 0; i < t.in; i++) row[i] += coef * gr[i];
+      }
+    }
+  }
+}
+
+// --- the loop ----------------------------------------------------------------------------------------
+
+namespace {
+bool is_token_data(const std::string& path) {
+  return is_directory(path) || path.ends_with(".bin") || path.ends_with(".tok");
+}
+}  // namespace
+
+void LoraTrainer::setup_data() {
+  TrainOptions& t = opt_.train;
+  std::string path = t.data;
+  if (!is_token_data(path)) {  // text: tokenize it once with the base model's tokenizer
+    if (t.tokenizer.empty())
+      throw_usage_error("text data needs the base model's tokenizer", "--tokenizer", "pass --tokenizer PATH");
+    const std::string dir = (fs::path(t.out) / "data").string();
+    if (!file_exists((fs::path(dir) / "meta.json").string())) {
+      data::PrepareOptions po;
+      po.tokenizer = t.tokenizer, po.inputs = {t.data}, po.out_dir = dir, po.val_fraction = 0.1, po.progress = false;
+      data::PrepareResult r = data::prepare_dataset(po);
+      if (t.progress)
+        std::fprintf(stderr, "lora: %s tokenized: %llu train and %llu validation tokens → %s\n", t.data.c_str(),
+                     (unsigned long long)r.train_tokens, (unsigned long long)r.val_tokens, dir.c_str());
+    }
+    path = dir;
+  }
+  data::DatasetOptions d;
+  d.B = t.batch, d.T = t.seq, d.shuffle = t.shuffle, d.seed = t.seed, d.vocab_size = base_->config.vocab_size;
+  train_ = std::make_unique<data::TokenDataset>(data::TokenDataset::open(path, "train", d));
+  if (is_directory(path)) {
+    d.shuffle = false;
+    try {
+      val_ = std::make_unique<data::TokenDataset>(data::TokenDataset::open(path, "val", d));
+    } catch (const Error& e) {
+      if (t.progress) std::fprintf(stderr, "lora: no validation loss: %s\n", e.what());
+    }
+  }
+}
+
+LoraTrainer::LoraTrainer(LoraTrainOptions opt) : opt_(std::move(opt)) {
+  TrainOptions& t = opt_.train;
+  if (opt_.model.empty()) throw_usage_error("LoRA training needs a base model", "--model");
+  if (t.batch < 1 || t.seq < 1) throw_usage_error("--batch and --seq must be ≥ 1", "--batch");
+  if (t.steps < 1) throw_usage_error("--steps must be ≥ 1", "--steps");
+  if (!(t.lr > 0) || !std::isfinite(t.lr)) throw_usage_error("--lr must be a positive number", "--lr");
+  if (opt_.format != "orion" && opt_.format != "peft" && opt_.format != "both")
+    throw_usage_error(fmt::format("unknown adapter format '{}'", opt_.format), "--format", "use orion, peft or both");
+  base_ = std::make_unique<ModelWeights>(load_model(opt_.model));
+  const ModelConfig& c = base_->config;
+  if (t.seq > c.seq_len)
+    throw_usage_error(fmt::format("--seq {} exceeds the model's context of {} tokens", t.seq, c.seq_len), "--seq",
+                      fmt::format("use --seq {} or less", c.seq_len));
+  std::error_code ec;
+  fs::create_directories(fs::path(t.out) / "checkpoints", ec);
+  if (!is_directory(t.out)) throw_runtime_error("cannot create the output folder", t.out);
+
+  // The adapter: fresh (A random, B = 0), or the newest checkpoint's with its optimiser state.
+  LoraAdapter adapter;
+  LoraTrainingState resumed;
+  const std::string ckdir = (fs::path(t.out) / "checkpoints").string();
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(ckdir, ec))
+    if (e.path().filename().string().starts_with("lora_") && e.path().extension() == ".olora") found.push_back(e.path().string());
+  std::sort(found.begin(), found.end());
+  if (opt_.resume) {
+    if (found.empty()) throw_usage_error(fmt::format("no LoRA checkpoint in {}", ckdir), "--resume", "start without --resume");
+    adapter = read_lora_checkpoint(found.back(), &resumed);
+    adapter.check_fits(c, found.back());
+    step_ = resumed.json.value("step", int64_t(0)), skipped_ = resumed.json.value("skipped", int64_t(0));
+    if (t.progress) std::fprintf(stderr, "lora: resuming from %s at step %lld\n", found.back().c_str(), (long long)step_);
+  } else {
+    adapter = LoraAdapter(c, opt_.rank, opt_.alpha, parse_lora_targets(opt_.targets, c.arch));
+    adapter.init(t.seed);
+  }
+  work_ = std::make_unique<Params>(Params::from_weights(*base_));
+  grads_ = std::make_unique<Grads>(c);
+  model_ = std::make_unique<TrainModel>(*work_, grads_.get(), t.batch, t.seq);
+  lora_ = std::make_unique<LoraTraining>(*work_, std::move(adapter));
+  AdamWConfig ac;
+  ac.beta1 = t.beta1, ac.beta2 = t.beta2, ac.eps = t.eps, ac.weight_decay = t.weight_decay, ac.clip_norm = t.clip;
+  adam_ = std::make_unique<AdamW>(lora_->layout(), lora_->adapter().size(), ac);
+  if (opt_.resume) adam_->m() = resumed.m, adam_->v() = resumed.v, adam_->set_step_count(resumed.json.value("adam_steps", int64_t(0)));
+  setup_data();
+  if (opt_.resume) train_->seek(resumed.json.value("data_position", uint64_t(0)));
+}
+
+LoraTrainer::~LoraTrainer() = default;
+
+StepStats LoraTrainer::step() {
+  Timer timer;
+  TrainOptions& t = opt_.train;
+  StepStats s;
+  s.step = step_;
+  s.lr = t.lr_at(step_);
+  model_->zero_grad();
+  data::Batch b = train_->next();
+  s.loss = model_->forward(b.inputs.data(), b.targets.data());
+  const bool finite = std::isfinite(s.loss);
+  if (finite) {
+    model_->backward(1.0f);
+    lora_->gather(*grads_);  // dW' → dA, dB
+    if (t.sanitize_grads) s.sanitized = sanitize_fp16(lora_->grads(), lora_->adapter().size());
+  }
+  // The guard: a non-finite loss or adapter gradient never reaches the adapter or AdamW's moments.
+  s.grad_norm = finite ? float(adam_->norm(lora_->grads())) : NAN;
+  s.skipped = !std::isfinite(s.grad_norm);
+  if (!s.skipped) {
+    adam_->step(lora_->adapter().data(), lora_->grads(), s.lr);
+    lora_->merge_into_work();  // W' = W + s·B·A from the frozen W
+    consecutive_bad_ = 0;
+  } else {
+    ++skipped_, ++consecutive_bad_;
+  }
+  ++step_;
+  s.seconds = timer.seconds();
+  if (consecutive_bad_ >= t.max_bad_steps)
+    throw_runtime_error(fmt::format("{} consecutive steps had a non-finite loss or gradient (the last: step {}); stopped",
+                                    consecutive_bad_, step_),
+                        last_checkpoint_.empty() ? t.out : last_checkpoint_, "lower --lr or check the data; --resume continues");
+  return s;
+}
+
+float LoraTrainer::evaluate() {
+  if (!val_) return -1;
+  const uint64_t n = std::min<uint64_t>(uint64_t(std::max(1, opt_.train.eval_batches)), val_->batches_per_epoch());
+  double sum = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    data::Batch b = val_->batch(i);
+    sum += model_->forward(b.inputs.data(), b.targets.data());
+  }
+  return float(sum / double(n));
+}
+
+std::string LoraTrainer::save() {
+  const std::string dir = (fs::path(opt_.train.out) / "checkpoints").string();
+  LoraTrainingState st;
+  st.json = {{"step", step_},          {"adam_steps", adam_->step_count()}, {"skipped", skipped_},
+             {"data_position", train_->position()}, {"model", opt_.model}};
+  st.m = adam_->m(), st.v = adam_->v();
+  last_checkpoint_ = (fs::path(dir) / fmt::format("lora_{:08d}.olora", step_)).string();
+  save_lora_checkpoint(lora_->adapter(), last_checkpoint_, st);
+  std::vector<std::string> found;  // keep the newest `keep`
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().starts_with("lora_") && e.path().extension() == ".olora") found.push_back(e.path().string());
+  std::sort(found.begin(), found.end());
+  for (size_t i = 0; opt_.train.keep > 0 && i + size_t(opt_.train.keep) < found.size(); i++) fs::remove(found[i]);
+  return last_checkpoint_;
+}
+
+std::string LoraTrainer::export_adapter() {
+  const std::string& out = opt_.train.out;
+  if (opt_.format != "peft") save_lora(lora_->adapter(), out, LoraFormat::Orion);
+  if (opt_.format != "orion") save_lora(lora_->adapter(), out, LoraFormat::Peft, opt_.model);
+  return out;
+}
+
+TrainResult LoraTrainer::run() {
+  TrainOptions& t = opt_.train;
+  TrainResult r;
+  if (t.progress)
+    std::fprintf(stderr, "lora: %s on %s; %llu training tokens, %d×%d tokens/step, steps %lld→%lld, lr %.1e %s\n",
+                 lora_->adapter().describe().c_str(), base_->config.describe().c_str(),
+                 (unsigned long long)train_->total_tokens(), t.batch, t.seq, (long long)step_, (long long)t.steps, t.lr,
+                 t.schedule.c_str());
+  Timer total;
+  double step_seconds = 0;
+  int64_t run_steps = 0;
+  const int every = t.log_every > 0 ? t.log_every : int(std::max<int64_t>(1, t.steps / 20));
+  while (step_ < t.steps) {
+    StepStats s = step();
+    step_seconds += s.seconds, ++run_steps;
+    float val = -1;
+    if (step_ == t.steps || (t.eval_every > 0 && step_ % t.eval_every == 0)) val = r.val_loss = evaluate();
+    if (run_steps == 1) r.first_loss = s.loss;
+    r.last_loss = s.loss;
+    if (t.progress && (step_ % every == 0 || val >= 0 || run_steps == 1))
+      std::fprintf(stderr, "lora: step %lld/%lld | loss %.4f%s | lr %.2e | gnorm %.3f | %.0f tok/s\n", (long long)step_,
+                   (long long)t.steps, s.loss, val >= 0 ? fmt::format(" | val {:.4f}", val).c_str() : "", s.lr, s.grad_norm,
+                   double(t.batch) * t.seq * double(run_steps) / step_seconds);
+    if (t.checkpoint_every > 0 && step_ % t.checkpoint_every == 0 && step_ < t.steps) save();
+  }
+  r.checkpoint = save();
+  r.model = export_adapter();
+  r.steps_done = step_, r.skipped_steps = skipped_;
+  r.seconds = total.seconds();
+  r.tokens_per_second = step_seconds > 0 ? double(t.batch) * t.seq * double(run_steps) / step_seconds : 0;
+  if (t.progress)
+    std::fprintf(stderr, "lora: %lld steps in %.1f s (%.0f tok/s), %lld skipped; adapter in %s\n", (long long)run_steps, r.seconds,
+                 r.tokens_per_second, (long long)r.skipped_steps, r.model.c_str());
+  return r;
+}
+
+}  // namespace orion::train
