@@ -24,6 +24,7 @@
 #include "model/io/model_io.h"
 #include "support.h"
 #include "train/checkpoint.h"
+#include "train/data/token_dataset.h"
 #include "train/dist/communicator.h"
 #include "train/dist/data_parallel.h"
 #include "train/params.h"
@@ -117,6 +118,30 @@ std::vector<StepLine> read_metrics(const std::string& run) {
 double rel(double a, double b) { return std::fabs(a - b) / std::max(1e-12, std::fabs(b)); }
 
 }  // namespace
+
+// ---- the data: the global batch does not depend on the number of ranks (no MPI needed) ----
+
+TEST(DataParallel, RanksTakeTheRowsOfTheGlobalBatchOfOneRank) {
+  const std::string path = test::temp_dir() + "/tokens.bin";  // llama2.c layout: raw uint16 ids
+  std::vector<uint16_t> ids(5000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = uint16_t((i * 7919) % 1000);
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(ids.data()), std::streamsize(ids.size() * 2));
+  for (bool shuffle : {true, false}) {
+    const int B = 2, T = 16, world = 3;
+    data::DatasetOptions one{.B = world * B, .T = T, .shuffle = shuffle, .seed = 5};
+    const data::TokenDataset whole = data::TokenDataset::open(path, "train", one);
+    for (int r = 0; r < world; ++r) {
+      data::DatasetOptions o{.B = B, .T = T, .shuffle = shuffle, .seed = 5, .rank = r, .world = world};
+      const data::TokenDataset part = data::TokenDataset::open(path, "train", o);
+      ASSERT_EQ(part.batches_per_epoch(), whole.batches_per_epoch());
+      for (uint64_t j : {uint64_t(0), uint64_t(1), whole.batches_per_epoch() - 1, whole.batches_per_epoch() + 2}) {  // two epochs
+        const data::Batch g = whole.batch(j), p = part.batch(j);
+        const std::vector<int> rows(g.tokens.begin() + r * B * (T + 1), g.tokens.begin() + (r + 1) * B * (T + 1));
+        EXPECT_EQ(p.tokens, rows) << (shuffle ? "shuffled" : "sequential") << ", rank " << r << ", batch " << j;
+      }
+    }
+  }
+}
 
 // ---- the communicator ----
 
