@@ -67,7 +67,9 @@ void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm
     if (cmd->count("--steps") == 0) a.o.steps = 0;  // 0: the checkpoint's total
   }
   if (!a.no_progress && comm.rank() == 0)
-    std::fprintf(stderr, "train: CPU backend, %d threads%s\n", cpu::num_threads(), comm.world() > 1 ? " per rank" : "");
+    std::fprintf(stderr, "train: %s, %d CPU threads%s\n",
+                 a.o.backend == "cpu" ? "CPU backend" : ("blocks on " + a.o.backend + " (ANE programs)").c_str(), cpu::num_threads(),
+                 comm.world() > 1 ? " per rank" : "");
   train::Trainer t(a.o, &comm);
   train::TrainResult r = t.run();
   if (!r.model.empty() && !a.no_progress && comm.rank() == 0)
