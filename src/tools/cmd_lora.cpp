@@ -95,6 +95,8 @@ void add_lora_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::IsMember({"orion", "peft", "both"}));
   tr->add_flag("--resume", a->train.resume, "continue from the newest checkpoint in OUT/checkpoints");
   tr->add_option("--seed", t.seed, "initialisation and data order")->capture_default_str();
+  tr->add_option("--backend", t.backend, "cpu, or the blocks as ANE programs on anesim (any machine) or ane (macOS)")
+      ->capture_default_str()->check(CLI::IsMember({"cpu", "anesim", "ane"}));
   a->threads.add(tr);
   tr->callback([a] { run_lora_train(*a); });
 

@@ -173,6 +173,13 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt) : opt_(std::move(opt)) {
   grads_ = std::make_unique<Grads>(c);
   model_ = std::make_unique<TrainModel>(*work_, grads_.get(), t.batch, t.seq);
   lora_ = std::make_unique<LoraTraining>(*work_, std::move(adapter));
+  if (t.backend != "cpu") {  // compiled at the first forward, from W' with the (resumed) adapter merged
+    AneTrainOptions ao = t.ane;
+    ao.driver = t.backend, ao.quiet = ao.quiet || !t.progress;
+    auto blocks = make_ane_blocks(*work_, grads_.get(), t.batch, t.seq, ao);
+    ane_ = blocks.get();
+    model_->set_blocks(std::move(blocks));
+  }
   AdamWConfig ac;
   ac.beta1 = t.beta1, ac.beta2 = t.beta2, ac.eps = t.eps, ac.weight_decay = t.weight_decay, ac.clip_norm = t.clip;
   adam_ = std::make_unique<AdamW>(lora_->layout(), lora_->adapter().size(), ac);
@@ -204,6 +211,7 @@ StepStats LoraTrainer::step() {
   if (!s.skipped) {
     adam_->step(lora_->adapter().data(), lora_->grads(), s.lr);
     lora_->merge_into_work();  // W' = W + s·B·A from the frozen W
+    model_->weights_updated();  // the ANE runner refreshes its programs' weights (CPU: nothing)
     consecutive_bad_ = 0;
   } else {
     ++skipped_, ++consecutive_bad_;
@@ -271,9 +279,10 @@ TrainResult LoraTrainer::run() {
     if (run_steps == 1) r.first_loss = s.loss;
     r.last_loss = s.loss;
     if (t.progress && (step_ % every == 0 || val >= 0 || run_steps == 1))
-      std::fprintf(stderr, "lora: step %lld/%lld | loss %.4f%s | lr %.2e | gnorm %.3f | %.0f tok/s\n", (long long)step_,
+      std::fprintf(stderr, "lora: step %lld/%lld | loss %.4f%s | lr %.2e | gnorm %.3f | %.0f tok/s%s\n", (long long)step_,
                    (long long)t.steps, s.loss, val >= 0 ? fmt::format(" | val {:.4f}", val).c_str() : "", s.lr, s.grad_norm,
-                   double(t.batch) * t.seq * double(run_steps) / step_seconds);
+                   double(t.batch) * t.seq * double(run_steps) / step_seconds,
+                   ane_ ? fmt::format(" | {} compiles", ane_->driver().counters().compiles).c_str() : "");
     if (t.checkpoint_every > 0 && step_ % t.checkpoint_every == 0 && step_ < t.steps) save();
   }
   r.checkpoint = save();

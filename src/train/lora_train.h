@@ -19,11 +19,18 @@
 // --resume continues from the newest), and the adapter written at the end in Orion's format and/or
 // the PEFT layout. The general Trainer (trainer.h) is untouched: LoRA reuses its pieces
 // (TrainModel, AdamW, guards, datasets, options) rather than its class.
+//
+// On the ANE path (train.backend anesim | ane) the blocks run through train/ane_blocks.h's runner:
+// forward and input-gradient programs on the ANE, dW' on the CPU from their activations, then dA,
+// dB as above. The runner takes the merged W' as its weights (updated after every step through its
+// verified strategies — weights as inputs on anesim, so the compile count stays constant); the
+// base is not baked separately with A and B as program inputs (see bench/RESULTS.md: what is left).
 #pragma once
 #include <memory>
 #include <string>
 
 #include "model/lora/lora.h"
+#include "train/ane_blocks.h"
 #include "train/trainer.h"
 
 namespace orion::train {
@@ -84,6 +91,7 @@ class LoraTrainer {
   const LoraTraining& lora() const { return *lora_; }
   const Params& work() const { return *work_; }  // W' (merged); unadapted tensors = the base's
   const ModelWeights& base() const { return *base_; }
+  AneBlocks* ane_blocks() { return ane_; }  // the ANE runner (nullptr on the CPU backend)
   int64_t step_index() const { return step_; }
 
  private:
@@ -95,6 +103,7 @@ class LoraTrainer {
   std::unique_ptr<TrainModel> model_;
   std::unique_ptr<LoraTraining> lora_;
   std::unique_ptr<AdamW> adam_;
+  AneBlocks* ane_ = nullptr;
   std::unique_ptr<data::TokenDataset> train_, val_;
   std::string tokenizer_;
   int64_t step_ = 0, skipped_ = 0;

@@ -197,6 +197,35 @@ TEST(lora_train, ResumedRunEqualsAStraightRunBitForBit) {
   EXPECT_EQ(0, std::memcmp(a.adapter().data(), b.adapter().data(), a.adapter().size() * 4));
 }
 
+// The ANE path: the blocks as programs on anesim (test_anesim_train.cpp's model, whose kernels meet
+// C7 at T = 128). The adapter follows the CPU run within fp16 tolerance, the base stays
+// bit-identical, and the weight updates after each step compile nothing (weights as inputs).
+TEST(lora_train, AnesimPathFollowsTheCpuAndCompilesOnce) {
+  ModelConfig c = tiny(Arch::Llama);
+  c.dim = 192, c.hidden_dim = 256, c.n_heads = 6, c.n_kv_heads = 6, c.vocab_size = c.padded_vocab = 128, c.seq_len = 128;
+  Rig rig(c);
+  auto options = [&](const char* backend) {
+    LoraTrainOptions o = rig.options(3);
+    o.train.backend = backend, o.train.batch = 1, o.train.seq = 128, o.train.lr = 5e-3f, o.train.out = rig.dir + "/" + backend;
+    return o;
+  };
+  LoraTrainer cpu(options("cpu")), ane(options("anesim"));
+  std::vector<int> compiles;
+  for (int i = 0; i < 3; i++) {
+    const StepStats a = cpu.step(), b = ane.step();
+    compiles.push_back(ane.ane_blocks()->driver().counters().compiles);
+    std::printf("  step %d: loss cpu %.5f anesim %.5f | adapter gradient norm cpu %.5f anesim %.5f | compiles %d\n", i, a.loss,
+                b.loss, a.grad_norm, b.grad_norm, compiles.back());
+    EXPECT_NEAR(b.loss, a.loss, 1e-2 * std::fabs(a.loss));
+    EXPECT_NEAR(b.grad_norm, a.grad_norm, 2e-2 * a.grad_norm);  // dA, dB from the ANE's activations
+  }
+  EXPECT_GT(compiles[0], 0);
+  EXPECT_EQ(compiles[2], compiles[0]) << "weight updates after each step must not compile";
+  const ParamInfo& wk = ane.work().tensor("layers.1.wk");
+  const Params base = Params::from_weights(load_model(rig.model));
+  EXPECT_EQ(0, std::memcmp(base.data() + wk.offset, ane.work().data() + wk.offset, wk.numel * 4));
+}
+
 TEST(lora_train, CliTrainInfoMergeAndErrors) {
   const ModelConfig c = tiny(Arch::Llama);
   Rig rig(c);
