@@ -219,5 +219,32 @@ TEST(Transformer, SameLogitsForOneAndTwoThreads) {
   EXPECT_EQ(a, b);
 }
 
+// A decode step (one parallel region per token, llama_decode.cpp) gives the same logits, bit for
+// bit, as prefill of the whole sequence, for every weight dtype and thread count (3 threads split
+// the row spaces unevenly).
+TEST(Transformer, LlamaDecodeEqualsPrefillBitForBit) {
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    for (const ModelConfig& c : {tiny_llama(2), tiny_llama(4, false)}) {
+      ModelWeights w = test_weights(c, 8);
+      w.convert_matrices(dt);
+      auto toks = some_tokens(24, c.vocab_size, 8);
+      const size_t V = size_t(c.vocab_size);
+      Transformer pre(w);
+      const float* all = pre.forward(toks.data(), int(toks.size()), 0, true);
+      std::vector<float> expect(all, all + toks.size() * V);
+      for (int threads : {1, 2, 3}) {
+        cpu::set_num_threads(threads);
+        Transformer dec(w);
+        size_t differing = 0;
+        for (size_t t = 0; t < toks.size(); t++) {
+          const float* lg = dec.forward(&toks[t], 1, int(t));
+          for (size_t i = 0; i < V; i++) differing += lg[i] != expect[t * V + i];
+        }
+        EXPECT_EQ(differing, 0u) << dtype_name(dt) << " kv heads " << c.n_kv_heads << ", " << threads << " threads";
+      }
+      cpu::set_num_threads(0);
+    }
+}
+
 }  // namespace
 }  // namespace orion

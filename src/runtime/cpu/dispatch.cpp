@@ -13,16 +13,24 @@
 #include <cstring>
 #include <vector>
 
+#include <cpuid.h>
+
 #include "runtime/cpu/kernels_impl.h"
 
 namespace orion::cpu {
 namespace {
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c".
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+}
+
 bool cpu_has(Isa isa) {
   switch (isa) {
     case Isa::Generic: return true;
     case Isa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case Isa::Avx512:
       return cpu_has(Isa::Avx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
@@ -77,6 +85,17 @@ bool set_isa(Isa isa) {
 
 // --- matmul --------------------------------------------------------------------------------------
 
+void thread_share(int n, int unit, int* first, int* last) {
+  const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+  const int units = (n + unit - 1) / unit;
+  *first = std::min(n, units * t / nt * unit);
+  *last = std::min(n, units * (t + 1) / nt * unit);
+}
+
+void matvec_range(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1) {
+  g_kernels->matvec_rows(y, x, W, wt, bias, K, n0, n1);
+}
+
 // y[M, N] = x[M, K]·W[N, K]ᵀ (+ bias). Decode (M == 1) splits the N output rows into one
 // contiguous range per thread, in units of BLOCK rows, so each thread streams its own part of W
 // exactly once. Which thread computes a row never changes how the row is summed.
@@ -84,28 +103,33 @@ void matmul(float* y, const float* x, const void* W, DType wt, const float* bias
   if (M > 1) return matmul_prefill(y, x, W, wt, bias, M, K, N);
   constexpr int BLOCK = 16;  // a multiple of every ISA's row step
   const IsaKernels& ker = *g_kernels;
-  const int blocks = (N + BLOCK - 1) / BLOCK;
   const bool big = size_t(N) * K * dtype_size(wt) >= (64u << 10);  // smaller: not worth waking threads
 #pragma omp parallel if (big)
   {
-    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int n0 = std::min(N, blocks * t / nt * BLOCK), n1 = std::min(N, blocks * (t + 1) / nt * BLOCK);
+    int n0, n1;
+    thread_share(N, BLOCK, &n0, &n1);
     ker.matvec_rows(y, x, W, wt, bias, K, n0, n1);
   }
 }
 
 // --- attention -----------------------------------------------------------------------------------
 
-// For each new token t and head h (one task each, spread over threads):
-//   att[p] = q_t,h · k_p,kvh / √HS   for p ≤ pos0 + t (causal)
-//   att    = softmax(att)
-//   out_t,h = Σ_p att[p]·v_p,kvh
-// With grouped-query attention, NH/NKV consecutive query heads share kv head kvh = h / (NH/NKV).
+void attention_head(float* out, const float* q, const float* k, const float* v, int len, int head_dim,
+                    int kv_stride, float* att) {
+  const IsaKernels& ker = *g_kernels;
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  for (int p = 0; p < len; p++) att[p] = ker.dot(q, k + size_t(p) * kv_stride, head_dim) * scale;
+  softmax_inplace(att, len);
+  std::memset(out, 0, sizeof(float) * head_dim);
+  for (int p = 0; p < len; p++) ker.axpy(out, att[p], v + size_t(p) * kv_stride, head_dim);
+}
+
+// For each new token t and head h (one task each, spread over threads), attention_head over the
+// positions ≤ its own. With grouped-query attention, NH/NKV consecutive query heads share kv head
+// kvh = h / (NH/NKV).
 void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads,
                int n_kv_heads, int head_dim, int kv_stride) {
-  const IsaKernels& ker = *g_kernels;
   const int group = n_heads / n_kv_heads, HS = head_dim, Q = n_heads * HS;
-  const float scale = 1.0f / std::sqrt(float(HS));
   const int tasks = T * n_heads;
 #pragma omp parallel if (tasks > 1)
   {
@@ -114,12 +138,8 @@ void attention(float* out, const float* q, const float* k, const float* v, int T
 #pragma omp for schedule(static, 1)
     for (int task = 0; task < tasks; task++) {
       const int t = task / n_heads, h = task % n_heads, kvh = h / group, len = pos0 + t + 1;
-      const float* qh = q + size_t(t) * Q + size_t(h) * HS;
-      for (int p = 0; p < len; p++) att[size_t(p)] = ker.dot(qh, k + size_t(p) * kv_stride + size_t(kvh) * HS, HS) * scale;
-      softmax_inplace(att.data(), len);
-      float* oh = out + size_t(t) * Q + size_t(h) * HS;
-      std::memset(oh, 0, sizeof(float) * HS);
-      for (int p = 0; p < len; p++) ker.axpy(oh, att[size_t(p)], v + size_t(p) * kv_stride + size_t(kvh) * HS, HS);
+      attention_head(out + size_t(t) * Q + size_t(h) * HS, q + size_t(t) * Q + size_t(h) * HS, k + size_t(kvh) * HS,
+                     v + size_t(kvh) * HS, len, HS, kv_stride, att.data());
     }
   }
 }

@@ -45,6 +45,11 @@ void embedding_row(float* out, const void* table, DType dt, int64_t id, int C);
 // RoPE on one token, llama2.c convention: for each head and pair i (x[2i], x[2i+1]) is rotated by
 // angle pos · theta^(−2i/HS). x: [n_heads, HS].
 void rope(float* x, int n_heads, int head_dim, int pos, float theta);
+// rope() in two parts, for code that rotates parts of a vector on different threads:
+//   cs[2i], cs[2i+1] = cos, sin of pair i's angle at pos            cs: [head_dim]
+//   channels c0 .. c1−1 of x (even bounds; x: [heads, head_dim]) rotated by those angles
+void rope_angles(float* cs, int head_dim, int pos, float theta);
+void rope_rotate(float* x, const float* cs, int head_dim, int c0, int c1);
 
 // --- attention -----------------------------------------------------------------------------------
 // Causal attention of T new query tokens at positions pos0 .. pos0+T−1 against a KV cache holding
@@ -54,6 +59,24 @@ void rope(float* x, int n_heads, int head_dim, int pos, float theta);
 // scores = q·kᵀ / √HS over positions ≤ its own, softmax, then weighted sum of v.
 void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads,
                int n_kv_heads, int head_dim, int kv_stride);
+
+// One query head of one token against `len` cached positions (the causal window), single-threaded:
+//   att[p] = q·k_p / √HS,  att = softmax(att),  out = Σ_p att[p]·v_p
+//   q, out: [HS];  k, v: rows p = 0 .. len−1 of stride kv_stride (pointing at the head's channels)
+//   scratch: ≥ len floats
+void attention_head(float* out, const float* q, const float* k, const float* v, int len, int head_dim,
+                    int kv_stride, float* scratch);
+
+// --- building blocks for code that runs inside its own OpenMP parallel region -------------------
+// (a decode step runs a whole token in one region, see model/llama_decode.cpp; these never start
+// threads themselves)
+// The calling thread's share [first, last) of n items, split in contiguous units of `unit` items
+// (the whole range when called outside a parallel region).
+void thread_share(int n, int unit, int* first, int* last);
+// Rows n0 .. n1−1 of y = x·Wᵀ (+ bias) on the calling thread: y[n] = Σ_k x[k]·W[n, k], summed in
+// the same order as matmul() (decode and prefill), whichever thread computes them.
+//   x: [K];  W: [N, K] in dtype wt;  y, bias: [N]
+void matvec_range(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1);
 
 // --- memory bandwidth ----------------------------------------------------------------------------
 // STREAM triad a[i] = b[i] + s·c[i] over arrays of `bytes_per_array` bytes with all threads;

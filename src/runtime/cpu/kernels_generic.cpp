@@ -142,25 +142,30 @@ void embedding_row(float* out, const void* table, DType dt, int64_t id, int C) {
 
 // Pair i of every head, (x[2i], x[2i+1]), turns by the angle pos·freq with
 // freq = 1 / theta^(2i/HS) (llama2.c). The HS/2 angles are the same for every head, so their
-// cos/sin are computed once per call.
-void rope(float* x, int n_heads, int head_dim, int pos, float theta) {
-  const int P = head_dim / 2;
-  std::vector<float> cs(size_t(2 * P));  // cs[2i] = cos, cs[2i+1] = sin of pair i's angle
-  for (int i = 0; i < P; i++) {
+// cos/sin are computed once per position.
+void rope_angles(float* cs, int head_dim, int pos, float theta) {
+  for (int i = 0; i < head_dim / 2; i++) {
     const float freq = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
     const float a = float(pos) * freq;
     cs[2 * i] = std::cos(a);
     cs[2 * i + 1] = std::sin(a);
   }
-  for (int h = 0; h < n_heads; h++) {
-    float* xh = x + size_t(h) * head_dim;
-    for (int i = 0; i < P; i++) {
-      const float c = cs[2 * i], s = cs[2 * i + 1];
-      const float x0 = xh[2 * i], x1 = xh[2 * i + 1];
-      xh[2 * i] = x0 * c - x1 * s;
-      xh[2 * i + 1] = x0 * s + x1 * c;
-    }
+}
+
+void rope_rotate(float* x, const float* cs, int head_dim, int c0, int c1) {
+  for (int c = c0; c < c1; c += 2) {
+    const int i = (c % head_dim) / 2;  // pair index within the head
+    const float co = cs[2 * i], si = cs[2 * i + 1];
+    const float x0 = x[c], x1 = x[c + 1];
+    x[c] = x0 * co - x1 * si;
+    x[c + 1] = x0 * si + x1 * co;
   }
+}
+
+void rope(float* x, int n_heads, int head_dim, int pos, float theta) {
+  std::vector<float> cs(static_cast<size_t>(head_dim));  // cs[2i] = cos, cs[2i+1] = sin of pair i's angle
+  rope_angles(cs.data(), head_dim, pos, theta);
+  rope_rotate(x, cs.data(), head_dim, 0, n_heads * head_dim);
 }
 
 }  // namespace orion::cpu
