@@ -101,9 +101,11 @@ void run_bench_train(const BenchTrainArgs& a) {
   if (a.json) {
     std::printf("{\"backend\":\"%s\",\"ane_eval_ms\":%.3f,\"surface_copy_ms\":%.3f,\"cpu_dw_ms\":%.3f,\"cpu_other_ms\":%.3f,"
                 "\"adamw_ms\":%.3f,\"weight_update_ms\":%.3f,\"compile_ms\":%.3f,\"first_compile_s\":%.3f,"
-                "\"predicted_ane_ms_per_step\":%.3f,\"evaluations_per_step\":%.1f,\"programs\":%d,\"strategy\":\"%s\"}\n",
+                "\"predicted_ane_ms_per_step\":%.3f,\"predicted_compute_ms\":%.3f,\"predicted_copy_ms\":%.3f,\"predicted_weight_stream_ms\":%.3f,"
+                "\"evaluations_per_step\":%.1f,\"programs\":%d,\"strategy\":\"%s\"}\n",
                 a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s), per_step(ph.cpu_other_s), 1000 * upd / n,
-                per_step(ph.weight_update_s), per_step(ph.compile_s), af.first_compile_s, ph.predicted_ane_ms / n, double(ph.evaluations) / n,
+                per_step(ph.weight_update_s), per_step(ph.compile_s), af.first_compile_s, ph.predicted_ane_ms / n, ph.predicted_compute_ms / n,
+                ph.predicted_copy_ms / n, ph.predicted_weight_stream_ms / n, double(ph.evaluations) / n,
                 af.programs, af.strategy.c_str());
     return;
   }
@@ -111,8 +113,10 @@ void run_bench_train(const BenchTrainArgs& a) {
               "    AdamW %.1f ms | weight update %.1f ms (%s) | compile %.1f ms; first step's compile %.2f s\n",
               a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s), per_step(ph.cpu_other_s), 1000 * upd / n,
               per_step(ph.weight_update_s), af.strategy.c_str(), per_step(ph.compile_s), af.first_compile_s);
-  std::printf("  predicted ANE time per step (%s timing model, chip %s): %.1f ms over %.0f evaluations\n", a.backend.c_str(),
-              a.ane.chip.c_str(), ph.predicted_ane_ms / n, double(ph.evaluations) / n);
+  std::printf("  predicted ANE time per step (%s timing model, chip %s): %.1f ms over %.0f evaluations = dispatch %.1f + compute %.1f\n"
+              "    + surface copies %.1f ms (of which streaming the weights as inputs %.1f ms)\n", a.backend.c_str(), a.ane.chip.c_str(),
+              ph.predicted_ane_ms / n, double(ph.evaluations) / n, ph.predicted_dispatch_ms / n, ph.predicted_compute_ms / n,
+              ph.predicted_copy_ms / n, ph.predicted_weight_stream_ms / n);
   std::printf("  %d programs, buckets S=%d (attention) / %d (feed-forward), %s; probe: %s\n", af.programs, af.Sa, af.Sf,
               af.budget.c_str(), af.probe.empty() ? "none" : af.probe.c_str());
 }

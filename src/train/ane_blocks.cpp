@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "compiler/compile.h"
+#include "runtime/anesim/anesim_driver.h"
 #include "train/ane_blocks_impl.h"
 #include "train/guards.h"
 
@@ -158,6 +159,13 @@ TensorMap AneBlocksBase::run(KernelRole role, int layer, const TensorMap& inputs
   ph_.ane_eval_s += eval;
   ph_.surface_copy_s += t.seconds() - eval;
   ph_.predicted_ane_ms += driver_->counters().predicted_ane_ms - ane0;
+  if (const auto* sim = dynamic_cast<const runtime::anesim::AnesimDriver*>(driver_.get())) {
+    const runtime::anesim::TimingBreakdown tb = sim->predicted(k.driver_program());
+    ph_.predicted_dispatch_ms += tb.dispatch_ms, ph_.predicted_compute_ms += tb.compute_ms, ph_.predicted_copy_ms += tb.copy_ms;
+    double weight_bytes = 0;
+    for (const runtime::WeightInput& w : p.k->weight_inputs()) weight_bytes += double(w.declared.bytes());
+    ph_.predicted_weight_stream_ms += weight_bytes / runtime::anesim::kSurfaceCopyBytesPerMs;
+  }
   ph_.evaluations++;
   return out;
 }

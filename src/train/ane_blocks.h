@@ -66,6 +66,9 @@ struct AnePhaseTimes {
   double weight_update_s = 0;  // weights_updated(): rebuilding graphs, streaming/reloading, probes
   double compile_s = 0;        // compiles (first compile and fallbacks), host time
   double predicted_ane_ms = 0; // the driver's timing model for the training evaluations (anesim)
+  // anesim's breakdown of predicted_ane_ms: per-evaluation dispatch, compute, host ⇄ surface copies,
+  // and the part of the copies that streams weights (weights as inputs: the price of never reloading)
+  double predicted_dispatch_ms = 0, predicted_compute_ms = 0, predicted_copy_ms = 0, predicted_weight_stream_ms = 0;
   int64_t evaluations = 0;
   int64_t steps = 0;           // weights_updated() calls
 };
