@@ -169,11 +169,12 @@ void layernorm_backward(F* dinp, F* dw, F* db, const F* dout, const F* inp, cons
 // Linear layer
 // ================================================================================================
 
-// out[n, o] = Σ_i inp[n, i]·W[o, i] + bias[o]. In float this is the inference kernel itself, so
-// the training forward computes the same bits as Transformer::forward's projections.
+// out[n, o] = Σ_i inp[n, i]·W[o, i] + bias[o]. In float: cpu::matmul_forward_train (with AVX-512
+// the transposed broadcast-FMA product, ~1.5× the inference kernel's speed on a training batch; its
+// sums run in another order than Transformer::forward's, so the two agree to rounding, not bits).
 template <>
 void matmul_forward<float>(float* out, const float* inp, const float* W, const float* bias, int N, int IC, int OC) {
-  cpu::matmul(out, inp, W, DType::F32, bias, N, IC, OC);
+  cpu::matmul_forward_train(out, inp, W, bias, N, IC, OC);
 }
 template <>
 void matmul_forward<double>(double* out, const double* inp, const double* W, const double* bias, int N, int IC,

@@ -43,9 +43,23 @@ void transpose(float* dst, const float* src, int rows, int cols) {
   }
 }
 
+// y = x·Wᵀ + b computed transposed, yᵀ[N, M] = W·xᵀ (+ b down the rows), so that gemm_acc streams
+// W once, 6 rows at a time, against xᵀ [K, M] (small: M is the batch's tokens) kept in L2.
+void matmul_forward_train(float* y, const float* x, const float* W, const float* bias, int M, int K, int N) {
+  if (!gemm_acc_available() || M < 16) return matmul(y, x, W, DType::F32, bias, M, K, N);
+  float* xt = scratch(0, size_t(K) * M).data();  // [K, M]
+  float* yt = scratch(1, size_t(N) * M).data();  // [N, M]
+  transpose(xt, x, M, K);
+#pragma omp parallel for schedule(static) if (size_t(N) * M > (1u << 15))
+  for (int n = 0; n < N; n++) std::fill_n(yt + size_t(n) * M, M, bias ? bias[n] : 0.0f);
+  gemm_acc(yt, size_t(M), W, size_t(K), 1, xt, size_t(M), N, M, K);
+  transpose(y, yt, N, M);
+}
+
 // dx[M, K] += Σ over chunks [n0, n1) of dy[:, n0:n1] · W[n0:n1, :]
 // Each chunk is cpu::matmul(x = dy chunk [M, n], W' = W chunkᵀ [K, n]).
 void matmul_backward_input(float* dx, const float* dy, const float* W, int M, int K, int N) {
+  if (gemm_acc_available()) return gemm_acc(dx, size_t(K), dy, size_t(N), 1, W, size_t(K), M, K, N);
   const int ch = std::min(N, kTrainChunk);
   float* dyc = scratch(0, size_t(M) * ch).data();   // [M, ch]
   float* wt = scratch(1, size_t(K) * ch).data();    // [K, ch]
@@ -62,6 +76,8 @@ void matmul_backward_input(float* dx, const float* dy, const float* W, int M, in
 
 // dW[n0:n1, :] += dy[:, n0:n1]ᵀ · x, i.e. cpu::matmul(x = dy chunkᵀ [n, M], W' = xᵀ [K, M]).
 void matmul_backward_weight(float* dW, const float* dy, const float* x, int M, int K, int N) {
+  // A(n, m) = dy[m, n]: row stride 1, column stride N.
+  if (gemm_acc_available()) return gemm_acc(dW, size_t(K), dy, 1, size_t(N), x, size_t(K), N, K, M);
   const int ch = std::min(N, kTrainChunk);
   float* xt = scratch(0, size_t(K) * M).data();     // [K, M]
   float* dyt = scratch(1, size_t(ch) * M).data();   // [ch, M]

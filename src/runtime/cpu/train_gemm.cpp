@@ -1,0 +1,114 @@
+// The two backward products of a linear layer without transposes: C[M, N] += A(M×K)·B[K, N].
+//
+//   dx[M, K] += dy[M, N]·W[N, K]     A = dy (row i = token),             B = W
+//   dW[N, K] += dy[M, N]ᵀ·x[M, K]    A(i, p) = dy[p, i] (read strided),  B = x
+//
+// A is addressed as A[i·rsa + p·csa], so dyᵀ needs no copy. B and C are row-major.
+//
+// The register tile (AVX-512): TM = 6 rows × 64 columns of C in 24 zmm accumulators. For each p
+// it loads B[p, j..j+63] (4 vectors) and broadcasts A(i, p) for the 6 rows: 24 FMAs for 4 loads and
+// 6 broadcasts ("outer product" form, as BLAS kernels do; cpu::matmul's dot-product tiles need a
+// horizontal sum per output instead). Blocking: K in slices of KC = 256 and N in blocks of
+// NC = 512 columns, so a block of B (256 × 512 floats, 512 KB) stays in L2 while every row tile of
+// this thread passes over it; within a row tile the column tiles run innermost so A's 6 × 256
+// values stay in L1.
+//
+// Determinism: C[i, j] is one chain of FMAs, c ← c + A(i, p)·B[p, j] for p = 0, 1, …, K−1 in
+// order. Storing C between K slices does not change a bit, and which thread owns row i does not
+// either, so the result is the same for any number of threads.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
+
+#include "runtime/cpu/kernels.h"
+#include "runtime/cpu/train_kernels.h"
+
+#define ORION_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+
+// GCC 12's AVX-512 headers self-initialise a dummy operand (GCC bug 105593); nothing in this file.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace orion::cpu {
+namespace {
+
+constexpr int TM = 6, TJ = 4, TILE_N = 16 * TJ, KC = 256, NC = 512;
+
+// C[0..R) × [0..n) += A(i, p)·B[p, ·] for p < k, with n ≤ 64 (masked vectors past n).
+template <int R>
+ORION_AVX512 inline void tile(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb,
+                              int n, int k) {
+  __mmask16 mask[TJ];
+#pragma GCC unroll 4
+  for (int j = 0; j < TJ; j++) {
+    const int left = n - 16 * j;
+    mask[j] = left >= 16 ? __mmask16(0xffff) : left > 0 ? __mmask16((1u << left) - 1) : __mmask16(0);
+  }
+  __m512 acc[R][TJ];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+    for (int j = 0; j < TJ; j++) acc[i][j] = _mm512_maskz_loadu_ps(mask[j], C + i * ldc + 16 * j);
+  for (int p = 0; p < k; p++) {
+    const float* b = B + size_t(p) * ldb;
+    const float* a = A + size_t(p) * csa;
+    __m512 bv[TJ];
+#pragma GCC unroll 4
+    for (int j = 0; j < TJ; j++) bv[j] = _mm512_maskz_loadu_ps(mask[j], b + 16 * j);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+      const __m512 av = _mm512_set1_ps(a[i * rsa]);
+#pragma GCC unroll 4
+      for (int j = 0; j < TJ; j++) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+    for (int j = 0; j < TJ; j++) _mm512_mask_storeu_ps(C + i * ldc + 16 * j, mask[j], acc[i][j]);
+}
+
+// Rows [0, m) × columns [0, N) of C (N ≤ NC), one K slice of length k.
+ORION_AVX512 void block(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb,
+                        int m, int N, int k) {
+  for (int i = 0; i < m; i += TM) {
+    const int r = std::min(TM, m - i);
+    float* c = C + size_t(i) * ldc;
+    const float* a = A + size_t(i) * rsa;
+    for (int j = 0; j < N; j += TILE_N) {
+      const int n = std::min(TILE_N, N - j);
+      switch (r) {
+        case 6: tile<6>(c + j, ldc, a, rsa, csa, B + j, ldb, n, k); break;
+        case 5: tile<5>(c + j, ldc, a, rsa, csa, B + j, ldb, n, k); break;
+        case 4: tile<4>(c + j, ldc, a, rsa, csa, B + j, ldb, n, k); break;
+        case 3: tile<3>(c + j, ldc, a, rsa, csa, B + j, ldb, n, k); break;
+        case 2: tile<2>(c + j, ldc, a, rsa, csa, B + j, ldb, n, k); break;
+        default: tile<1>(c + j, ldc, a, rsa, csa, B + j, ldb, n, k); break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool gemm_acc_available() { return active_isa() == Isa::Avx512; }
+
+void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N,
+              int K) {
+  const int tiles = (M + TM - 1) / TM;
+  const bool big = double(M) * N * K >= 1e6;  // smaller: not worth waking threads
+#pragma omp parallel if (big)
+  {
+    // Each thread owns a contiguous range of row tiles and walks the K slices over it.
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int i0 = std::min(M, tiles * t / nt * TM), i1 = std::min(M, tiles * (t + 1) / nt * TM);
+    for (int p0 = 0; p0 < K && i0 < i1; p0 += KC)
+      for (int j0 = 0; j0 < N; j0 += NC)
+        block(C + size_t(i0) * ldc + j0, ldc, A + size_t(i0) * rsa + size_t(p0) * csa, rsa, csa,
+              B + size_t(p0) * ldb + j0, ldb, i1 - i0, std::min(NC, N - j0), std::min(KC, K - p0));
+  }
+}
+
+}  // namespace orion::cpu
