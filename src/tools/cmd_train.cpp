@@ -62,6 +62,8 @@ void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm
   if (a.plain) a.o.plain();
   if (a.sequential) a.o.shuffle = false;
   a.o.progress = !a.no_progress;
+  if (cmd->count("--resume") > 0 && a.o.resume.empty())  // bare --resume: the checkpoints folder in use
+    a.o.resume = !a.o.ckpt_dir.empty() ? a.o.ckpt_dir : a.o.out.empty() ? std::string("orion-train") : a.o.out;
   if (!a.o.resume.empty()) {
     note_ignored_flags(cmd);
     if (cmd->count("--steps") == 0) a.o.steps = 0;  // 0: the checkpoint's total
@@ -124,11 +126,13 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "checkpoint every N steps (0: only at the end)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--keep", o.keep, "checkpoints kept (0: all)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--out,-o", o.out, "run folder: tokenizer, data, checkpoints/, metrics.jsonl, model (default orion-train)");
-  cmd->add_option("--resume", o.resume, "continue from a run folder, its checkpoints/ or a ckpt_*.ckpt file");
+  cmd->add_option("--ckpt-dir", o.ckpt_dir, "checkpoints folder (default OUT/checkpoints); --resume DIR takes its newest valid one");
+  cmd->add_option("--metrics", o.metrics, "metrics log, one row per step: FILE.csv or FILE.jsonl (default OUT/metrics.jsonl)");
+  cmd->add_option("--resume", o.resume, "continue from a run folder, its checkpoints/, a --ckpt-dir or a ckpt_*.ckpt file (bare: --ckpt-dir, else --out)")->expected(0, 1);
   cmd->add_option("--stop-after", o.stop_after, "stop this process after N steps (checkpointed; continue with --resume)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--export-format", o.export_format, "format of the final model: llama2c, llama2c-v1, safetensors, llmc or none "
                                                       "(default llama2c for Llama, llmc for GPT-2)");
-  cmd->add_option("--sample", o.sample_tokens, "tokens of the greedy sample printed at the end (0: none)")->capture_default_str()->check(CLI::Range(0, 4096));
+  cmd->add_option("--sample", o.sample_tokens, "tokens of the greedy sample printed at the end, and (≤ 32) at every evaluation (0: none)")->capture_default_str()->check(CLI::Range(0, 4096));
   cmd->add_option("--max-bad-steps", o.max_bad_steps, "stop after this many consecutive steps with a NaN/Inf loss or gradient")
       ->capture_default_str()->check(CLI::Range(1, 1000000));
   cmd->add_flag("--sanitize-grads", o.sanitize_grads, "repair NaN/Inf gradients (NaN → 0, ±Inf → ±65504, as the fp16 path) instead of skipping");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -125,7 +126,7 @@ std::string Trainer::save() {
     dist::check_ranks_agree(*comm_, {{fmt::format("parameters after step {}", state_.step),
                                       checkpoint_hash(params_->data(), params_->size() * sizeof(float))}});
   if (comm_->rank() != 0) return "";  // rank 0 alone writes
-  last_checkpoint_ = save_checkpoint((fs::path(opt_.out) / "checkpoints").string(), state_, opt_.numeric_json(),
+  last_checkpoint_ = save_checkpoint(checkpoint_dir(), state_, opt_.numeric_json(),
                                      *params_, *opt_adam_, opt_.keep);
   return last_checkpoint_;
 }
@@ -188,15 +189,37 @@ void Trainer::log_step(const StepStats& s, float val) {
   if (std::string phases = model_->blocks().progress(); !phases.empty()) std::fprintf(stderr, "  %s\n", phases.c_str());
 }
 
+std::string Trainer::checkpoint_dir() const {
+  return opt_.ckpt_dir.empty() ? (fs::path(opt_.out) / "checkpoints").string() : opt_.ckpt_dir;
+}
+
+std::string Trainer::metrics_path() const {
+  return opt_.metrics.empty() ? (fs::path(opt_.out) / "metrics.jsonl").string() : opt_.metrics;
+}
+
+namespace {
+constexpr const char* kCsvHeader = "step,loss,lr,grad_norm,ms,skipped,val_loss";
+bool is_csv(const std::string& path) { return path.ends_with(".csv"); }
+}  // namespace
+
 void Trainer::append_metrics(const StepStats& s, float val) {
   if (comm_->rank() != 0) return;
+  const std::string path = metrics_path();
+  if (is_csv(path)) {  // floats in their shortest round-trip form; val_loss empty when not evaluated
+    const bool fresh = !file_exists(path) || read_text_file(path).empty();
+    std::ofstream f(path, std::ios::app);
+    if (fresh) f << kCsvHeader << "\n";
+    f << fmt::format("{},{},{},{},{:.3f},{},{}\n", state_.step, s.loss, s.lr, s.grad_norm, s.seconds * 1000.0, s.skipped ? 1 : 0,
+                     val >= 0 ? fmt::format("{}", val) : "");
+    return;
+  }
   nlohmann::json j = {{"step", state_.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
                       {"ms", s.seconds * 1000.0},  {"skipped", s.skipped}};
   if (val >= 0) j["val_loss"] = val;
   // The floats are stored as doubles and printed to round-trip: losses compare bit for bit after a
   // resume. Non-finite values print as null.
   std::string line = j.dump();
-  std::ofstream((fs::path(opt_.out) / "metrics.jsonl").string(), std::ios::app) << line << "\n";
+  std::ofstream(path, std::ios::app) << line << "\n";
 }
 
 namespace {
@@ -206,6 +229,10 @@ void trim_metrics(const std::string& path, int64_t last_step) {
   std::stringstream in(read_text_file(path));
   std::string kept, line;
   while (std::getline(in, line)) {
+    if (is_csv(path)) {  // the header, and rows whose first field (the step) is at most last_step
+      if (line == kCsvHeader || std::strtoll(line.c_str(), nullptr, 10) <= last_step) kept += line + "\n";
+      continue;
+    }
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_object() && j.value("step", int64_t(0)) <= last_step) kept += line + "\n";
   }
@@ -216,7 +243,7 @@ void trim_metrics(const std::string& path, int64_t last_step) {
 TrainResult Trainer::run() {
   TrainResult r;
   const ModelConfig& c = params_->config();
-  if (comm_->rank() == 0) trim_metrics((fs::path(opt_.out) / "metrics.jsonl").string(), state_.step);
+  if (comm_->rank() == 0) trim_metrics(metrics_path(), state_.step);
   if (opt_.progress) {
     std::fprintf(stderr, "train: %s\n", c.describe().c_str());
     if (comm_->world() > 1)
@@ -247,6 +274,8 @@ TrainResult Trainer::run() {
     if (val >= 0) r.val_loss = val;
     log_step(s, val);
     append_metrics(s, val);
+    if (val >= 0 && done < opt_.steps && opt_.progress && opt_.sample_tokens > 0 && tokenizer_ && comm_->rank() == 0)
+      std::fprintf(stderr, "  sample: %s\n", sample("Once upon a time", std::min(opt_.sample_tokens, 32)).c_str());
     if (first) r.first_loss = s.loss, first = false;
     r.last_loss = s.loss;
     if (opt_.checkpoint_every > 0 && done % opt_.checkpoint_every == 0 && done < opt_.steps) save();

@@ -15,7 +15,8 @@
 // (TrainOptions::plain()).
 //
 // Run folder (--out): tokenizer.bin (trained for builtin data unless given), data/ (the built-in
-// corpus, tokenized once per tokenizer), checkpoints/ckpt_<step>.ckpt, metrics.jsonl (one line per
+// corpus, tokenized once per tokenizer), checkpoints/ckpt_<step>.ckpt (or --ckpt-dir), metrics.jsonl
+// (or --metrics FILE.csv|.jsonl; one line per
 // step), model.bin (or model.safetensors/) at the end. Resume reads the newest good checkpoint and
 // takes the numeric options from it, so the continued run equals the uninterrupted one bit for bit.
 #pragma once
@@ -75,10 +76,12 @@ struct TrainOptions {
   int checkpoint_every = 100;           // 0: only at the end
   int keep = 3;                         // checkpoints kept
   std::string out = "orion-train";      // the run folder
+  std::string ckpt_dir;                 // checkpoints folder ("": OUT/checkpoints)
+  std::string metrics;                  // metrics log: *.csv or *.jsonl ("": OUT/metrics.jsonl)
   std::string resume;                   // run folder, checkpoints folder or file
   int64_t stop_after = 0;               // > 0: stop this process after that many steps (checkpointed)
   std::string export_format;            // "": llama2c for Llama, llmc for GPT-2; "none": no export
-  int sample_tokens = 48;               // greedy sample after the final evaluation (0: none)
+  int sample_tokens = 48;               // greedy sample at every evaluation and at the end (0: none)
   bool progress = true;                 // progress lines on stderr
 
   // llm.c's plain settings (see the top of this file).
@@ -147,6 +150,8 @@ class Trainer {
   void setup_model(const Checkpoint* resumed);
   void log_step(const StepStats& s, float val);
   void append_metrics(const StepStats& s, float val);
+  std::string checkpoint_dir() const;
+  std::string metrics_path() const;
   std::unique_ptr<Checkpoint> load_resumed(std::string* used);  // rank 0 reads it, the others receive it
   void check_ranks_agree();                    // same options, model, data and state on every rank
 

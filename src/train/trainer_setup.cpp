@@ -258,10 +258,10 @@ Trainer::Trainer(TrainOptions opt, dist::Communicator* comm) : opt_(std::move(op
       std::fprintf(stderr, "train: note: --steps %lld differs from the run's %lld; the cosine schedule follows the new total\n",
                    (long long)asked, (long long)ck->options.value("steps", int64_t(0)));
     state_ = ck->state;
-    if (opt_.out.empty()) {  // continue in the run folder the checkpoint belongs to
-      fs::path dir = fs::path(used).parent_path();
+    const fs::path dir = fs::path(used).parent_path();
+    if (opt_.out.empty())  // continue in the run folder the checkpoint belongs to
       opt_.out = (dir.filename() == "checkpoints" ? dir.parent_path() : dir).string();
-    }
+    if (opt_.ckpt_dir.empty() && dir.filename() != "checkpoints") opt_.ckpt_dir = dir.string();  // a --ckpt-dir run
     if (opt_.progress) std::fprintf(stderr, "train: resuming from %s at step %lld\n", used.c_str(), (long long)state_.step);
   } else {
     state_.rng_state = data::splitmix64(opt_.seed ^ 0x5eedull);
