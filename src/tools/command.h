@@ -9,6 +9,7 @@ void add_demo_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_export_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_mil_command(CLI::App& app);

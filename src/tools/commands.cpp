@@ -12,6 +12,7 @@ void add_all_commands(CLI::App& app) {
   add_lora_command(app);
   add_tokenize_command(app);
   add_convert_command(app);
+  add_export_command(app);
   add_info_command(app);
   add_compile_command(app);
   add_mil_command(app);
