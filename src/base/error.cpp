@@ -1,5 +1,10 @@
 #include "base/error.h"
 
+#include <cstdlib>
+#include <cstring>
+
+#include <unistd.h>
+
 namespace orion {
 
 int exit_code(ErrorKind kind) {
@@ -40,6 +45,26 @@ void throw_usage_error(const std::string& message, const std::string& field, con
 
 void throw_runtime_error(const std::string& message, const std::string& file, const std::string& hint) {
   throw Error(ErrorKind::Runtime, message, {file, {}, -1, hint});
+}
+
+void throw_out_of_memory(const std::string& what, size_t bytes) {
+  const double gb = double(bytes) / 1e9;
+  throw Error(ErrorKind::Runtime,
+              gb >= 0.1 ? fmt::format("cannot allocate {:.1f} GB for {}: out of memory", gb, what)
+                        : fmt::format("cannot allocate {} bytes for {}: out of memory", bytes, what),
+              {{}, {}, -1, "use a smaller model, a smaller batch or sequence, or a machine with more memory"});
+}
+
+void* allocate_zeroed(size_t bytes, const std::string& what) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  // More than the machine's physical memory would only end in the kernel's OOM killer while the
+  // zeroing touches the pages (Linux overcommits): refuse it up front, with the size.
+  static const double physical = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+  if (rounded < bytes || (physical > 0 && double(rounded) > physical)) throw_out_of_memory(what, bytes);
+  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) throw_out_of_memory(what, bytes);
+  std::memset(p, 0, rounded);
+  return p;
 }
 
 void check_failed(const char* cond, const char* file, int line, const std::string& msg) {

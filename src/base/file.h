@@ -33,7 +33,13 @@ class MappedFile {
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  void* fault_slot_ = nullptr;  // this mapping's entry for the SIGBUS handler
 };
+
+// Called once by the CLI: a SIGBUS in a mapped file (truncated or on a vanished disk while being
+// read) prints "orion: error: <path>: the file shrank ..." and exits with the Runtime code 4, and
+// SIGXFSZ is ignored so that exceeding a file-size limit is a write error naming the file.
+void install_file_fault_handlers();
 
 // Sequential little-endian reads from a byte range; running past the end is an Input error that
 // names the file, the field being read and its offset.

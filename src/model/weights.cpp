@@ -25,10 +25,7 @@ const void* Tensor::row(int64_t r) const {
 }
 
 void* ModelWeights::alloc(size_t bytes) {
-  size_t n = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, n ? n : 64);
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, n);
+  void* p = allocate_zeroed(bytes, "model weights");
   storage_.push_back(std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); }));
   return p;
 }

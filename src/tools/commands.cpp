@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "tools/command.h"
 
 namespace orion::tools {
@@ -50,6 +51,7 @@ int run_main(int argc, char** argv) {
   app.set_version_flag("--version", "orion 0.1.0");
   add_all_commands(app);
   shorten_descriptions(app);
+  install_file_fault_handlers();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -90,9 +90,9 @@ ParamBuffer::ParamBuffer(const ModelConfig& config) : config_(config) {
     tensors_.push_back(std::move(t));
   });
   size_ = off;
-  float* p = static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(size_, 16) * sizeof(float)));
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, size_ * sizeof(float));
+  if (size_ > SIZE_MAX / sizeof(float)) throw_out_of_memory("the model's parameters", SIZE_MAX);
+  float* p = static_cast<float*>(allocate_zeroed(std::max<size_t>(size_, 16) * sizeof(float),
+                                                 fmt::format("the parameters of {}", config_.describe())));
   data_ = std::shared_ptr<float>(p, [](float* q) { std::free(q); });
   bind_pointers();
 }

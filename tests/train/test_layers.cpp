@@ -158,7 +158,8 @@ TEST(TrainLayers, RopeBackward) {
 // Multi-head (NKV = NH) and grouped-query attention (two query heads per kv head).
 TEST(TrainLayers, AttentionBackward) {
   const int HS = 4;
-  for (auto [NH, NKV] : {std::pair{2, 2}, std::pair{4, 2}, std::pair{4, 1}}) {
+  for (auto heads : {std::pair{2, 2}, std::pair{4, 2}, std::pair{4, 1}}) {
+    const int NH = heads.first, NKV = heads.second;  // not a structured binding: lambdas capture it (clang 14)
     Vec q = randn(size_t(N) * NH * HS, 17), k = randn(size_t(N) * NKV * HS, 18), v = randn(size_t(N) * NKV * HS, 19);
     Vec dq(q.size()), dk(k.size()), dv(v.size()), out(q.size()), att(size_t(B) * NH * T * T);
     Vec r = randn(out.size(), 20);

@@ -32,7 +32,9 @@ class Builder {
 
   ir::Graph run() {
     ir::Graph g(p_.function_name);
-    for (const auto& [t, name] : p_.params) {
+    for (const auto& param : p_.params) {
+      const MilType& t = param.first;  // plain references, not a structured binding: clang 14
+      const Token& name = param.second;  // cannot capture bindings in a lambda (ORION_FUZZ builds)
       if (t.is_string) fail(name, "function parameters must be tensors, not strings");
       define(name);
       guarded(name, [&] { values_[name.text] = g.input(name.text, t.t); });
@@ -95,7 +97,8 @@ class Builder {
   }
 
   void add_const(ir::Graph& g, const MilStmt& s) {
-    const auto& [t, name] = s.results[0];
+    const MilType& t = s.results[0].first;
+    const Token& name = s.results[0].second;
     define(name);
     consts_[name.text] = &s;
     if (param_only_.count(name.text)) return;

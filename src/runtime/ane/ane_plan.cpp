@@ -32,7 +32,7 @@ std::vector<WeightEntry> plan_weight_entries(const WeightDict& weights, const st
   const std::string prefix = compiler::kWeightKeyPrefix;  // "@model_path/weights/"
   std::vector<WeightEntry> entries;
   for (const auto& [key, image] : weights) {
-    auto bad = [&](const std::string& why) {
+    auto bad = [&, &key = key](const std::string& why) {
       return DriverError(DriverStatus::CompileFailed,
                          fmt::format("program '{}': weight key '{}' {}", program, key, why),
                          fmt::format("weight keys are '{}<file>.bin', as the MIL BLOBFILE paths name them", prefix));

@@ -1,0 +1,16 @@
+// TinyStories JSON shards (train/data/tinystories_json): every story of the streamed array.
+#include "support.h"
+#include "train/data/tinystories_json.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace orion;
+  std::string path = fuzz::write_scratch("data00.json", fuzz::as_text(data, size));
+  fuzz::expect_clean([&] {
+    data::TinyStoriesReader reader(path);
+    std::string story;
+    size_t stories = 0;
+    while (reader.next(story))
+      if (++stories > size + 1) std::abort();  // more stories than bytes: the reader is not advancing
+  });
+  return 0;
+}
