@@ -252,11 +252,14 @@ TrainResult Trainer::run() {
     std::fprintf(stderr, "train: %llu training tokens (%llu batches/epoch), %s; %d×%d×%d = %d tokens/step; steps %lld→%lld; lr %.2e %s, warmup %d, clip %g\n",
                  (unsigned long long)train_->total_tokens(), (unsigned long long)train_->batches_per_epoch(),
                  val_ ? fmt::format("{} validation tokens", val_->total_tokens()).c_str() : "no validation split",
-                 opt_.batch, opt_.seq, opt_.accum, opt_.batch * opt_.seq * opt_.accum, (long long)state_.step,
+                 opt_.batch * comm_->world(), opt_.seq, opt_.accum, opt_.batch * comm_->world() * opt_.seq * opt_.accum, (long long)state_.step,
                  (long long)opt_.steps, opt_.lr, opt_.schedule.c_str(), opt_.warmup_steps(), opt_.clip);
   }
   g_interrupted = false;
   auto previous = std::signal(SIGINT, on_sigint);
+  // Under mpirun, Ctrl-C ends the job at once; mpirun forwards SIGUSR1 to every rank instead
+  // (docs/distributed.md), so SIGUSR1 is the clean stop of a data-parallel run.
+  auto previous_usr1 = std::signal(SIGUSR1, on_sigint);
   Timer total;
   bool first = true;
   double comm_seconds = 0;
@@ -281,6 +284,7 @@ TrainResult Trainer::run() {
     if (opt_.checkpoint_every > 0 && done % opt_.checkpoint_every == 0 && done < opt_.steps) save();
   }
   std::signal(SIGINT, previous);
+  std::signal(SIGUSR1, previous_usr1);
   if (g_interrupted && opt_.progress) std::fprintf(stderr, "train: interrupted; writing a checkpoint\n");
   r.checkpoint = save();
   r.steps_done = state_.step;
