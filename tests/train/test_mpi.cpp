@@ -340,6 +340,35 @@ TEST(mpi_train, a_killed_rank_ends_the_run_and_the_last_checkpoint_resumes) {
   EXPECT_TRUE(fs::exists(run + "/model.bin"));
 }
 
+// mpirun forwards SIGUSR1 (not SIGINT) to the ranks: both stop after the same step and rank 0
+// writes a checkpoint of it.
+TEST(mpi_train, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
+  SKIP_WITHOUT_MPI();
+  const std::string dir = test::temp_dir(), run = dir + "/stopped", log = dir + "/mpirun.log";
+  const std::string cmd = fmt::format("{} {} {} >{} 2>&1 </dev/null; echo $? >{}/rc", mpirun(2), ORION_BINARY,
+                                      train_args(dir, run, 2, 3000), log, dir);
+  std::thread runner([&] { std::system(cmd.c_str()); });
+  pid_t launcher = 0;
+  for (int i = 0; i < 6000 && !launcher && !fs::exists(dir + "/rc"); ++i) {  // mpirun's pid, once a few steps are done
+    if (fs::exists(run + "/metrics.jsonl") && read_metrics(run).size() >= 5)
+      for (const auto& e : fs::directory_iterator("/proc")) {
+        const std::string cmdline = slurp(e.path().string() + "/cmdline");
+        if (cmdline.rfind("mpirun", 0) == 0 && cmdline.find(run) != std::string::npos) launcher = pid_t(std::stol(e.path().filename().string()));
+      }
+    if (!launcher) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (launcher) kill(launcher, SIGUSR1);
+  runner.join();
+  ASSERT_NE(launcher, 0) << slurp(log);
+  EXPECT_EQ(slurp(dir + "/rc"), "0\n") << slurp(log);
+  const auto ckpts = list_checkpoints(run + "/checkpoints");
+  ASSERT_FALSE(ckpts.empty());
+  const int64_t step = read_checkpoint(ckpts.back()).state.step;
+  EXPECT_GE(step, 5);
+  EXPECT_LT(step, 3000);
+  EXPECT_EQ(read_metrics(run).size(), size_t(step)) << "rank 0 logged every step up to the checkpoint";
+}
+
 TEST(mpi_train, ranks_with_different_options_stop_with_a_clear_message) {
   SKIP_WITHOUT_MPI();
   const std::string dir = test::temp_dir();
