@@ -22,24 +22,9 @@ namespace fs = std::filesystem;
 
 // --- the adapter over the working parameters -----------------------------------------------------
 
-namespace {
-float* layer_matrix(const LayerParams& l, LoraTarget t) {
-  switch (t) {
-    case LoraTarget::Q: return l.wq;
-    case LoraTarget::K: return l.wk;
-    case LoraTarget::V: return l.wv;
-    case LoraTarget::O: return l.wo;
-    case LoraTarget::W1: return l.w1;
-    case LoraTarget::W2: return l.w2;
-    case LoraTarget::W3: return l.w3;
-  }
-  return nullptr;
-}
-}  // namespace
-
-float* LoraTraining::work_matrix(const LoraTensor& t) { return layer_matrix(work_.layers[size_t(t.layer)], t.target); }
+float* LoraTraining::work_matrix(const LoraTensor& t) { return lora_target_member(work_.layers[size_t(t.layer)], t.target); }
 const float* LoraTraining::grad_matrix(const Grads& g, const LoraTensor& t) const {
-  return layer_matrix(g.layers[size_t(t.layer)], t.target);
+  return lora_target_member(g.layers[size_t(t.layer)], t.target);
 }
 
 LoraTraining::LoraTraining(Params& work, LoraAdapter adapter) : work_(work), adapter_(std::move(adapter)) {

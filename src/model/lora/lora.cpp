@@ -71,22 +71,6 @@ std::pair<int64_t, int64_t> lora_target_shape(const ModelConfig& c, LoraTarget t
   return {0, 0};
 }
 
-const Tensor& lora_base_matrix(const LayerWeights& l, LoraTarget t) {
-  switch (t) {
-    case LoraTarget::Q: return l.wq;
-    case LoraTarget::K: return l.wk;
-    case LoraTarget::V: return l.wv;
-    case LoraTarget::O: return l.wo;
-    case LoraTarget::W1: return l.w1;
-    case LoraTarget::W2: return l.w2;
-    case LoraTarget::W3: return l.w3;
-  }
-  return l.wq;
-}
-Tensor& lora_base_matrix(LayerWeights& l, LoraTarget t) {
-  return const_cast<Tensor&>(lora_base_matrix(static_cast<const LayerWeights&>(l), t));
-}
-
 LoraAdapter::LoraAdapter(const ModelConfig& base, int rank, float alpha, std::vector<LoraTarget> targets)
     : base_(base), rank_(rank), alpha_(alpha), targets_(std::move(targets)) {
   if (rank < 1) throw_usage_error(fmt::format("LoRA rank {} must be at least 1", rank), "--rank");

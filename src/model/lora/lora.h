@@ -35,9 +35,23 @@ const char* lora_target_name(LoraTarget t);  // "q", "k", "v", "o", "w1", "w2", 
 std::vector<LoraTarget> parse_lora_targets(const std::string& csv, Arch arch);
 // [out, in] of the base matrix the target adapts.
 std::pair<int64_t, int64_t> lora_target_shape(const ModelConfig& c, LoraTarget t);
-// The base matrix of a layer that a target adapts.
-const Tensor& lora_base_matrix(const LayerWeights& l, LoraTarget t);
-Tensor& lora_base_matrix(LayerWeights& l, LoraTarget t);
+// The member of a layer that a target adapts: of LayerWeights (a Tensor) or of any struct with the
+// same member names (train/params.h LayerParams: float*).
+template <typename Layer>
+auto& lora_target_member(Layer& l, LoraTarget t) {
+  switch (t) {
+    case LoraTarget::Q: return l.wq;
+    case LoraTarget::K: return l.wk;
+    case LoraTarget::V: return l.wv;
+    case LoraTarget::O: return l.wo;
+    case LoraTarget::W1: return l.w1;
+    case LoraTarget::W2: return l.w2;
+    case LoraTarget::W3: return l.w3;
+  }
+  return l.wq;
+}
+inline const Tensor& lora_base_matrix(const LayerWeights& l, LoraTarget t) { return lora_target_member(l, t); }
+inline Tensor& lora_base_matrix(LayerWeights& l, LoraTarget t) { return lora_target_member(l, t); }
 
 // One adapted matrix: A [r, in] at a_offset, B [out, r] at b_offset (floats into the buffer).
 struct LoraTensor {
