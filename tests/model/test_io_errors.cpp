@@ -245,6 +245,9 @@ TEST(ModelIoErrors, ConfigJsonUnsupportedOrBroken) {
   expect_input_error([&] { load_model(d); }, d + "/config.json", {"rope_scaling"});
   test::spit(d + "/config.json", "{\"model_type\": \"llama\", ");
   expect_input_error([&] { load_model(d); }, d + "/config.json", {"not valid JSON"});
+  // A number JSON cannot hold is nlohmann's out_of_range, not a parse_error (found by fuzz_hf_config).
+  test::spit(d + "/config.json", "{\"model_type\": \"llama\", \"hidden_size\": 1e7777}");
+  expect_input_error([&] { load_model(d); }, d + "/config.json", {"not valid JSON", "number overflow"});
   // config.json and weights of different models.
   std::string d2 = write_hf();
   edit_config(d2, [](json& j) { j["intermediate_size"] = 128; });

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_error.h"
 #include "model/io/io_internal.h"
 
 namespace orion::io {
@@ -105,8 +106,8 @@ ModelConfig read_hf_config(const std::string& path) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw_input_error(path, fmt::format("not valid JSON: {}", e.what()), {}, int64_t(e.byte > 0 ? e.byte - 1 : 0),
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e7777 (fuzz_hf_config)
+    throw_input_error(path, fmt::format("not valid JSON: {}", e.what()), {}, int64_t(json_error_byte(e) > 0 ? json_error_byte(e) - 1 : 0),
                       "fix config.json");
   }
   if (!j.is_object()) throw_input_error(path, "config.json is not a JSON object");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_error.h"
 #include "model/io/io_internal.h"
 
 namespace orion::io {
@@ -48,9 +49,9 @@ const char* st_dtype_name(DType t) {
 json parse_header(const std::string& path, const uint8_t* p, size_t n) {
   try {
     return json::parse(p, p + n);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e7777 (fuzz_hf_config)
     throw_input_error(path, fmt::format("the JSON header is not valid JSON: {}", e.what()), "header",
-                      int64_t(8 + (e.byte > 0 ? e.byte - 1 : 0)), "the file is corrupt or truncated; download it again");
+                      int64_t(8 + (json_error_byte(e) > 0 ? json_error_byte(e) - 1 : 0)), "the file is corrupt or truncated; download it again");
   }
 }
 

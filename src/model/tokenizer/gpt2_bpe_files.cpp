@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_error.h"
 #include "base/file.h"
 #include "model/tokenizer/gpt2_bpe.h"
 
@@ -18,8 +19,8 @@ json parse_json_file(const std::string& path) {
   if (text.empty()) throw_input_error(path, "the file is empty", {}, -1, "expected a JSON document");
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw_input_error(path, fmt::format("invalid JSON: {}", e.what()), {}, int64_t(e.byte));
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e7777 (fuzz_hf_config)
+    throw_input_error(path, fmt::format("invalid JSON: {}", e.what()), {}, int64_t(json_error_byte(e)));
   }
 }
 

@@ -1,4 +1,5 @@
 #include "train/data/tinystories_json.h"
+#include "base/json_error.h"
 
 #include <nlohmann/json.hpp>
 
@@ -55,8 +56,8 @@ bool TinyStoriesReader::next(std::string& story) {
   nlohmann::json obj;
   try {
     obj = nlohmann::json::parse(p_ + start, p_ + end);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(start + (e.byte > 0 ? e.byte - 1 : 0), fmt::format("invalid JSON: {}", e.what()));
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers like 1e7777
+    fail(start + (json_error_byte(e) > 0 ? json_error_byte(e) - 1 : 0), fmt::format("invalid JSON: {}", e.what()));
   }
   auto it = obj.find("story");
   if (it == obj.end() || !it->is_string()) fail(start, "the object has no string field \"story\"");
