@@ -69,7 +69,7 @@ void add_lora_command(CLI::App& app) {
 
   CLI::App* tr = lora->add_subcommand(
       "train",
-      "train a LoRA adapter on a frozen base model (CPU).\n"
+      "train a LoRA adapter on a frozen base model (CPU, or the ANE path with --backend).\n"
       "The adapter (A random, B = 0, so training starts from the base model exactly) learns the data; the base weights are "
       "never changed. Checkpoints go to OUT/checkpoints (--resume continues); the adapter is written to OUT as "
       "adapter.olora and/or the Hugging Face PEFT files (adapter_model.safetensors + adapter_config.json).");
