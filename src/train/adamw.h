@@ -37,9 +37,10 @@ class AdamW {
 
   // One update of params from grads; returns the gradient's global L2 norm before clipping.
   // Vectorised and multithreaded; the result is the same for any number of threads.
-  float step(Params& params, const Grads& grads, float lr);
+  // known_norm ≥ 0: the caller already has norm(grads) (grad_norm), which is not summed again.
+  float step(Params& params, const Grads& grads, float lr, double known_norm = -1);
   // The same on a flat buffer of the layout given at construction.
-  float step(float* params, const float* grads, float lr);
+  float step(float* params, const float* grads, float lr, double known_norm = -1);
   // ‖g‖₂ over the layout's tensors (padding excluded), as step() computes it.
   double norm(const float* grads) const;
 

@@ -76,10 +76,11 @@ StepStats Trainer::step() {
   }
   if (finite && opt_.sanitize_grads) s.sanitized = sanitize_fp16(grads_->data(), grads_->size());
   // The guard: a non-finite loss or gradient never reaches the parameters or AdamW's moments.
-  s.grad_norm = finite ? float(grad_norm(*grads_)) : NAN;
+  const double gnorm = finite ? grad_norm(*grads_) : NAN;
+  s.grad_norm = float(gnorm);
   s.skipped = !std::isfinite(s.loss) || !std::isfinite(s.grad_norm);
   if (!s.skipped) {
-    opt_adam_->step(*params_, *grads_, s.lr);
+    opt_adam_->step(*params_, *grads_, s.lr, gnorm);  // the same sum AdamW would take (one pass, not two)
     model_->weights_updated();
     consecutive_bad_ = 0;
   } else {
