@@ -110,7 +110,8 @@ void expect_same_training(const ModelConfig& c, const TrainRun& cpu, const Train
     EXPECT_NEAR(ane.losses[s], cpu.losses[s], 2e-2 * std::max(1.0f, cpu.losses[s])) << what << " step " << s + 1;
   // The first step's gradients, tensor by tensor (a wrong dW of any one shows here).
   const double floor = 1e-3 * std::sqrt(std::inner_product(cpu.first_grads.begin(), cpu.first_grads.end(), cpu.first_grads.begin(), 0.0));
-  for (const ParamInfo& t : Params(c).tensors()) {
+  const Params layout(c);  // named: a range-for over a temporary's member would outlive the temporary
+  for (const ParamInfo& t : layout.tensors()) {
     auto slice = [&](const std::vector<float>& g) {
       return std::vector<float>(g.begin() + long(t.offset), g.begin() + long(t.offset + t.numel));
     };
