@@ -14,17 +14,8 @@
 
 namespace orion {
 namespace fs = std::filesystem;
-using nlohmann::json;
 
-namespace {
-
-constexpr char kMagic[8] = {'O', 'R', 'I', 'O', 'N', 'L', 'R', 'A'};
-constexpr uint32_t kVersion = 1;
-constexpr const char* kPeftConfig = "adapter_config.json";
-constexpr const char* kPeftTensors = "adapter_model.safetensors";
-constexpr const char* kOrionFile = "adapter.olora";
-
-uint64_t fnv_words(const uint8_t* p, size_t n) {  // FNV-1a over 8-byte words, then the tail
+uint64_t lora_file_checksum(const uint8_t* p, size_t n) {  // FNV-1a over 8-byte words, then the tail
   uint64_t h = 0xcbf29ce484222325ull;
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -35,6 +26,17 @@ uint64_t fnv_words(const uint8_t* p, size_t n) {  // FNV-1a over 8-byte words, t
   for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
 }
+
+using nlohmann::json;
+
+namespace {
+
+constexpr char kMagic[8] = {'O', 'R', 'I', 'O', 'N', 'L', 'R', 'A'};
+constexpr uint32_t kVersion = 1;
+constexpr const char* kPeftConfig = "adapter_config.json";
+constexpr const char* kPeftTensors = "adapter_model.safetensors";
+constexpr const char* kOrionFile = "adapter.olora";
+
 
 // ---- Orion's format --------------------------------------------------------------------------------
 
@@ -84,7 +86,7 @@ void write_orion(const LoraAdapter& a, const std::string& path, const LoraTraini
     w.write_pod(kVersion);
     w.write_pod(uint32_t(header.size()));
     w.write_pod(uint64_t(a.size()));
-    w.write_pod(fnv_words(body.data(), body.size()));
+    w.write_pod(lora_file_checksum(body.data(), body.size()));
     w.write(body.data(), body.size());
   });
 }
@@ -112,7 +114,7 @@ LoraAdapter read_orion(const std::string& path, LoraTrainingState* training = nu
   if (N > (f->size() / sizeof(float)) || want != f->size())
     throw_input_error(path, fmt::format("the file has {} bytes; its header says {}", f->size(), want), "size", -1,
                       "the file is truncated or damaged");
-  if (fnv_words(f->data() + 32, f->size() - 32) != sum)
+  if (lora_file_checksum(f->data() + 32, f->size() - 32) != sum)
     throw_input_error(path, "the checksum does not match the contents", "checksum", 24, "the file is damaged; write it again");
   const json base = get_field<json>(j, "base", path, "");
   ModelConfig c;

@@ -39,6 +39,7 @@
 // Orion does not implement: DoRA, bias training, modules_to_save) is an Input error naming the
 // file and the field, with a hint.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ void save_lora(const LoraAdapter& a, const std::string& path, LoraFormat format,
 // checks it fits `base` (the model it will be applied to; PEFT files need its dimensions).
 LoraAdapter load_lora(const std::string& path, const ModelConfig& base);
 
+// FNV-1a over 8-byte words, then the tail: the checksum adapter.olora stores for its bytes 32..end.
+uint64_t lora_file_checksum(const uint8_t* p, size_t n);
 std::string lora_file_name(LoraFormat f);  // "adapter.olora", "adapter_model.safetensors"
 
 // A LoRA training checkpoint is an adapter.olora whose header carries "training" (the trainer's
