@@ -2,11 +2,15 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace orion::test {
 namespace fs = std::filesystem;
@@ -53,6 +57,18 @@ int run_orion(const std::string& args, std::string* out, std::string* err) {
   if (out) *out = slurp(dir + "/out");
   if (err) *err = slurp(dir + "/err");
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+std::map<int, double> run_losses(const std::string& run) {
+  std::ifstream in(run + "/metrics.jsonl");
+  std::map<int, double> out;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_FALSE(j["loss"].is_null()) << "a non-finite loss in " << line;
+    EXPECT_FALSE(j["skipped"].get<bool>()) << line;
+    out[j["step"].get<int>()] = j["loss"].is_null() ? NAN : j["loss"].get<double>();
+  }
+  return out;
 }
 
 }  // namespace orion::test

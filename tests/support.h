@@ -1,6 +1,7 @@
 // Helpers shared by the tests: paths to test data and to ../shared, temporary folders, running the
 // orion binary.
 #pragma once
+#include <map>
 #include <string>
 
 namespace orion::test {
@@ -12,5 +13,9 @@ std::string shared_path(const std::string& rel);
 std::string temp_dir();
 // Runs the orion binary with args (a shell-quoted string); returns the exit code and fills out/err.
 int run_orion(const std::string& args, std::string* out = nullptr, std::string* err = nullptr);
+
+// step → loss from a run folder's metrics.jsonl (doubles printed to round-trip the floats); a
+// non-finite or skipped step is a test failure.
+std::map<int, double> run_losses(const std::string& run);
 
 }  // namespace orion::test

@@ -13,6 +13,7 @@
 #include "support.h"
 
 using orion::test::run_orion;
+using orion::test::run_losses;
 using orion::test::temp_dir;
 
 namespace {
@@ -23,19 +24,6 @@ std::string common_flags(const std::string& dir) {
   const std::string config = dir + "/tiny.json";
   if (!std::filesystem::exists(config)) std::ofstream(config) << kTinyConfig;
   return "--config " + config + " --data builtin:300 --vocab 300 --batch 4 --seq 32 --lr 1e-2 --eval-every 5 --no-progress";
-}
-
-// step → loss, from a run folder's metrics.jsonl (doubles printed to round-trip the floats).
-std::map<int, double> losses(const std::string& run) {
-  std::ifstream in(run + "/metrics.jsonl");
-  std::map<int, double> out;
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    EXPECT_FALSE(j["loss"].is_null()) << "a non-finite loss in " << line;
-    EXPECT_FALSE(j["skipped"].get<bool>()) << line;
-    out[j["step"].get<int>()] = j["loss"].is_null() ? NAN : j["loss"].get<double>();
-  }
-  return out;
 }
 
 }  // namespace
@@ -54,7 +42,7 @@ TEST(CliTrain, FiveChainsOfFiveFreshProcessesEqualOneStraightRun) {
       ASSERT_EQ(run_orion(args, nullptr, &err), 0) << "chain " << chain << " step " << s << ": " << err;
     }
   }
-  auto a = losses(straight), b = losses(chained);
+  auto a = run_losses(straight), b = run_losses(chained);
   ASSERT_EQ(a.size(), 25u);
   ASSERT_EQ(b.size(), 25u);
   for (int step = 1; step <= 25; ++step) EXPECT_EQ(a[step], b[step]) << "step " << step;

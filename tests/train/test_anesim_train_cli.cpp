@@ -21,6 +21,7 @@
 #include "support.h"
 
 using orion::test::run_orion;
+using orion::test::run_losses;
 using orion::test::temp_dir;
 
 namespace {
@@ -33,18 +34,6 @@ std::string common_flags(const std::string& dir) {
   if (!std::filesystem::exists(config)) std::ofstream(config) << kConfig;
   return "--config " + config + " --data builtin:300 --vocab 300 --batch 1 --seq 128 --lr 1e-2 --eval-every 0 "
          "--eval-batches 1 --sample 0 --backend anesim";
-}
-
-std::map<int, double> losses(const std::string& run) {
-  std::ifstream in(run + "/metrics.jsonl");
-  std::map<int, double> out;
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    EXPECT_FALSE(j["loss"].is_null()) << "a non-finite loss in " << line;
-    EXPECT_FALSE(j["skipped"].get<bool>()) << line;
-    out[j["step"].get<int>()] = j["loss"].is_null() ? NAN : j["loss"].get<double>();
-  }
-  return out;
 }
 
 }  // namespace
@@ -70,7 +59,7 @@ TEST(AnesimTrainCli, ChainsOfFreshProcessesEqualOneStraightRun) {
       ASSERT_EQ(run_orion(args, nullptr, &err), 0) << "chain " << chain << " step " << s << ": " << err;
     }
   }
-  auto a = losses(straight), b = losses(chained);
+  auto a = run_losses(straight), b = run_losses(chained);
   ASSERT_EQ(a.size(), size_t(steps));
   ASSERT_EQ(b.size(), size_t(steps));
   for (int step = 1; step <= steps; ++step) EXPECT_EQ(a[step], b[step]) << "step " << step;
