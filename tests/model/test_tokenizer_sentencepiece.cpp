@@ -53,5 +53,19 @@ TEST(SentencePiece, FolderWithTokenizerModel) {
   EXPECT_EQ(load_tokenizer(test::data_path("tokenizer/spm_stories"))->name(), "sentencepiece");
 }
 
+TEST(SentencePiece, ModelWithAnEmptyPieceIsAnInputError) {
+  // Found by fuzz_sentencepiece: libsentencepiece throws a darts-clone exception (not a status)
+  // for a zero-length piece; the reader must answer with an input error naming the file.
+  const std::string path = test::data_path("../../fuzz/regressions/sentencepiece/zero_length_piece.model");
+  try {
+    load_tokenizer(path);
+    FAIL() << "expected an input error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Input);
+    EXPECT_EQ(e.context().file, path);
+    EXPECT_NE(e.message().find("not a valid SentencePiece model"), std::string::npos) << e.message();
+  }
+}
+
 }  // namespace
 }  // namespace orion

@@ -30,7 +30,15 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& path)
     : file_(path), sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
   auto file = MappedFile::open(path);  // a clear error for a missing file
   if (file->size() == 0) throw_input_error(path, "the file is empty", {}, -1, "expected a SentencePiece .model");
-  auto status = sp_->LoadFromSerializedProto({reinterpret_cast<const char*>(file->data()), file->size()});
+  // libsentencepiece answers most bad models with a status, but some (a zero-length piece reaching
+  // its darts-clone trie builder) with a C++ exception; both become the same input error.
+  sentencepiece::util::Status status;
+  try {
+    status = sp_->LoadFromSerializedProto({reinterpret_cast<const char*>(file->data()), file->size()});
+  } catch (const std::exception& e) {
+    throw_input_error(path, fmt::format("not a valid SentencePiece model: {}", e.what()), {}, -1,
+                      "expected a tokenizer.model written by spm_train or shipped with the model");
+  }
   if (!status.ok())
     throw_input_error(path, fmt::format("not a valid SentencePiece model: {}", status.ToString()), {}, -1,
                       "expected a tokenizer.model written by spm_train or shipped with the model");
