@@ -4,6 +4,11 @@
 // sizes and FNV-1a hashes listed in <case>.blobs — so a change in the emitted text, in the
 // pipeline's rewrites or in a single weight byte fails here.
 //
+// A second test prints every kernel the frontends build, before any pass, as IR text and compares
+// it with tests/data/compiler/frontend_ir/<kernel>.ir: the graphs must not depend on the C++
+// compiler (e.g. on the unspecified order in which it evaluates the arguments of one call, which
+// decides which node is created — and named — first).
+//
 // The goldens change only on purpose:
 //   ORION_UPDATE_GOLDEN=1 ./build/tests/compiler_test_mil_golden_frontends   (review the diff, commit)
 //
@@ -23,6 +28,7 @@
 #include "compiler/pipeline.h"
 #include "ir/text.h"
 #include "model/frontends/frontends.h"
+#include "model/frontends/lora_frontends.h"
 #include "model/weights.h"
 #include "support.h"
 
@@ -173,6 +179,46 @@ TEST(MilGoldenFrontends, TextAndWeightsMatchGoldens) {
     EXPECT_FALSE(p.weights.empty());
     expect_golden(c.name + ".mil", p.mil_text);
     expect_golden(c.name + ".blobs", blob_summary(p));
+  }
+}
+
+// Every frontend kernel, on the tiny models above (one layer, one short sequence each).
+std::vector<std::pair<std::string, std::function<ir::Graph()>>> every_kernel() {
+  using namespace frontends;
+  return {
+      {"gpt2_prefill_attn", [] { return gpt2_prefill_attn(gpt2(), 1, 8); }},
+      {"gpt2_prefill_ffn", [] { return gpt2_prefill_ffn(gpt2(), 1, 8); }},
+      {"gpt2_decode_qkv", [] { return gpt2_decode_qkv(gpt2(), 0, 8); }},
+      {"gpt2_decode_ffn", [] { return gpt2_decode_ffn(gpt2(), 0, 8); }},
+      {"final_norm_gpt2", [] { return final_norm(gpt2(), 8); }},
+      {"final_norm_llama", [] { return final_norm(stories(), 8); }},
+      {"gpt2_fwd_attn", [] { return gpt2_fwd_attn(gpt2(), 1, 8); }},
+      {"gpt2_fwd_ffn", [] { return gpt2_fwd_ffn(gpt2(), 1, 8); }},
+      {"gpt2_ffn_bwd", [] { return gpt2_ffn_bwd(gpt2(), 1, 8); }},
+      {"gpt2_qkv_bwd", [] { return gpt2_qkv_bwd(gpt2(), 1, 8); }},
+      {"stories_fwd_attn", [] { return stories_fwd_attn(stories(), 1, 8); }},
+      {"stories_fwd_ffn", [] { return stories_fwd_ffn(stories(), 1, 8); }},
+      {"stories_ffn_bwd", [] { return stories_ffn_bwd(stories(), 1, 8); }},
+      {"stories_sdpa_bwd1", [] { return stories_sdpa_bwd1(stories(), 1, 8); }},
+      {"stories_sdpa_bwd2", [] { return stories_sdpa_bwd2(stories().config, 8); }},
+      {"stories_qkv_bwd", [] { return stories_qkv_bwd(stories(), 1, 8); }},
+      {"classifier_fwd", [] { return classifier_fwd(stories(), 8); }},
+      {"vocab_softmax", [] { return vocab_softmax(64, 8); }},
+      {"lora_linear", [] { return lora_linear(lora_layer().W, lora_layer().bias, 4, 16.0f, 8); }},
+      {"lora_attention", [] { return lora_attention(stories(), 1, 8, 4, 8.0f); }},
+      {"lora_prefill_attn_gpt2", [] { return lora_prefill_attn(gpt2(), 1, 8, 4); }},
+      {"lora_prefill_attn_llama", [] { return lora_prefill_attn(stories(), 1, 8, 4); }},
+      {"lora_decode_qkv_gpt2", [] { return lora_decode_qkv(gpt2(), 0, 8, 4); }},
+      {"lora_decode_qkv_llama", [] { return lora_decode_qkv(stories(), 0, 8, 4); }},
+  };
+}
+
+TEST(MilGoldenFrontends, EveryKernelGraphMatchesItsGolden) {
+  ir::PrintOptions print;
+  print.elide_constants_above = 16;  // weights as size + hash; scalars and tiny tables in full
+  for (const auto& [name, build] : every_kernel()) {
+    SCOPED_TRACE(name);
+    expect_golden("../frontend_ir/" + name + ".ir", ir::print_graph(build(), print));
   }
 }
 

@@ -69,8 +69,9 @@ ir::Graph gpt2_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions op
   Value dq = b.act("dq", c.dim, S), dk = b.act("dk", c.kv_dim(), S), dv = b.act("dv", c.kv_dim(), S);
   Value x = b.act("x", c.dim, S);
   // q = Wq·xnorm + bq, k, v likewise  ⇒  dxnorm = Wqᵀ·dq + Wkᵀ·dk + Wvᵀ·dv             [1, C, 1, S]
-  Value dxn = b.add(b.add(b.linear_t(dq, "wqt", l.wq, "dxnorm_q"), b.linear_t(dk, "wkt", l.wk, "dxnorm_k")),
-                    b.linear_t(dv, "wvt", l.wv, "dxnorm_v"), "dxnorm");
+  Value dxv = b.linear_t(dv, "wvt", l.wv, "dxnorm_v"), dxk = b.linear_t(dk, "wkt", l.wk, "dxnorm_k");
+  Value dxq = b.linear_t(dq, "wqt", l.wq, "dxnorm_q");
+  Value dxn = b.add(b.add(dxq, dxk), dxv, "dxnorm");
   Value dx = b.layernorm_backward(x, dxn, "ln1", l.attn_norm, c.norm_eps, "dx");
   for (Value v : {dx, dxn}) b.output(v);
   return std::move(b.g);

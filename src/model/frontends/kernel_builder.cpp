@@ -75,14 +75,16 @@ Value KernelBuilder::layernorm(Value x, const std::string& prefix, const Tensor&
   Value d = sub(x, mean, prefix + "_centred");                          // x − mean       [1, C, 1, S]
   Value var = reduce(Op::ReduceMean, mul(d, d), {1}, prefix + "_var");  // mean((x − mean)²)
   Value r = op(Op::Pow, {add(var, scalar(eps, "eps")), scalar(-0.5, "neg_half")}, {}, prefix + "_rstd");
-  Value y = mul(mul(d, r), channel_vector(prefix + "_w", w));
+  Value gamma = channel_vector(prefix + "_w", w);
+  Value y = mul(mul(d, r), gamma);
   return add(y, channel_vector(prefix + "_b", b), name);
 }
 
 Value KernelBuilder::rmsnorm(Value x, const std::string& prefix, const Tensor& w, float eps, const std::string& name) {
   Value ms = reduce(Op::ReduceMean, mul(x, x), {1}, prefix + "_ms");  // mean(x²)   [1, 1, 1, S]
   Value r = op(Op::Pow, {add(ms, scalar(eps, "eps")), scalar(-0.5, "neg_half")}, {}, prefix + "_rrms");
-  return mul(mul(x, r), channel_vector(prefix + "_w", w), name);
+  Value gamma = channel_vector(prefix + "_w", w);
+  return mul(mul(x, r), gamma, name);
 }
 
 Value KernelBuilder::rmsnorm_backward(Value x, Value dy, const std::string& prefix, const Tensor& w, float eps,
@@ -111,7 +113,8 @@ Value KernelBuilder::layernorm_backward(Value x, Value dy, const std::string& pr
   Value gw = mul(dy, channel_vector(prefix + "_w", w), prefix + "_g");   // g = dy⊙w
   Value gmean = reduce(Op::ReduceMean, gw, {1}, prefix + "_gmean");      // mean(g)        [1, 1, 1, S]
   Value gx = reduce(Op::ReduceMean, mul(gw, xhat), {1}, prefix + "_gx"); // mean(g⊙x̂)     [1, 1, 1, S]
-  return mul(sub(sub(gw, gmean), mul(xhat, gx)), r, name);
+  Value xhat_gx = mul(xhat, gx);
+  return mul(sub(sub(gw, gmean), xhat_gx), r, name);
 }
 
 Value KernelBuilder::gelu_backward(Value h, Value dy, const std::string& name) {
@@ -119,12 +122,15 @@ Value KernelBuilder::gelu_backward(Value h, Value dy, const std::string& name) {
   //   gelu'(h) = ½(1 + tanh u) + ½h·(1 − tanh² u)·s(1 + 3a·h²)
   const double s = 0.7978845608028654, a = 0.044715;
   Value h2 = mul(h, h);
-  Value u = mul(add(h, mul(mul(h2, h), scalar(a, "gelu_a"))), scalar(s, "gelu_s"));
+  Value cs = scalar(s, "gelu_s"), ca = scalar(a, "gelu_a");
+  Value h3 = mul(h2, h);
+  Value u = mul(add(h, mul(h3, ca)), cs);
   Value t = op(Op::Tanh, {u}, {}, name + "_tanh");
   Value half = scalar(0.5, "half"), one = scalar(1.0, "one");
   Value left = mul(half, add(one, t));
   Value sech2 = sub(one, mul(t, t));
-  Value inner = mul(scalar(s, "gelu_s"), add(one, mul(h2, scalar(3 * a, "gelu_3a"))));
+  Value c3a = scalar(3 * a, "gelu_3a");
+  Value inner = mul(cs, add(one, mul(h2, c3a)));
   Value right = mul(mul(mul(half, h), sech2), inner);
   return mul(dy, add(left, right), name);
 }
@@ -160,7 +166,8 @@ Value KernelBuilder::causal_mask(int64_t S) {
 Value KernelBuilder::attention_probs(Value q4, Value k4, double scale, const std::string& name) {
   // scores[h, i, j] = Σ_d q[h, d, i]·k[h, d, j]: qᵀ·k per head                [1, NH, S, S]
   Value scores = matmul(q4, k4, /*tx=*/true, /*ty=*/false, "scores");
-  Value masked = add(mul(scores, scalar(scale, "attn_scale")), causal_mask(shape(q4)[3]), "scores_masked");
+  Value mask = causal_mask(shape(q4)[3]);
+  Value masked = add(mul(scores, scalar(scale, "attn_scale")), mask, "scores_masked");
   return op(Op::Softmax, {masked}, {{"axis", int64_t(-1)}}, name);  // over the keys j
 }
 
@@ -188,8 +195,10 @@ Value KernelBuilder::rope(Value x, int64_t N, int64_t HS, float theta, bool inve
   Value pairs = reshape(x, {1, P, 2, S});
   auto eo = g.results_of(op(Op::Split, {pairs}, {{"axis", int64_t(2)}, {"split_sizes", std::vector<int64_t>{1, 1}}}));
   Value e = reshape(eo[0], {1, N, HS / 2, S}), o = reshape(eo[1], {1, N, HS / 2, S});
-  Value e2 = sub(mul(e, cos), mul(o, sin));  // x'[2i]   = x[2i]·cos − x[2i+1]·sin
-  Value o2 = add(mul(e, sin), mul(o, cos));  // x'[2i+1] = x[2i]·sin + x[2i+1]·cos
+  Value o_sin = mul(o, sin), e_cos = mul(e, cos);
+  Value e2 = sub(e_cos, o_sin);  // x'[2i]   = x[2i]·cos − x[2i+1]·sin
+  Value o_cos = mul(o, cos), e_sin = mul(e, sin);
+  Value o2 = add(e_sin, o_cos);  // x'[2i+1] = x[2i]·sin + x[2i+1]·cos
   // Interleave again without concat (C1): e2⊗[1, 0] + o2⊗[0, 1] is [1, P, 2, S].
   Value even = mul(reshape(e2, {1, P, 1, S}), tables_["sel_even"]);
   Value odd = mul(reshape(o2, {1, P, 1, S}), tables_["sel_odd"]);
@@ -198,9 +207,11 @@ Value KernelBuilder::rope(Value x, int64_t N, int64_t HS, float theta, bool inve
 
 Value KernelBuilder::lora_delta(Value x, Value a, Value b, double scale, const std::string& name) {
   const int64_t in = shape(x)[1], S = shape(x)[3], r = shape(a)[1], out = shape(b)[1];
-  Value ax = matmul(reshape(a, {1, 1, r, in}), reshape(x, {1, 1, in, S}), false, false);  // A·x   [1, 1, r, S]
-  Value bax = matmul(reshape(b, {1, 1, out, r}), ax, false, false);                       // B·A·x [1, 1, out, S]
-  return mul(reshape(bax, {1, out, 1, S}), scalar(scale, "lora_scale"), name);
+  Value x3 = reshape(x, {1, 1, in, S}), a3 = reshape(a, {1, 1, r, in});
+  Value ax = matmul(a3, x3, false, false);                            // A·x   [1, 1, r, S]
+  Value bax = matmul(reshape(b, {1, 1, out, r}), ax, false, false);  // B·A·x [1, 1, out, S]
+  Value s = scalar(scale, "lora_scale");
+  return mul(reshape(bax, {1, out, 1, S}), s, name);
 }
 
 // --- the attention sublayer --------------------------------------------------------------------

@@ -5,6 +5,12 @@
 // norms from reductions, RoPE on interleaved channel pairs, explicit causal attention, and the
 // backward of the norm. attention_sublayer() is the attention half of a block of either family,
 // shared by the GPT-2, Stories and LoRA kernels so that they compute the same math by construction.
+//
+// A rule for everything written with it: a call may have at most one argument that creates nodes;
+// otherwise name the values in statements of their own. C++ leaves the order in which a call's
+// arguments are evaluated unspecified (GCC goes right to left, clang left to right), and that
+// order decides the order and the generated names of the nodes — the MIL text would depend on the
+// compiler that built Orion (MilGoldenFrontends.EveryKernelGraphMatchesItsGolden checks it).
 #pragma once
 #include <map>
 #include <string>

@@ -98,9 +98,11 @@ ir::Graph lora_decode_qkv(const ModelWeights& w, int layer, int S, int rank_slot
   // xnorm = norm1(x); q = Wq·xnorm (+ bq) + B_q·(A_q·xnorm); k = Wk·xnorm (+ bk); v like q.
   Value xn = c.arch == Arch::GPT2 ? b.layernorm(x, "ln1", l.attn_norm, l.attn_norm_b, c.norm_eps, "xnorm")
                                   : b.rmsnorm(x, "attn_norm", l.attn_norm, c.norm_eps, "xnorm");
-  b.output(b.add(b.linear(xn, "wq", l.wq, l.bq, "q_base"), b.lora_delta(xn, ad.a_q, ad.b_q, 1.0, "q_lora"), "q"));
+  Value q_lora = b.lora_delta(xn, ad.a_q, ad.b_q, 1.0, "q_lora");
+  b.output(b.add(b.linear(xn, "wq", l.wq, l.bq, "q_base"), q_lora, "q"));
   b.output(b.linear(xn, "wk", l.wk, l.bk, "k"));
-  b.output(b.add(b.linear(xn, "wv", l.wv, l.bv, "v_base"), b.lora_delta(xn, ad.a_v, ad.b_v, 1.0, "v_lora"), "v"));
+  Value v_lora = b.lora_delta(xn, ad.a_v, ad.b_v, 1.0, "v_lora");
+  b.output(b.add(b.linear(xn, "wv", l.wv, l.bv, "v_base"), v_lora, "v"));
   return std::move(b.g);
 }
 

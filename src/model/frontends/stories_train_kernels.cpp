@@ -66,7 +66,8 @@ ir::Graph stories_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions
   Value dsilu = b.mul(sig, b.add(one, b.mul(h1, b.sub(one, sig))), "silu_grad");
   Value dh1 = b.mul(b.mul(dgate, h3), dsilu, "dh1");
   // h1 = W1·xnorm, h3 = W3·xnorm  ⇒  dxnorm = W1ᵀ·dh1 + W3ᵀ·dh3                       [1, C, 1, S]
-  Value dxn = b.add(b.linear_t(dh1, "w1t", l.w1, "dxnorm_1"), b.linear_t(dh3, "w3t", l.w3, "dxnorm_3"), "dxnorm");
+  Value dx3 = b.linear_t(dh3, "w3t", l.w3, "dxnorm_3"), dx1 = b.linear_t(dh1, "w1t", l.w1, "dxnorm_1");
+  Value dxn = b.add(dx1, dx3, "dxnorm");
   Value dx = b.rmsnorm_backward(x, dxn, "ffn_norm", l.ffn_norm, c.norm_eps, "dx");
   for (Value v : {dx, dh1, dh3, dxn}) b.output(v);
   return std::move(b.g);
@@ -133,8 +134,9 @@ ir::Graph stories_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions
   Value dq_lin = b.rope(dq, NH, HS, c.rope_theta, /*inverse=*/true, "dq_lin");
   Value dk_lin = b.rope(dk, NKV, HS, c.rope_theta, /*inverse=*/true, "dk_lin");
   // q_lin = Wq·xnorm, k_lin = Wk·xnorm, v = Wv·xnorm  ⇒  dxnorm = Wqᵀ·dq_lin + Wkᵀ·dk_lin + Wvᵀ·dv
-  Value dxn = b.add(b.add(b.linear_t(dq_lin, "wqt", l.wq, "dxnorm_q"), b.linear_t(dk_lin, "wkt", l.wk, "dxnorm_k")),
-                    b.linear_t(dv, "wvt", l.wv, "dxnorm_v"), "dxnorm");
+  Value dxv = b.linear_t(dv, "wvt", l.wv, "dxnorm_v"), dxk = b.linear_t(dk_lin, "wkt", l.wk, "dxnorm_k");
+  Value dxq = b.linear_t(dq_lin, "wqt", l.wq, "dxnorm_q");
+  Value dxn = b.add(b.add(dxq, dxk), dxv, "dxnorm");
   Value dx = b.rmsnorm_backward(x, dxn, "attn_norm", l.attn_norm, c.norm_eps, "dx");
   for (Value v : {dx, dxn, dq_lin, dk_lin}) b.output(v);
   return std::move(b.g);
