@@ -8,6 +8,7 @@
 #include "model/lora/lora_io.h"
 #include "tools/command.h"
 #include "tools/options.h"
+#include "train/dist/communicator.h"
 #include "train/lora_train.h"
 
 namespace orion::tools {
@@ -22,16 +23,17 @@ struct LoraArgs {
   DTypeOption dtype;
 };
 
-void run_lora_train(LoraArgs& a) {
+void run_lora_train(LoraArgs& a, train::dist::Communicator& comm) {
   a.threads.apply();
   train::LoraTrainOptions& o = a.train;
   if (!file_exists(o.model)) throw_input_error(o.model, "no such file or folder", {}, -1, "pass the base model (--model)");
   if (o.train.tokenizer.empty() && !fs::is_directory(o.train.data) && !o.train.data.ends_with(".bin"))
     o.train.tokenizer = find_tokenizer_beside(o.model);  // text data is tokenized with the base's tokenizer
-  train::LoraTrainer t(o);
+  train::LoraTrainer t(o, &comm);
   train::TrainResult r = t.run();
-  std::printf("adapter: %s (%s)\nloss %.4f -> %.4f%s | %.0f tok/s\n", r.model.c_str(), t.adapter().describe().c_str(), r.first_loss,
-              r.last_loss, r.val_loss >= 0 ? fmt::format(" | val {:.4f}", r.val_loss).c_str() : "", r.tokens_per_second);
+  if (comm.rank() == 0)
+    std::printf("adapter: %s (%s)\nloss %.4f -> %.4f%s | %.0f tok/s\n", r.model.c_str(), t.adapter().describe().c_str(), r.first_loss,
+                r.last_loss, r.val_loss >= 0 ? fmt::format(" | val {:.4f}", r.val_loss).c_str() : "", r.tokens_per_second);
 }
 
 void run_lora_merge(const LoraArgs& a) {
@@ -72,7 +74,8 @@ void add_lora_command(CLI::App& app) {
       "train a LoRA adapter on a frozen base model (CPU, or the ANE path with --backend).\n"
       "The adapter (A random, B = 0, so training starts from the base model exactly) learns the data; the base weights are "
       "never changed. Checkpoints go to OUT/checkpoints (--resume continues); the adapter is written to OUT as "
-      "adapter.olora and/or the Hugging Face PEFT files (adapter_model.safetensors + adapter_config.json).");
+      "adapter.olora and/or the Hugging Face PEFT files (adapter_model.safetensors + adapter_config.json).\n"
+      "Data parallel: mpirun -np 2 orion lora train … (--batch is per rank; only the adapter's gradients are all-reduced).");
   tr->add_option("--model,-m", a->train.model, "base model (any format `orion generate` reads)")->required();
   tr->add_option("--data", t.data, "a folder from `orion data prepare`, a token file, or text (files, folders, builtin:N) to tokenize")
       ->required();
@@ -88,6 +91,7 @@ void add_lora_command(CLI::App& app) {
   tr->add_option("--warmup", t.warmup, "warmup steps (-1: 5% of the steps)")->capture_default_str();
   tr->add_option("--weight-decay", t.weight_decay, "AdamW weight decay on A and B")->capture_default_str();
   tr->add_option("--clip", t.clip, "global gradient-norm clipping (0: none)")->capture_default_str();
+  tr->add_option("--log-every", t.log_every, "progress line every N steps (0: about 20 lines)")->capture_default_str()->check(CLI::NonNegativeNumber);
   tr->add_option("--eval-every", t.eval_every, "validation every N steps (0: only at the end)")->capture_default_str();
   tr->add_option("--checkpoint-every", t.checkpoint_every, "checkpoint every N steps (0: only at the end)")->capture_default_str();
   tr->add_option("--out,-o", t.out, "output folder")->capture_default_str();
@@ -98,7 +102,7 @@ void add_lora_command(CLI::App& app) {
   tr->add_option("--backend", t.backend, "cpu, or the blocks as ANE programs on anesim (any machine) or ane (macOS)")
       ->capture_default_str()->check(CLI::IsMember({"cpu", "anesim", "ane"}));
   a->threads.add(tr);
-  tr->callback([a] { run_lora_train(*a); });
+  tr->callback([a, tr] { run_data_parallel(tr, a->threads, [&](train::dist::Communicator& c) { run_lora_train(*a, c); }); });
 
   CLI::App* mg = lora->add_subcommand("merge", "fold an adapter into the base weights (W + s·B·A) and write a new model");
   mg->add_option("--model,-m", a->model, "base model")->required();

@@ -30,33 +30,7 @@ void note_ignored_flags(CLI::App* cmd) {
       std::fprintf(stderr, "train: note: %s is ignored with --resume (the checkpoint's value continues the run as started)\n", flag);
 }
 
-void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm);
-
-// Data parallel under mpirun (train/dist/): one Communicator per process. An error only one rank
-// saw ends every rank (MPI_Abort) after naming the rank; without MPI, launching several processes
-// is refused by make_communicator() — on rank 0 only, the others leave quietly.
-void run_train(TrainArgs& a, CLI::App* cmd) {
-  std::unique_ptr<train::dist::Communicator> comm;
-  try {
-    comm = train::dist::make_communicator();
-  } catch (const Error& e) {
-    if (train::dist::launcher_rank() != 0) std::exit(exit_code(e.kind()));
-    throw;
-  }
-  if (comm->world() == 1) return train_one_rank(a, cmd, *comm);
-  if (cmd->count("--threads") == 0)  // share this host's cores between its ranks
-    a.threads.threads = std::max(1, int(std::thread::hardware_concurrency()) / std::max(1, train::dist::launcher_local_size()));
-  try {
-    train_one_rank(a, cmd, *comm);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "orion: error on rank %d of %d: %s\n", comm->rank(), comm->world(), e.what());
-    comm->abort(exit_code(e.kind()));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "orion: error on rank %d of %d: %s\n", comm->rank(), comm->world(), e.what());
-    comm->abort(exit_code(ErrorKind::Runtime));
-  }
-}
-
+// Data parallel under mpirun: every rank runs this (tools/options.h: run_data_parallel).
 void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm) {
   a.threads.apply();
   if (a.plain) a.o.plain();
@@ -150,7 +124,7 @@ void add_train_command(CLI::App& app) {
                                                                      "(the default models M3–M5, where it does not)");
   cmd->add_flag("--no-progress", a->no_progress, "no progress lines on stderr");
   a->threads.add(cmd);
-  cmd->callback([a, cmd] { run_train(*a, cmd); });
+  cmd->callback([a, cmd] { run_data_parallel(cmd, a->threads, [&](train::dist::Communicator& c) { train_one_rank(*a, cmd, c); }); });
 }
 
 }  // namespace orion::tools

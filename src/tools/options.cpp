@@ -1,9 +1,14 @@
 #include "tools/options.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "base/error.h"
 #include "runtime/cpu/kernels.h"
+#include "train/dist/communicator.h"
 
 namespace orion::tools {
 
@@ -41,6 +46,28 @@ std::string find_tokenizer_beside(const std::string& model_path) {
     if (fs::exists(dir / name)) return (dir / name).string();
   throw_usage_error(fmt::format("no tokenizer given and none found beside {}", model_path), "--tokenizer",
                     "pass --tokenizer PATH (tokenizer.bin, tokenizer.json, vocab.json, encoder.json or a .model)");
+}
+
+void run_data_parallel(CLI::App* cmd, ThreadOptions& threads, const std::function<void(train::dist::Communicator&)>& body) {
+  std::unique_ptr<train::dist::Communicator> comm;
+  try {
+    comm = train::dist::make_communicator();
+  } catch (const Error& e) {
+    if (train::dist::launcher_rank() != 0) std::exit(exit_code(e.kind()));
+    throw;
+  }
+  if (comm->world() == 1) return body(*comm);
+  if (cmd->count("--threads") == 0)  // share this host's cores between its ranks
+    threads.threads = std::max(1, int(std::thread::hardware_concurrency()) / std::max(1, train::dist::launcher_local_size()));
+  try {
+    body(*comm);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "orion: error on rank %d of %d: %s\n", comm->rank(), comm->world(), e.what());
+    comm->abort(exit_code(e.kind()));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "orion: error on rank %d of %d: %s\n", comm->rank(), comm->world(), e.what());
+    comm->abort(exit_code(ErrorKind::Runtime));
+  }
 }
 
 }  // namespace orion::tools

@@ -1,6 +1,7 @@
 // Option groups shared by several commands (model loading, threads, sampling), so every command
 // spells and checks them the same way.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -8,6 +9,10 @@
 
 #include "base/dtype.h"
 #include "infer/sampler.h"
+
+namespace orion::train::dist {
+class Communicator;
+}
 
 namespace orion::tools {
 
@@ -22,6 +27,13 @@ struct DTypeOption {
   void add(CLI::App* cmd, const std::string& help);
   std::optional<DType> get() const;  // Usage error naming --dtype for an unknown name
 };
+
+// Runs a training command on every rank of a data-parallel run (train/dist/): one Communicator per
+// process (MPI under mpirun, else one process). With several ranks and no --threads, this host's
+// cores are shared between its ranks; an error only one rank saw ends every rank (MPI_Abort)
+// after naming the rank. Without MPI, launching several processes is refused by
+// make_communicator() — on rank 0 only, the others leave quietly.
+void run_data_parallel(CLI::App* cmd, ThreadOptions& threads, const std::function<void(train::dist::Communicator&)>& body);
 
 void add_sampler_options(CLI::App* cmd, SamplerOptions& s);
 

@@ -15,6 +15,8 @@
 #include "train/checkpoint.h"
 #include "train/data/prepare.h"
 #include "train/data/token_dataset.h"
+#include "train/dist/communicator.h"
+#include "train/dist/data_parallel.h"
 #include "train/guards.h"
 
 namespace orion::train {
@@ -96,18 +98,27 @@ void LoraTrainer::setup_data() {
     if (t.tokenizer.empty())
       throw_usage_error("text data needs the base model's tokenizer", "--tokenizer", "pass --tokenizer PATH");
     const std::string dir = (fs::path(t.out) / "data").string();
-    if (!file_exists((fs::path(dir) / "meta.json").string())) {
+    auto prepare = [&] {
+      if (file_exists((fs::path(dir) / "meta.json").string())) return;  // written last: the folder is complete
       data::PrepareOptions po;
       po.tokenizer = t.tokenizer, po.inputs = {t.data}, po.out_dir = dir, po.val_fraction = 0.1, po.progress = false;
       data::PrepareResult r = data::prepare_dataset(po);
       if (t.progress)
         std::fprintf(stderr, "lora: %s tokenized: %llu train and %llu validation tokens → %s\n", t.data.c_str(),
                      (unsigned long long)r.train_tokens, (unsigned long long)r.val_tokens, dir.c_str());
+    };
+    // Rank 0 first; the other ranks then find its folder (same host or a shared disk) or, on
+    // another host, make the same one themselves.
+    if (comm_->rank() == 0) prepare();
+    if (comm_->world() > 1) {
+      comm_->barrier();
+      if (comm_->rank() != 0) prepare();
     }
     path = dir;
   }
   data::DatasetOptions d;
   d.B = t.batch, d.T = t.seq, d.shuffle = t.shuffle, d.seed = t.seed, d.vocab_size = base_->config.vocab_size;
+  d.rank = comm_->rank(), d.world = comm_->world();  // this rank's rows of every global batch
   train_ = std::make_unique<data::TokenDataset>(data::TokenDataset::open(path, "train", d));
   if (is_directory(path)) {
     d.shuffle = false;
@@ -119,8 +130,10 @@ void LoraTrainer::setup_data() {
   }
 }
 
-LoraTrainer::LoraTrainer(LoraTrainOptions opt) : opt_(std::move(opt)) {
+LoraTrainer::LoraTrainer(LoraTrainOptions opt, dist::Communicator* comm) : opt_(std::move(opt)), comm_(comm) {
   TrainOptions& t = opt_.train;
+  if (!comm_) own_comm_ = std::make_unique<dist::SingleProcess>(), comm_ = own_comm_.get();
+  if (comm_->rank() != 0) t.progress = false;  // rank 0 alone prints (and writes files)
   if (opt_.model.empty()) throw_usage_error("LoRA training needs a base model", "--model");
   if (t.batch < 1 || t.seq < 1) throw_usage_error("--batch and --seq must be ≥ 1", "--batch");
   if (t.steps < 1) throw_usage_error("--steps must be ≥ 1", "--steps");
@@ -145,8 +158,18 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt) : opt_(std::move(opt)) {
     if (e.path().filename().string().starts_with("lora_") && e.path().extension() == ".olora") found.push_back(e.path().string());
   std::sort(found.begin(), found.end());
   if (opt_.resume) {
-    if (found.empty()) throw_usage_error(fmt::format("no LoRA checkpoint in {}", ckdir), "--resume", "start without --resume");
-    adapter = read_lora_checkpoint(found.back(), &resumed);
+    // Rank 0's newest checkpoint, its bytes sent to the other ranks (they need no copy of their own).
+    std::vector<uint8_t> name, bytes;
+    if (comm_->rank() == 0) {
+      if (found.empty()) throw_usage_error(fmt::format("no LoRA checkpoint in {}", ckdir), "--resume", "start without --resume");
+      auto file = MappedFile::open(found.back());
+      bytes.assign(file->data(), file->data() + file->size());
+      name.assign(found.back().begin(), found.back().end());
+    }
+    comm_->broadcast(name, 0);
+    comm_->broadcast(bytes, 0);
+    found = {std::string(name.begin(), name.end())};
+    adapter = parse_lora_checkpoint(bytes.data(), bytes.size(), found.back(), &resumed);
     adapter.check_fits(c, found.back());
     step_ = resumed.json.value("step", int64_t(0)), skipped_ = resumed.json.value("skipped", int64_t(0));
     if (t.progress) std::fprintf(stderr, "lora: resuming from %s at step %lld\n", found.back().c_str(), (long long)step_);
@@ -171,6 +194,25 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt) : opt_(std::move(opt)) {
   if (opt_.resume) adam_->m() = resumed.m, adam_->v() = resumed.v, adam_->set_step_count(resumed.json.value("adam_steps", int64_t(0)));
   setup_data();
   if (opt_.resume) train_->seek(resumed.json.value("data_position", uint64_t(0)));
+  check_ranks_agree();
+}
+
+// Before the first step, the ranks must agree on everything that shapes the numbers.
+void LoraTrainer::check_ranks_agree() {
+  if (comm_->world() == 1) return;
+  auto hash = [](const void* p, size_t n, uint64_t seed = 0xcbf29ce484222325ull) { return checkpoint_hash(p, n, seed); };
+  const std::string options = fmt::format("{} {} {} {} {} {} {} {} {} {} {}", opt_.train.numeric_json().dump(), opt_.rank,
+                                          opt_.alpha, opt_.targets, step_, skipped_, adam_->step_count(), train_->position(),
+                                          opt_.train.backend, lora_->adapter().describe(), base_->config.describe());
+  const LoraAdapter& a = lora_->adapter();
+  const size_t bytes = a.size() * sizeof(float);
+  uint64_t base = 0xcbf29ce484222325ull;
+  for (const auto& [name, t] : base_->named_tensors()) base = hash(t->data, t->nbytes(), hash(name.data(), name.size(), base));
+  dist::check_ranks_agree(*comm_, {{"LoRA options and state (--rank, --alpha, --targets, --batch, --lr, ...)", hash(options.data(), options.size())},
+                                   {"base model weights", base},
+                                   {"training data", dist::dataset_fingerprint(*train_)},
+                                   {"adapter and optimiser moments",
+                                    hash(adam_->v().data(), bytes, hash(adam_->m().data(), bytes, hash(a.data(), bytes)))}});
 }
 
 LoraTrainer::~LoraTrainer() = default;
@@ -183,13 +225,24 @@ StepStats LoraTrainer::step() {
   s.lr = t.lr_at(step_);
   model_->zero_grad();
   data::Batch b = train_->next();
+  // With several ranks the loss and gradient are weighted by this rank's share of the counted
+  // targets, and only the adapter's gradients are averaged (dist/data_parallel.h).
+  const double weight = dist::micro_batch_weights(*comm_, {dist::counted_targets(b.targets)})[0];
   s.loss = model_->forward(b.inputs.data(), b.targets.data());
-  const bool finite = std::isfinite(s.loss);
+  bool finite = std::isfinite(s.loss);
   if (finite) {
-    model_->backward(1.0f);
+    model_->backward(float(weight));
     lora_->gather(*grads_);  // dW' → dA, dB
-    if (t.sanitize_grads) s.sanitized = sanitize_fp16(lora_->grads(), lora_->adapter().size());
   }
+  if (comm_->world() > 1) {  // the global loss (a NaN on any rank makes every rank skip the step)
+    Timer comm_timer;
+    double total[2] = {weight * s.loss, finite ? 0.0 : 1.0};
+    comm_->allreduce_sum(total, 2);
+    s.loss = float(total[0] / comm_->world()), finite = total[1] == 0;
+    if (finite) dist::allreduce_mean(*comm_, lora_->grads(), lora_->adapter().size());
+    s.comm_seconds = comm_timer.seconds();
+  }
+  if (finite && t.sanitize_grads) s.sanitized = sanitize_fp16(lora_->grads(), lora_->adapter().size());
   // The guard: a non-finite loss or adapter gradient never reaches the adapter or AdamW's moments.
   s.grad_norm = finite ? float(adam_->norm(lora_->grads())) : NAN;
   s.skipped = !std::isfinite(s.grad_norm);
@@ -213,15 +266,26 @@ StepStats LoraTrainer::step() {
 float LoraTrainer::evaluate() {
   if (!val_) return -1;
   const uint64_t n = std::min<uint64_t>(uint64_t(std::max(1, opt_.train.eval_batches)), val_->batches_per_epoch());
-  double sum = 0;
+  std::vector<float> losses;
+  std::vector<int64_t> counts;
   for (uint64_t i = 0; i < n; ++i) {
-    data::Batch b = val_->batch(i);
-    sum += model_->forward(b.inputs.data(), b.targets.data());
+    data::Batch b = val_->batch(i);  // with several ranks: this rank's rows of the global batch i
+    losses.push_back(model_->forward(b.inputs.data(), b.targets.data()));
+    counts.push_back(dist::counted_targets(b.targets));
   }
-  return float(sum / double(n));
+  const std::vector<double> weight = dist::micro_batch_weights(*comm_, counts);
+  double sum = 0;
+  for (uint64_t i = 0; i < n; ++i) sum += weight[i] * losses[i];
+  comm_->allreduce_sum(&sum, 1);
+  return float(sum / comm_->world() / double(n));
 }
 
 std::string LoraTrainer::save() {
+  // Collective: the ranks' adapters must still be the same bits.
+  if (comm_->world() > 1)
+    dist::check_ranks_agree(*comm_, {{fmt::format("adapter after step {}", step_),
+                                      checkpoint_hash(lora_->adapter().data(), lora_->adapter().size() * sizeof(float))}});
+  if (comm_->rank() != 0) return "";  // rank 0 alone writes
   const std::string dir = (fs::path(opt_.train.out) / "checkpoints").string();
   LoraTrainingState st;
   st.json = {{"step", step_},          {"adam_steps", adam_->step_count()}, {"skipped", skipped_},
@@ -239,6 +303,7 @@ std::string LoraTrainer::save() {
 
 std::string LoraTrainer::export_adapter() {
   const std::string& out = opt_.train.out;
+  if (comm_->rank() != 0) return out;
   if (opt_.format != "peft") save_lora(lora_->adapter(), out, LoraFormat::Orion);
   if (opt_.format != "orion") save_lora(lora_->adapter(), out, LoraFormat::Peft, opt_.model);
   return out;
@@ -253,12 +318,16 @@ TrainResult LoraTrainer::run() {
                  (unsigned long long)train_->total_tokens(), t.batch, t.seq, (long long)step_, (long long)t.steps, t.lr,
                  t.schedule.c_str());
   Timer total;
-  double step_seconds = 0;
+  double step_seconds = 0, comm_seconds = 0;
   int64_t run_steps = 0;
+  const double tokens_per_step = double(t.batch) * t.seq * comm_->world();  // every rank's rows
+  if (t.progress && comm_->world() > 1)
+    std::fprintf(stderr, "lora: data parallel over %s: %d rows per rank, global batch %d rows\n", comm_->describe().c_str(),
+                 t.batch, t.batch * comm_->world());
   const int every = t.log_every > 0 ? t.log_every : int(std::max<int64_t>(1, t.steps / 20));
   while (step_ < t.steps) {
     StepStats s = step();
-    step_seconds += s.seconds, ++run_steps;
+    step_seconds += s.seconds, comm_seconds += s.comm_seconds, ++run_steps;
     float val = -1;
     if (step_ == t.steps || (t.eval_every > 0 && step_ % t.eval_every == 0)) val = r.val_loss = evaluate();
     if (run_steps == 1) r.first_loss = s.loss;
@@ -266,7 +335,7 @@ TrainResult LoraTrainer::run() {
     if (t.progress && (step_ % every == 0 || val >= 0 || run_steps == 1))
       std::fprintf(stderr, "lora: step %lld/%lld | loss %.4f%s | lr %.2e | gnorm %.3f | %.0f tok/s%s\n", (long long)step_,
                    (long long)t.steps, s.loss, val >= 0 ? fmt::format(" | val {:.4f}", val).c_str() : "", s.lr, s.grad_norm,
-                   double(t.batch) * t.seq * double(run_steps) / step_seconds,
+                   tokens_per_step * double(run_steps) / step_seconds,
                    ane_ ? fmt::format(" | {} compiles", ane_->driver().counters().compiles).c_str() : "");
     if (t.checkpoint_every > 0 && step_ % t.checkpoint_every == 0 && step_ < t.steps) save();
   }
@@ -274,10 +343,16 @@ TrainResult LoraTrainer::run() {
   r.model = export_adapter();
   r.steps_done = step_, r.skipped_steps = skipped_;
   r.seconds = total.seconds();
-  r.tokens_per_second = step_seconds > 0 ? double(t.batch) * t.seq * double(run_steps) / step_seconds : 0;
+  r.tokens_per_second = step_seconds > 0 ? tokens_per_step * double(run_steps) / step_seconds : 0;
+  r.world = comm_->world();
+  if (run_steps > 0) r.bytes_reduced_per_step = comm_->stats.bytes_reduced / uint64_t(run_steps);
+  r.comm_share = step_seconds > 0 ? comm_seconds / step_seconds : 0;
   if (t.progress)
     std::fprintf(stderr, "lora: %lld steps in %.1f s (%.0f tok/s), %lld skipped; adapter in %s\n", (long long)run_steps, r.seconds,
                  r.tokens_per_second, (long long)r.skipped_steps, r.model.c_str());
+  if (t.progress && comm_->world() > 1)
+    std::fprintf(stderr, "lora: all-reduce %.2f MB/step, %.1f%% of step time\n", double(r.bytes_reduced_per_step) / 1e6,
+                 100.0 * r.comm_share);
   return r;
 }
 

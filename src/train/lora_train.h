@@ -25,6 +25,12 @@
 // dB as above. The runner takes the merged W' as its weights (updated after every step through its
 // verified strategies — weights as inputs on anesim, so the compile count stays constant); the
 // base is not baked separately with A and B as program inputs (see bench/RESULTS.md: what is left).
+//
+// Data parallel (dist/communicator.h, docs/distributed.md) exactly as the general Trainer: under
+// mpirun every rank holds the base and the adapter, reads its rows of each global batch (--batch is
+// per rank), and only the adapter's gradients are all-reduced — rank·in + out·rank floats per
+// adapted matrix, a few MB even for Stories110M, instead of the whole model's. Rank 0 alone
+// prints and writes checkpoints and the adapter; a resume reads rank 0's newest checkpoint.
 #pragma once
 #include <memory>
 #include <string>
@@ -76,9 +82,13 @@ struct LoraTrainOptions {
   }
 };
 
+namespace dist {
+class Communicator;
+}
+
 class LoraTrainer {
  public:
-  explicit LoraTrainer(LoraTrainOptions opt);
+  explicit LoraTrainer(LoraTrainOptions opt, dist::Communicator* comm = nullptr);
   ~LoraTrainer();
 
   TrainResult run();   // steps until opt.train.steps; the adapter in TrainResult::model
@@ -96,7 +106,10 @@ class LoraTrainer {
 
  private:
   void setup_data();
+  void check_ranks_agree();
   LoraTrainOptions opt_;
+  std::unique_ptr<dist::Communicator> own_comm_;
+  dist::Communicator* comm_ = nullptr;
   std::unique_ptr<ModelWeights> base_;
   std::unique_ptr<Params> work_;
   std::unique_ptr<Grads> grads_;

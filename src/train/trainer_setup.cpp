@@ -227,13 +227,6 @@ std::unique_ptr<Checkpoint> Trainer::load_resumed(std::string* used) {
 void Trainer::check_ranks_agree() {
   if (comm_->world() == 1) return;
   auto hash_text = [](const std::string& s) { return checkpoint_hash(s.data(), s.size()); };
-  uint64_t data_hash = 0xcbf29ce484222325ull;  // token counts and the first and last 64K tokens of every file
-  for (const auto& f : train_->files()) {
-    const size_t head = std::min<size_t>(f.count, 65536);
-    data_hash = checkpoint_hash(&f.count, sizeof(f.count), data_hash);
-    data_hash = checkpoint_hash(f.tokens, head * sizeof(f.tokens[0]), data_hash);
-    data_hash = checkpoint_hash(f.tokens + (f.count - head), head * sizeof(f.tokens[0]), data_hash);
-  }
   const size_t bytes = params_->size() * sizeof(float);
   const uint64_t weights = checkpoint_hash(params_->data(), bytes, hash_text(config_to_json(params_->config()).dump()));
   const uint64_t moments = checkpoint_hash(opt_adam_->v().data(), bytes, checkpoint_hash(opt_adam_->m().data(), bytes));
@@ -241,7 +234,7 @@ void Trainer::check_ranks_agree() {
   dist::check_ranks_agree(*comm_, {{"training options (--batch, --seq, --lr, --steps, ...)", hash_text(opt_.numeric_json().dump())},
                                    {"model configuration and weights", weights},
                                    {"tokenizer", state_.tokenizer_hash},
-                                   {"training data", data_hash},
+                                   {"training data", dist::dataset_fingerprint(*train_)},
                                    {"optimiser moments and step", checkpoint_hash(state.data(), state.size(), moments)}});
 }
 

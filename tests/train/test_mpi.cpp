@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/io/model_io.h"
+#include "model/lora/lora_io.h"
 #include "support.h"
 #include "train/checkpoint.h"
 #include "train/data/token_dataset.h"
@@ -287,6 +288,81 @@ TEST(mpi_train, resumed_two_rank_run_continues_bit_for_bit) {
   ASSERT_EQ(resumed.size(), straight.size());
   for (size_t s = 0; s < straight.size(); ++s) EXPECT_EQ(resumed[s].numbers, straight[s].numbers) << "step " << s + 1;
   EXPECT_EQ(slurp(dir + "/resumed/model.bin"), slurp(dir + "/straight/model.bin"));
+}
+
+// ---- orion lora train under mpirun: only the adapter's gradients are all-reduced ----
+
+namespace {
+// A tiny base model (orion train, a few steps) with its tokenizer beside it.
+std::string lora_base(const std::string& dir) {
+  std::string log;
+  EXPECT_EQ(shell(fmt::format("{} {}", ORION_BINARY, train_args(dir, dir + "/base", 4, 6)), &log), 0) << log;
+  return dir + "/base/model.bin";
+}
+std::string lora_args(const std::string& base, const std::string& out, int batch, int steps) {
+  return fmt::format("lora train --model {} --data builtin:300 --rank 4 --alpha 8 --targets q,v,w2 --batch {} --seq 32 --steps {} "
+                     "--lr 3e-2 --schedule constant --eval-every 3 --checkpoint-every 3 --log-every 1 --threads 1 --out {}",
+                     base, batch, steps, out);
+}
+// Per step, the loss of the progress lines "lora: step k/N | loss X[ | val V] | ..." (rank 0's).
+std::vector<StepLine> lora_losses(const std::string& log) {
+  std::vector<StepLine> steps;
+  std::stringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    int k = 0, n = 0;
+    double loss = 0, val = -1;
+    if (std::sscanf(line.c_str(), "lora: step %d/%d | loss %lf | val %lf", &k, &n, &loss, &val) < 3) continue;
+    if (k == int(steps.size()) + 1) steps.push_back({loss, val, ""});
+  }
+  return steps;
+}
+std::vector<float> adapter_floats(const std::string& run, const std::string& base) {
+  const LoraAdapter a = load_lora(run + "/adapter.olora", load_model(base).config);
+  return {a.data(), a.data() + a.size()};
+}
+}  // namespace
+
+TEST(mpi_lora, two_ranks_match_one_rank_with_twice_the_batch) {
+  SKIP_WITHOUT_MPI();
+  const std::string dir = test::temp_dir(), base = lora_base(dir);
+  std::string one_log, two_log;
+  ASSERT_EQ(shell(fmt::format("{} {}", ORION_BINARY, lora_args(base, dir + "/one", 4, 6)), &one_log), 0) << one_log;
+  ASSERT_EQ(shell(fmt::format("{} {} {}", mpirun(2), ORION_BINARY, lora_args(base, dir + "/two", 2, 6)), &two_log), 0) << two_log;
+  const auto one = lora_losses(one_log), two = lora_losses(two_log);
+  ASSERT_EQ(one.size(), 6u) << one_log;
+  ASSERT_EQ(two.size(), 6u) << "rank 0 alone prints:\n" << two_log;
+  for (size_t s = 0; s < one.size(); ++s) {
+    EXPECT_LE(rel(two[s].loss, one[s].loss), 1e-5) << "step " << s + 1 << ": " << two[s].loss << " vs " << one[s].loss;
+    if (one[s].val >= 0) EXPECT_LE(rel(two[s].val, one[s].val), 1e-5) << "validation after step " << s + 1;
+  }
+  EXPECT_NE(two_log.find("all-reduce"), std::string::npos) << "the communication figures are reported";
+  // The same adapter: B starts at 0, so max|B| is what training learned; the two runs differ only by
+  // the order of float sums (the all-reduce), far below it.
+  const ModelConfig c = load_model(base).config;
+  const LoraAdapter a = load_lora(dir + "/one/adapter.olora", c), b = load_lora(dir + "/two/adapter.olora", c);
+  ASSERT_EQ(a.size(), b.size());
+  double max_diff = 0, max_b = 0;
+  for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, double(std::fabs(a.data()[i] - b.data()[i])));
+  for (const LoraTensor& t : a.tensors())
+    for (int64_t i = 0; i < t.out * a.rank(); ++i) max_b = std::max(max_b, double(std::fabs(a.B(t)[i])));
+  std::printf("  6 steps: max |adapter difference| %.2g, max |B| learned %.2g\n", max_diff, max_b);
+  EXPECT_GT(max_b, 1e-3) << "the adapter learned something, so equal results mean something";
+  EXPECT_LE(max_diff, 1e-3 * max_b);
+  size_t checkpoints = 0;
+  for (const auto& e : fs::directory_iterator(dir + "/two/checkpoints")) checkpoints += e.path().extension() == ".olora";
+  EXPECT_EQ(checkpoints, 2u) << "rank 0 alone writes checkpoints (3, 6)";
+}
+
+TEST(mpi_lora, resumed_two_rank_run_continues_bit_for_bit) {
+  SKIP_WITHOUT_MPI();
+  const std::string dir = test::temp_dir(), base = lora_base(dir);
+  std::string log;
+  ASSERT_EQ(shell(fmt::format("{} {} {}", mpirun(2), ORION_BINARY, lora_args(base, dir + "/straight", 2, 6)), &log), 0) << log;
+  ASSERT_EQ(shell(fmt::format("{} {} {}", mpirun(2), ORION_BINARY, lora_args(base, dir + "/resumed", 2, 3)), &log), 0) << log;
+  ASSERT_EQ(shell(fmt::format("{} {} {} --resume", mpirun(2), ORION_BINARY, lora_args(base, dir + "/resumed", 2, 6)), &log), 0) << log;
+  EXPECT_NE(log.find("resuming from"), std::string::npos) << log;
+  EXPECT_EQ(adapter_floats(dir + "/resumed", base), adapter_floats(dir + "/straight", base));
 }
 
 namespace {

@@ -91,9 +91,9 @@ void write_orion(const LoraAdapter& a, const std::string& path, const LoraTraini
   });
 }
 
-LoraAdapter read_orion(const std::string& path, LoraTrainingState* training = nullptr) {
-  auto f = MappedFile::open(path);
-  ByteReader r(f->data(), f->size(), path);
+// An adapter.olora already in memory (`path` names it in errors).
+LoraAdapter parse_orion(const uint8_t* data, size_t size, const std::string& path, LoraTrainingState* training) {
+  ByteReader r(data, size, path);
   const uint8_t* magic = r.bytes(8, "magic");
   if (std::memcmp(magic, kMagic, 8) != 0)
     throw_input_error(path, "not an Orion LoRA adapter", "magic", 0,
@@ -111,10 +111,10 @@ LoraAdapter read_orion(const std::string& path, LoraTrainingState* training = nu
   if (!j.is_object()) throw_input_error(path, "the JSON header does not parse", "header", 32);
   const bool has_moments = j.contains("training");  // a training checkpoint: AdamW's m and v follow
   const size_t want = floats_at + N * sizeof(float) * (has_moments ? 3 : 1);
-  if (N > (f->size() / sizeof(float)) || want != f->size())
-    throw_input_error(path, fmt::format("the file has {} bytes; its header says {}", f->size(), want), "size", -1,
+  if (N > (size / sizeof(float)) || want != size)
+    throw_input_error(path, fmt::format("the file has {} bytes; its header says {}", size, want), "size", -1,
                       "the file is truncated or damaged");
-  if (lora_file_checksum(f->data() + 32, f->size() - 32) != sum)
+  if (lora_file_checksum(data + 32, size - 32) != sum)
     throw_input_error(path, "the checksum does not match the contents", "checksum", 24, "the file is damaged; write it again");
   const json base = get_field<json>(j, "base", path, "");
   ModelConfig c;
@@ -138,7 +138,7 @@ LoraAdapter read_orion(const std::string& path, LoraTrainingState* training = nu
     if (a.size() != N)
       throw_input_error(path, fmt::format("{} floats for rank {} on {}; the file has {}", a.size(), a.rank(), names, N),
                         "n_floats", 16, "the file is damaged");
-    std::memcpy(a.data(), f->data() + floats_at, N * sizeof(float));
+    std::memcpy(a.data(), data + floats_at, N * sizeof(float));
     size_t bad;
     if (!all_finite(a.data(), DType::F32, a.size(), &bad))
       throw_input_error(path, fmt::format("float {} of the adapter is not finite", bad), "data", int64_t(floats_at + bad * 4),
@@ -147,7 +147,7 @@ LoraAdapter read_orion(const std::string& path, LoraTrainingState* training = nu
       if (!has_moments) throw_input_error(path, "not a training checkpoint (no optimiser state)", "training", -1,
                                           "resume from a checkpoint in the run's checkpoints/ folder");
       training->json = j["training"];
-      const float* moments = reinterpret_cast<const float*>(f->data() + floats_at) + N;
+      const float* moments = reinterpret_cast<const float*>(data + floats_at) + N;
       training->m.assign(moments, moments + N);
       training->v.assign(moments + N, moments + 2 * N);
     }
@@ -156,6 +156,11 @@ LoraAdapter read_orion(const std::string& path, LoraTrainingState* training = nu
     if (e.kind() == ErrorKind::Input) throw;
     throw_input_error(path, e.what(), "header");
   }
+}
+
+LoraAdapter read_orion(const std::string& path, LoraTrainingState* training = nullptr) {
+  auto f = MappedFile::open(path);
+  return parse_orion(f->data(), f->size(), path, training);
 }
 
 // ---- PEFT ------------------------------------------------------------------------------------------
@@ -266,6 +271,9 @@ void save_lora_checkpoint(const LoraAdapter& a, const std::string& path, const L
 }
 
 LoraAdapter read_lora_checkpoint(const std::string& path, LoraTrainingState* training) { return read_orion(path, training); }
+LoraAdapter parse_lora_checkpoint(const uint8_t* data, size_t size, const std::string& name, LoraTrainingState* training) {
+  return parse_orion(data, size, name, training);
+}
 
 LoraAdapter read_peft(const std::string& dir, const ModelConfig& base);  // lora_peft_read.cpp
 

@@ -72,5 +72,7 @@ struct LoraTrainingState {
 };
 void save_lora_checkpoint(const LoraAdapter& a, const std::string& path, const LoraTrainingState& training);
 LoraAdapter read_lora_checkpoint(const std::string& path, LoraTrainingState* training);
+// The same from bytes already in memory (a checkpoint rank 0 read and broadcast); `name` is its path.
+LoraAdapter parse_lora_checkpoint(const uint8_t* data, size_t size, const std::string& name, LoraTrainingState* training);
 
 }  // namespace orion

@@ -1,9 +1,12 @@
 // Micro-batch weights and the agreement check of data-parallel training (data_parallel.h).
 #include "train/dist/data_parallel.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/error.h"
+#include "train/checkpoint.h"
+#include "train/data/token_dataset.h"
 
 namespace orion::train::dist {
 
@@ -11,6 +14,17 @@ int64_t counted_targets(const std::vector<int>& targets) {
   int64_t n = 0;
   for (int t : targets) n += t != -1;
   return n;
+}
+
+uint64_t dataset_fingerprint(const data::TokenDataset& d) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const auto& f : d.files()) {
+    const size_t head = std::min<size_t>(f.count, 65536);
+    h = checkpoint_hash(&f.count, sizeof(f.count), h);
+    h = checkpoint_hash(f.tokens, head * sizeof(f.tokens[0]), h);
+    h = checkpoint_hash(f.tokens + (f.count - head), head * sizeof(f.tokens[0]), h);
+  }
+  return h;
 }
 
 std::vector<double> micro_batch_weights(Communicator& comm, const std::vector<int64_t>& counts) {

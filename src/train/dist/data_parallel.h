@@ -20,6 +20,10 @@
 
 #include "train/dist/communicator.h"
 
+namespace orion::data {
+class TokenDataset;
+}
+
 namespace orion::train::dist {
 
 // Targets that count towards the loss (≠ −1).
@@ -27,6 +31,10 @@ int64_t counted_targets(const std::vector<int>& targets);
 
 // w[a] = world·n_r[a]/N[a] for each micro-batch a, from this rank's counts (one small all-reduce).
 std::vector<double> micro_batch_weights(Communicator& comm, const std::vector<int64_t>& counts);
+
+// A hash of a dataset's token files: each file's token count and its first and last 64K tokens
+// (cheap, and enough to tell two different datasets or tokenizations apart).
+uint64_t dataset_fingerprint(const data::TokenDataset& d);
 
 // The ranks must agree on everything that shapes the numbers before the first step. Each entry is
 // a part (name, this rank's hash); on a difference, rank 0 prints which part differs on which ranks
