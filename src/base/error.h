@@ -53,7 +53,8 @@ std::string format_error_line(ErrorKind kind, const std::string& message, const 
 // A large allocation that failed: a Runtime error naming what it was for and its size, e.g.
 // "cannot allocate 212.0 GB for the model's parameters: out of memory (hint: ...)".
 [[noreturn]] void throw_out_of_memory(const std::string& what, size_t bytes);
-// aligned_alloc(64, bytes) zeroed, or throw_out_of_memory(what, bytes). Free with std::free.
+// aligned_alloc(64, bytes) zeroed (2 MB aligned, on huge pages where possible, from 2 MB up), or
+// throw_out_of_memory(what, bytes). Free with std::free.
 void* allocate_zeroed(size_t bytes, const std::string& what);
 [[noreturn]] void check_failed(const char* cond, const char* file, int line, const std::string& msg);
 
