@@ -12,6 +12,7 @@
 #include "model/io/model_io.h"
 #include "model/lora/lora_io.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/train_kernels.h"
 #include "train/checkpoint.h"
 #include "train/data/prepare.h"
 #include "train/data/token_dataset.h"
@@ -27,14 +28,38 @@ const float* LoraTraining::grad_matrix(const Grads& g, const LoraTensor& t) cons
   return lora_target_member(g.layers[size_t(t.layer)], t.target);
 }
 
-LoraTraining::LoraTraining(Params& work, LoraAdapter adapter) : work_(work), adapter_(std::move(adapter)) {
+LoraTraining::LoraTraining(Params& work, LoraAdapter adapter, bool merged)
+    : work_(work), adapter_(std::move(adapter)), merged_(merged) {
   adapter_.check_fits(work.config(), "adapter");
-  for (const LoraTensor& t : adapter_.tensors()) {
-    const float* W = work_matrix(t);
-    base_.emplace_back(W, W + t.out * t.in);
-  }
+  if (merged_)
+    for (const LoraTensor& t : adapter_.tensors()) {
+      const float* W = work_matrix(t);
+      base_.emplace_back(W, W + t.out * t.in);
+    }
   grads_.assign(adapter_.size(), 0.0f);
   merge_into_work();
+}
+
+const float* LoraTraining::base_matrix(size_t i) const {
+  const LoraTensor& t = adapter_.tensors().at(i);
+  return merged_ ? base_[i].data() : lora_target_member(work_.layers[size_t(t.layer)], t.target);
+}
+
+void LoraTraining::projection(int layer, LoraTarget target, const float* x, const float* dy, int N) {
+  const LoraTensor* t = adapter_.find(layer, target);
+  ORION_CHECK(t, "layer {} {} has no adapter", layer, lora_target_name(target));
+  const int r = adapter_.rank(), in = int(t->in), out = int(t->out);
+  const float s = adapter_.scale();
+  u_.resize(size_t(N) * r), v_.resize(size_t(N) * r);
+  // u = s·X·Aᵀ [N, r] (cpu::matmul: y [M, N] = x [M, K]·Wᵀ, W [N, K]); dB [out, r] += dYᵀ·u
+  cpu::matmul(u_.data(), x, adapter_.A(*t), DType::F32, nullptr, N, in, r);
+  for (float& e : u_) e *= s;
+  cpu::matmul_backward_weight(grads_.data() + t->b_offset, dy, u_.data(), N, r, out);
+  // v = s·dY·B [N, r] (dx [M, K] += dy [M, N]·W [N, K] with W = B [out, r]); dA [r, in] += vᵀ·X
+  std::fill(v_.begin(), v_.end(), 0.0f);
+  cpu::matmul_backward_input(v_.data(), dy, adapter_.B(*t), N, r, out);
+  for (float& e : v_) e *= s;
+  cpu::matmul_backward_weight(grads_.data() + t->a_offset, v_.data(), x, N, in, r);
 }
 
 std::vector<std::pair<size_t, size_t>> LoraTraining::layout() const {
@@ -47,6 +72,7 @@ std::vector<std::pair<size_t, size_t>> LoraTraining::layout() const {
 }
 
 void LoraTraining::merge_into_work() {
+  if (!merged_) return;
   for (size_t i = 0; i < adapter_.tensors().size(); i++) {
     const LoraTensor& t = adapter_.tensors()[i];
     lora_merge_matrix(work_matrix(t), base_[i].data(), adapter_.A(t), adapter_.B(t), t.out, t.in, adapter_.rank(),
@@ -157,14 +183,25 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt) : opt_(std::move(opt)) {
   work_ = std::make_unique<Params>(Params::from_weights(*base_));
   grads_ = std::make_unique<Grads>(c);
   model_ = std::make_unique<TrainModel>(*work_, grads_.get(), t.batch, t.seq);
-  lora_ = std::make_unique<LoraTraining>(*work_, std::move(adapter));
-  if (t.backend != "cpu") {  // compiled at the first forward, from W' with the (resumed) adapter merged
+  // The ANE path with the base baked and the adapter as program inputs: Llama with adapters on q
+  // and v (the kernels' slots). Otherwise the ANE runner trains on the merged W', streamed as inputs.
+  bool qv_only = true;
+  for (LoraTarget tg : adapter.targets()) qv_only = qv_only && (tg == LoraTarget::Q || tg == LoraTarget::V);
+  const bool adapter_inputs = t.backend != "cpu" && c.arch == Arch::Llama && qv_only;
+  lora_ = std::make_unique<LoraTraining>(*work_, std::move(adapter), /*merged=*/!adapter_inputs);
+  if (t.backend != "cpu") {  // compiled at the first forward
     AneTrainOptions ao = t.ane;
     ao.driver = t.backend, ao.quiet = ao.quiet || !t.progress;
-    auto blocks = make_ane_blocks(*work_, grads_.get(), t.batch, t.seq, ao);
+    auto blocks = adapter_inputs ? make_lora_ane_blocks(*work_, lora_->adapter(), *lora_, t.batch, t.seq, ao)
+                                 : make_ane_blocks(*work_, grads_.get(), t.batch, t.seq, ao);
+    if (!adapter_inputs && t.progress)
+      std::fprintf(stderr, "lora: the ANE path bakes the base with adapter inputs for Llama q,v adapters only; this one "
+                           "trains on the merged weights (streamed as program inputs)\n");
     ane_ = blocks.get();
     model_->set_blocks(std::move(blocks));
   }
+  // The LoRA-only backward: no dW of the frozen base; dA, dB straight from X and dY.
+  direct_grads_ = model_->freeze_base(lora_.get());
   AdamWConfig ac;
   ac.beta1 = t.beta1, ac.beta2 = t.beta2, ac.eps = t.eps, ac.weight_decay = t.weight_decay, ac.clip_norm = t.clip;
   adam_ = std::make_unique<AdamW>(lora_->layout(), lora_->adapter().size(), ac);
@@ -181,13 +218,14 @@ StepStats LoraTrainer::step() {
   StepStats s;
   s.step = step_;
   s.lr = t.lr_at(step_);
-  model_->zero_grad();
+  if (!direct_grads_) model_->zero_grad();  // direct: nothing reads the model's gradient buffer
   data::Batch b = train_->next();
   s.loss = model_->forward(b.inputs.data(), b.targets.data());
   const bool finite = std::isfinite(s.loss);
   if (finite) {
-    model_->backward(1.0f);
-    lora_->gather(*grads_);  // dW' → dA, dB
+    lora_->zero_grads();
+    model_->backward(1.0f);  // direct: the blocks report X, dY of the adapted projections to lora_
+    if (!direct_grads_) lora_->gather(*grads_);  // dW' → dA, dB
     if (t.sanitize_grads) s.sanitized = sanitize_fp16(lora_->grads(), lora_->adapter().size());
   }
   // The guard: a non-finite loss or adapter gradient never reaches the adapter or AdamW's moments.
