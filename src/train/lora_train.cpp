@@ -154,7 +154,7 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt) : opt_(std::move(opt)) {
   if (opt_.format != "orion" && opt_.format != "peft" && opt_.format != "both")
     throw_usage_error(fmt::format("unknown adapter format '{}'", opt_.format), "--format", "use orion, peft or both");
   base_ = std::make_unique<ModelWeights>(load_model(opt_.model));
-  const ModelConfig& c = base_->config;
+  const ModelConfig c = base_->config;
   if (t.seq > c.seq_len)
     throw_usage_error(fmt::format("--seq {} exceeds the model's context of {} tokens", t.seq, c.seq_len), "--seq",
                       fmt::format("use --seq {} or less", c.seq_len));
@@ -180,15 +180,36 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt) : opt_(std::move(opt)) {
     adapter = LoraAdapter(c, opt_.rank, opt_.alpha, parse_lora_targets(opt_.targets, c.arch));
     adapter.init(t.seed);
   }
-  work_ = std::make_unique<Params>(Params::from_weights(*base_));
-  grads_ = std::make_unique<Grads>(c);
+  DType base16 = DType::F32;
+  if (opt_.base_dtype == "f16" || opt_.base_dtype == "bf16") base16 = opt_.base_dtype == "f16" ? DType::F16 : DType::BF16;
+  else if (opt_.base_dtype != "f32")
+    throw_usage_error(fmt::format("unknown base dtype '{}'", opt_.base_dtype), "--base-dtype", "use f32, f16 or bf16");
+  if (base16 != DType::F32 && t.backend != "cpu")
+    throw_usage_error("--base-dtype f16/bf16 is for the CPU backend", "--base-dtype",
+                      "the ANE path bakes the base into fp16 programs already; drop --base-dtype");
+  if (base16 == DType::F32) {
+    work_ = std::make_unique<Params>(Params::from_weights(*base_));
+    grads_ = std::make_unique<Grads>(c);
+  } else {  // embeddings, norms, biases in fp32; the block matrices once, in 16 bits; the loaded model let go
+    work_ = std::make_unique<Params>(c, /*layer_matrices=*/false);
+    work_->load(*base_);
+    grads_ = std::make_unique<Grads>(c, false);
+    base16_ = std::make_unique<Base16Weights>(*base_, base16);
+    base_ = std::make_unique<ModelWeights>();
+    base_->config = c;
+  }
   model_ = std::make_unique<TrainModel>(*work_, grads_.get(), t.batch, t.seq);
   // The ANE path with the base baked and the adapter as program inputs: Llama with adapters on q
   // and v (the kernels' slots). Otherwise the ANE runner trains on the merged W', streamed as inputs.
   bool qv_only = true;
   for (LoraTarget tg : adapter.targets()) qv_only = qv_only && (tg == LoraTarget::Q || tg == LoraTarget::V);
   const bool adapter_inputs = t.backend != "cpu" && c.arch == Arch::Llama && qv_only;
-  lora_ = std::make_unique<LoraTraining>(*work_, std::move(adapter), /*merged=*/!adapter_inputs);
+  lora_ = std::make_unique<LoraTraining>(*work_, std::move(adapter), /*merged=*/!adapter_inputs && !base16_);
+  if (base16_) {  // the blocks widen the 16-bit base a layer at a time, with the adapter merged
+    auto blocks = std::make_unique<Base16Blocks>(*work_, *base16_, lora_->adapter(), grads_.get(), t.batch, t.seq);
+    blocks16_ = blocks.get();
+    model_->set_blocks(std::move(blocks));
+  }
   if (t.backend != "cpu") {  // compiled at the first forward
     AneTrainOptions ao = t.ane;
     ao.driver = t.backend, ao.quiet = ao.quiet || !t.progress;
@@ -211,6 +232,16 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt) : opt_(std::move(opt)) {
 }
 
 LoraTrainer::~LoraTrainer() = default;
+
+size_t LoraTrainer::base_bytes() const {
+  if (base16_) return base16_->bytes + blocks16_->layer_buffer_bytes();
+  size_t bytes = 0;
+  for (const ParamInfo& pi : work_->tensors())
+    if (pi.matrix() && pi.name.starts_with("layers.")) bytes += pi.numel * sizeof(float);
+  if (lora_->merged())
+    for (const LoraTensor& t : lora_->adapter().tensors()) bytes += size_t(t.out * t.in) * sizeof(float);
+  return bytes;
+}
 
 StepStats LoraTrainer::step() {
   Timer timer;

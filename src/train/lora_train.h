@@ -34,6 +34,7 @@
 
 #include "model/lora/lora.h"
 #include "train/ane_blocks.h"
+#include "train/lora_base16.h"
 #include "train/trainer.h"
 
 namespace orion::train {
@@ -88,6 +89,7 @@ struct LoraTrainOptions {
   std::string targets = "q,v";
   std::string format = "both";  // the adapter at the end: orion | peft | both
   bool resume = false;          // continue from the newest checkpoint in out/checkpoints
+  std::string base_dtype = "f32";  // f16 | bf16: the frozen block matrices kept in 16 bits (CPU; lora_base16.h)
   LoraTrainOptions() {
     train.lr = 1e-3f, train.weight_decay = 0.0f, train.out = "orion-lora", train.batch = 8, train.seq = 64;
     train.steps = 100, train.eval_every = 50, train.checkpoint_every = 50, train.keep = 2;
@@ -118,12 +120,17 @@ class LoraTrainer {
   const ModelWeights& base() const { return *base_; }
   AneBlocks* ane_blocks() { return ane_; }  // the ANE runner (nullptr on the CPU backend)
   bool direct_gradients() const { return direct_grads_; }  // the LoRA-only backward is in use
+  // Bytes held for the frozen base's block matrices: fp32 working copies (+ the frozen copies of the
+  // adapted ones), or with --base-dtype f16/bf16 the 16-bit matrices plus the one-layer fp32 buffer.
+  size_t base_bytes() const;
   int64_t step_index() const { return step_; }
 
  private:
   void setup_data();
   LoraTrainOptions opt_;
-  std::unique_ptr<ModelWeights> base_;
+  std::unique_ptr<ModelWeights> base_;        // with a 16-bit base: the config only (the matrices are base16_'s)
+  std::unique_ptr<Base16Weights> base16_;     // --base-dtype f16|bf16
+  Base16Blocks* blocks16_ = nullptr;
   std::unique_ptr<Params> work_;
   std::unique_ptr<Grads> grads_;
   std::unique_ptr<TrainModel> model_;
