@@ -336,7 +336,7 @@ TrainResult LoraTrainer::run() {
       std::fprintf(stderr, "lora: step %lld/%lld | loss %.4f%s | lr %.2e | gnorm %.3f | %.0f tok/s%s\n", (long long)step_,
                    (long long)t.steps, s.loss, val >= 0 ? fmt::format(" | val {:.4f}", val).c_str() : "", s.lr, s.grad_norm,
                    double(t.batch) * t.seq * double(run_steps) / step_seconds,
-                   ane_ ? fmt::format(" | {} compiles", ane_->driver().counters().compiles).c_str() : "");
+                   ane_ ? fmt::format(" | {} compiles | {}", ane_->driver().counters().compiles, ane_->progress()).c_str() : "");
     if (t.checkpoint_every > 0 && step_ % t.checkpoint_every == 0 && step_ < t.steps) save();
   }
   r.checkpoint = save();
