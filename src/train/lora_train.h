@@ -116,7 +116,9 @@ class LoraTrainer {
     model_->weights_updated();
   }
   const LoraTraining& lora() const { return *lora_; }
-  const Params& work() const { return *work_; }  // W' (merged); unadapted tensors = the base's
+  // The working parameters: W' (merged) with unadapted tensors = the base's; the base itself on the
+  // ANE adapter-input path; without the block matrices with --base-dtype f16/bf16.
+  const Params& work() const { return *work_; }
   const ModelWeights& base() const { return *base_; }
   AneBlocks* ane_blocks() { return ane_; }  // the ANE runner (nullptr on the CPU backend)
   bool direct_gradients() const { return direct_grads_; }  // the LoRA-only backward is in use

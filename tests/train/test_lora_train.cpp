@@ -392,6 +392,18 @@ TEST(lora_train, CliTrainInfoMergeAndErrors) {
   EXPECT_EQ(2, test::run_orion(fmt::format("lora train --model {} --data {} --targets q,zz --steps 1 --seq 16 --out {}/y", rig.model, rig.data, rig.dir),
                                &out, &err));
   EXPECT_NE(err.find("unknown LoRA target 'zz'"), std::string::npos) << err;
+  // --base-dtype: bf16 trains; with the ANE backend it is refused with a hint.
+  ASSERT_EQ(0, test::run_orion(fmt::format("lora train --model {} --data {} --targets q,v --steps 2 --batch 2 --seq 16 --base-dtype bf16 "
+                                           "--out {}/b16 --threads 1",
+                                           rig.model, rig.data, rig.dir),
+                               &out, &err))
+      << err;
+  EXPECT_TRUE(fs::exists(rig.dir + "/b16/adapter.olora"));
+  EXPECT_EQ(2, test::run_orion(fmt::format("lora train --model {} --data {} --steps 1 --seq 16 --base-dtype f16 --backend anesim "
+                                           "--out {}/z",
+                                           rig.model, rig.data, rig.dir),
+                               &out, &err));
+  EXPECT_NE(err.find("--base-dtype"), std::string::npos) << err;
 }
 
 }  // namespace
