@@ -101,6 +101,9 @@ void add_lora_command(CLI::App& app) {
   tr->add_option("--seed", t.seed, "initialisation and data order")->capture_default_str();
   tr->add_option("--backend", t.backend, "cpu, or the blocks as ANE programs on anesim (any machine) or ane (macOS)")
       ->capture_default_str()->check(CLI::IsMember({"cpu", "anesim", "ane"}));
+  tr->add_option("--base-dtype", a->train.base_dtype,
+                 "keep the frozen base's block matrices in f16 or bf16 (half the memory; CPU backend), or f32")
+      ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
   a->threads.add(tr);
   tr->callback([a, tr] { run_data_parallel(tr, a->threads, [&](train::dist::Communicator& c) { run_lora_train(*a, c); }); });
 

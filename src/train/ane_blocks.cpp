@@ -133,11 +133,11 @@ void AneBlocksBase::ensure_compiled() {
   if (compiled_) return;
   Timer t;
   choose_buckets();
-  UpdateStrategy s = opt_.weight_update;
+  UpdateStrategy s = frozen_weights_ ? UpdateStrategy::Recompile : opt_.weight_update;  // Recompile: baked (never used)
   if (s == UpdateStrategy::Auto) s = probe_delta_reload();
   compile_all(s == UpdateStrategy::WeightsAsInputs ? UpdatableKernel::Mode::WeightsAsInputs : UpdatableKernel::Mode::BakedWeights);
   compiled_ = true;
-  up_.strategy = strategies_in_use();
+  up_.strategy = frozen_weights_ ? "none (frozen base, baked once)" : strategies_in_use();
   ph_.compile_s += t.seconds();
   note(fmt::format("{} programs on {} ({}), buckets S={} (attention) / {} (feed-forward), weights by {}; {}", programs_.size(),
                    driver_->name(), driver_->chip().name, Sa_, Sf_, up_.strategy, budget_->str()));
@@ -154,7 +154,14 @@ TensorMap AneBlocksBase::run(KernelRole role, int layer, const TensorMap& inputs
   Timer t;
   runtime::AneKernel& k = p.k->kernel();
   const double eval0 = k.timing().evaluate_s, ane0 = driver_->counters().predicted_ane_ms;
-  TensorMap out = p.k->run(inputs);
+  TensorMap out;
+  if (has_extra_inputs(role)) {
+    TensorMap all = inputs;
+    add_extra_inputs(role, layer, all);
+    out = p.k->run(all);
+  } else {
+    out = p.k->run(inputs);
+  }
   const double eval = k.timing().evaluate_s - eval0;
   ph_.ane_eval_s += eval;
   ph_.surface_copy_s += t.seconds() - eval;
@@ -260,7 +267,7 @@ void AneBlocksBase::switch_to_weights_as_inputs() {
 void AneBlocksBase::weights_updated() {
   if (backward_done_) ph_.optimizer_s += since_backward_.seconds(), backward_done_ = false;
   ph_.steps++;
-  if (!compiled_) return;  // programs are built from the current parameters when first needed
+  if (!compiled_ || frozen_weights_) return;  // programs are built from the current parameters when first needed
   Timer t;
   switch_to_weights_as_inputs();
   for (Program& p : programs_)

@@ -62,6 +62,13 @@ class Gpt2AneBlocks final : public AneBlocksBase {
 
   const char* name() const override { return "ane-gpt2"; }
 
+  // Adapter training on the merged weights: no dW of the frozen base, X and dY of the adapted
+  // projections (from the programs' outputs) reported to the sink.
+  bool freeze_base(AdapterGradSink* sink) override {
+    f_.sink = sink;
+    return true;
+  }
+
   void forward_block(int l, const float* x, float* y, int B, int T) override {
     ensure_compiled();
     const ModelConfig& c = p_.config();
@@ -116,19 +123,26 @@ class Gpt2AneBlocks final : public AneBlocksBase {
     sanitize(dq_.data(), size_t(N) * C), sanitize(dk_.data(), size_t(N) * C), sanitize(dv_.data(), size_t(N) * C);
 
     Timer t;  // weight and bias gradients over all N rows
-    matmul_backward((float*)nullptr, dw.w2, dw.b2, dy, a.gelu.data(), w.w2, N, H, C);
-    matmul_backward((float*)nullptr, dw.w1, dw.b1, dfc_.data(), a.xn2.data(), w.w1, N, C, H);
-    layernorm_weight_grad(dw.ffn_norm, dw.ffn_norm_b, dxn2_.data(), a.x1.data(), N, C, c.norm_eps);
-    matmul_backward((float*)nullptr, dw.wo, dw.bo, dx1_.data(), a.att.data(), w.wo, N, C, C);
-    matmul_backward((float*)nullptr, dw.wq, dw.bq, dq_.data(), a.xn1.data(), w.wq, N, C, C);
-    matmul_backward((float*)nullptr, dw.wk, dw.bk, dk_.data(), a.xn1.data(), w.wk, N, C, C);
-    matmul_backward((float*)nullptr, dw.wv, dw.bv, dv_.data(), a.xn1.data(), w.wv, N, C, C);
-    layernorm_weight_grad(dw.attn_norm, dw.attn_norm_b, dxn1_.data(), x, N, C, c.norm_eps);
+    matmul_backward((float*)nullptr, f_.grad(dw.w2), f_.grad(dw.b2), dy, a.gelu.data(), w.w2, N, H, C);
+    f_.report(l, LoraTarget::W2, a.gelu.data(), dy, N);
+    matmul_backward((float*)nullptr, f_.grad(dw.w1), f_.grad(dw.b1), dfc_.data(), a.xn2.data(), w.w1, N, C, H);
+    f_.report(l, LoraTarget::W1, a.xn2.data(), dfc_.data(), N);
+    if (!f_.sink) layernorm_weight_grad(dw.ffn_norm, dw.ffn_norm_b, dxn2_.data(), a.x1.data(), N, C, c.norm_eps);
+    matmul_backward((float*)nullptr, f_.grad(dw.wo), f_.grad(dw.bo), dx1_.data(), a.att.data(), w.wo, N, C, C);
+    f_.report(l, LoraTarget::O, a.att.data(), dx1_.data(), N);
+    matmul_backward((float*)nullptr, f_.grad(dw.wq), f_.grad(dw.bq), dq_.data(), a.xn1.data(), w.wq, N, C, C);
+    f_.report(l, LoraTarget::Q, a.xn1.data(), dq_.data(), N);
+    matmul_backward((float*)nullptr, f_.grad(dw.wk), f_.grad(dw.bk), dk_.data(), a.xn1.data(), w.wk, N, C, C);
+    f_.report(l, LoraTarget::K, a.xn1.data(), dk_.data(), N);
+    matmul_backward((float*)nullptr, f_.grad(dw.wv), f_.grad(dw.bv), dv_.data(), a.xn1.data(), w.wv, N, C, C);
+    f_.report(l, LoraTarget::V, a.xn1.data(), dv_.data(), N);
+    if (!f_.sink) layernorm_weight_grad(dw.attn_norm, dw.attn_norm_b, dxn1_.data(), x, N, C, c.norm_eps);
     ph_.cpu_dw_s += t.seconds();
     if (l == 0) mark_backward_done();
   }
 
  private:
+  FrozenBase f_;
   std::vector<Gpt2Saved> saved_;
   std::vector<float> dx1_, dxn1_, dxn2_, dq_, dk_, dv_;  // [N, C]
   std::vector<float> dfc_;                              // [N, H]

@@ -59,6 +59,13 @@ class AneBlocksBase : public AneBlocks {
   Program& prog(KernelRole role, int layer);
   // Runs a program, timing the evaluation apart from the surface copies around it.
   TensorMap run(KernelRole role, int layer, const TensorMap& inputs);
+  // Inputs a runner adds to every call of a role's programs beyond the activations (the LoRA
+  // runner's adapter matrices): has_extra_inputs says whether it does, add_extra_inputs adds them.
+  virtual bool has_extra_inputs(KernelRole) const { return false; }
+  virtual void add_extra_inputs(KernelRole, int /*layer*/, TensorMap& /*inputs*/) {}
+  // The weights never change (a frozen base, baked as constants): no delta-reload probe, every
+  // program compiled once with its weights baked, and weights_updated() touches no program.
+  bool frozen_weights_ = false;
   // Rows [n, C] → [1, C, 1, S] with zeros in columns n..S−1, clamped to the fp16 range.
   ir::Tensor32 to_ane(const float* rows, int n, int C, int S);
   // Columns 0..n−1 of [1, C, 1, S] → rows [n, C] (assigned, or added when accumulate).

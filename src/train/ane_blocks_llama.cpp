@@ -17,18 +17,28 @@
 //   CPU, over all B·T rows at once (sgemm, accumulating into grads.layers[l]):
 //       dW2 += dyᵀ·gate   dW1 += dh1ᵀ·xn2   dW3 += dh3ᵀ·xn2   dffn_norm from dxn2, x1
 //       dWo += dx1ᵀ·att   dWq += dq_linᵀ·xn1   dWk += dk_linᵀ·xn1   dWv += dvᵀ·xn1   dattn_norm from dxn1, x
+//
+// Adapter training (make_lora_ane_blocks, issue 7): the base is frozen, so it is baked into the
+// programs once and never updated; fwd_attn and qkv_bwd are the LoRA variants (lora_frontends.h)
+// with A and s·B of the q and v adapters as program inputs, rebuilt on the host after each step
+// (no compile). No weight gradient is computed: the sink (the LoRA trainer) gets xn1 and dq_lin,
+// dv — ANE outputs — and computes dA, dB on the CPU. The other kernels are the plain ones: an
+// adapter on q or v changes no other kernel's math (the FFN, Wo and the attention backward).
+// The same sink mechanism (freeze_base) serves the merged path: dW skipped, X and dY reported.
 #include <algorithm>
 
 #include "model/frontends/frontends.h"
+#include "model/frontends/lora_frontends.h"
 #include "train/ane_blocks_impl.h"
 #include "train/layers.h"
 
 namespace orion::train::ane {
 namespace {
 
-std::vector<KernelSpec> llama_kernels() {
+// lora_slot > 0: fwd_attn and qkv_bwd with q, v adapter inputs of that rank slot.
+std::vector<KernelSpec> llama_kernels(int lora_slot) {
   namespace fe = frontends;
-  return {
+  std::vector<KernelSpec> k = {
       {"stories_fwd_attn", [](const ModelWeights& w, int l, int S) { return fe::stories_fwd_attn(w, l, S); }, true, true},
       {"stories_fwd_ffn", [](const ModelWeights& w, int l, int S) { return fe::stories_fwd_ffn(w, l, S); }, false, true},
       {"stories_ffn_bwd", [](const ModelWeights& w, int l, int S) { return fe::stories_ffn_bwd(w, l, S); }, false, true},
@@ -36,6 +46,15 @@ std::vector<KernelSpec> llama_kernels() {
       {"stories_sdpa_bwd2", [](const ModelWeights& w, int, int S) { return fe::stories_sdpa_bwd2(w.config, S); }, true, false},
       {"stories_qkv_bwd", [](const ModelWeights& w, int l, int S) { return fe::stories_qkv_bwd(w, l, S); }, true, true},
   };
+  if (lora_slot > 0) {
+    k[kFwdAttn] = {"stories_lora_fwd_attn",
+                   [lora_slot](const ModelWeights& w, int l, int S) { return fe::stories_lora_fwd_attn(w, l, S, lora_slot); },
+                   true, true};
+    k[kQkvBwd] = {"stories_lora_qkv_bwd",
+                  [lora_slot](const ModelWeights& w, int l, int S) { return fe::stories_lora_qkv_bwd(w, l, S, lora_slot); },
+                  true, true};
+  }
+  return k;
 }
 
 // What one layer keeps from its forward: kernel outputs that feed a backward kernel stay in the
@@ -47,8 +66,10 @@ struct LlamaSaved {
 
 class LlamaAneBlocks final : public AneBlocksBase {
  public:
-  LlamaAneBlocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o)
-      : AneBlocksBase(p, g, B, T, o, llama_kernels()) {
+  // lora: adapter training with the base baked (lora's targets ⊆ {q, v}; its gradients go to sink).
+  LlamaAneBlocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, const LoraAdapter* lora = nullptr,
+                 AdapterGradSink* sink = nullptr)
+      : AneBlocksBase(p, g, B, T, o, llama_kernels(lora ? lora->rank() : 0)), lora_(lora) {
     const ModelConfig& c = p.config();
     const size_t N = size_t(B) * T, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
     saved_.resize(size_t(c.n_layers));
@@ -56,10 +77,30 @@ class LlamaAneBlocks final : public AneBlocksBase {
       a.q.resize(size_t(B)), a.k.resize(size_t(B)), a.v.resize(size_t(B)), a.h1.resize(size_t(B)), a.h3.resize(size_t(B));
       a.att.resize(N * Q), a.xn1.resize(N * C), a.x1.resize(N * C), a.gate.resize(N * H), a.xn2.resize(N * C);
     }
-    if (g) {
+    if (g || sink) {
       dx1_.resize(N * C), dxn1_.resize(N * C), dxn2_.resize(N * C), dq_.resize(N * Q), dk_.resize(N * KV), dv_.resize(N * KV);
       dh1_.resize(N * H), dh3_.resize(N * H);
     }
+    if (lora) {
+      ORION_CHECK(sink, "adapter training on the ANE needs a gradient sink");
+      for (LoraTarget t : lora->targets())
+        if (t != LoraTarget::Q && t != LoraTarget::V)
+          throw_usage_error(fmt::format("the ANE adapter-input kernels adapt q and v only, not {}", lora_target_name(t)),
+                            "--targets", "use --targets q,v, or --backend cpu");
+      frozen_weights_ = true, f_.sink = sink;
+      adapter_inputs_.resize(size_t(c.n_layers));
+    }
+  }
+
+  bool freeze_base(AdapterGradSink* sink) override {
+    if (lora_ && sink) f_.sink = sink;  // the LoRA runner is always frozen
+    else if (!lora_) f_.sink = sink;
+    return true;
+  }
+
+  void weights_updated() override {
+    AneBlocksBase::weights_updated();
+    adapters_current_ = false;  // the adapter changed: its inputs are rebuilt at the next call
   }
 
   const char* name() const override { return "ane-llama"; }
@@ -86,10 +127,11 @@ class LlamaAneBlocks final : public AneBlocksBase {
   }
 
   void backward_block(int l, const float* x, const float* dy, float* dx, int B, int T) override {
-    ORION_CHECK(g_, "backward without gradient buffers");
+    ORION_CHECK(g_ || f_.sink, "backward without gradient buffers");
     const ModelConfig& c = p_.config();
     const LayerParams& w = p_.layers[size_t(l)];
-    LayerParams& dw = g_->layers[size_t(l)];
+    LayerParams none;  // a frozen base has no gradient buffers (f_.grad gives nullptr for every dW)
+    LayerParams& dw = g_ ? g_->layers[size_t(l)] : none;
     LlamaSaved& a = saved_[size_t(l)];
     const int N = B * T, C = c.dim, Q = c.n_heads * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
     for (int b = 0; b < B; b++) {
@@ -119,21 +161,50 @@ class LlamaAneBlocks final : public AneBlocksBase {
     sanitize(dh1_.data(), size_t(N) * H), sanitize(dh3_.data(), size_t(N) * H);
     sanitize(dq_.data(), size_t(N) * Q), sanitize(dk_.data(), size_t(N) * KV), sanitize(dv_.data(), size_t(N) * KV);
 
-    Timer t;  // the weight gradients: dW = dYᵀ·X over all N rows
-    matmul_backward((float*)nullptr, dw.w2, (float*)nullptr, dy, a.gate.data(), w.w2, N, H, C);
-    matmul_backward((float*)nullptr, dw.w1, (float*)nullptr, dh1_.data(), a.xn2.data(), w.w1, N, C, H);
-    matmul_backward((float*)nullptr, dw.w3, (float*)nullptr, dh3_.data(), a.xn2.data(), w.w3, N, C, H);
-    rmsnorm_weight_grad(dw.ffn_norm, dxn2_.data(), a.x1.data(), N, C, c.norm_eps);
-    matmul_backward((float*)nullptr, dw.wo, (float*)nullptr, dx1_.data(), a.att.data(), w.wo, N, Q, C);
-    matmul_backward((float*)nullptr, dw.wq, (float*)nullptr, dq_.data(), a.xn1.data(), w.wq, N, C, Q);
-    matmul_backward((float*)nullptr, dw.wk, (float*)nullptr, dk_.data(), a.xn1.data(), w.wk, N, C, KV);
-    matmul_backward((float*)nullptr, dw.wv, (float*)nullptr, dv_.data(), a.xn1.data(), w.wv, N, C, KV);
-    rmsnorm_weight_grad(dw.attn_norm, dxn1_.data(), x, N, C, c.norm_eps);
+    Timer t;  // the weight gradients: dW = dYᵀ·X over all N rows (frozen base: only the adapters' from X, dY)
+    matmul_backward((float*)nullptr, f_.grad(dw.w2), (float*)nullptr, dy, a.gate.data(), w.w2, N, H, C);
+    f_.report(l, LoraTarget::W2, a.gate.data(), dy, N);
+    matmul_backward((float*)nullptr, f_.grad(dw.w1), (float*)nullptr, dh1_.data(), a.xn2.data(), w.w1, N, C, H);
+    f_.report(l, LoraTarget::W1, a.xn2.data(), dh1_.data(), N);
+    matmul_backward((float*)nullptr, f_.grad(dw.w3), (float*)nullptr, dh3_.data(), a.xn2.data(), w.w3, N, C, H);
+    f_.report(l, LoraTarget::W3, a.xn2.data(), dh3_.data(), N);
+    matmul_backward((float*)nullptr, f_.grad(dw.wo), (float*)nullptr, dx1_.data(), a.att.data(), w.wo, N, Q, C);
+    f_.report(l, LoraTarget::O, a.att.data(), dx1_.data(), N);
+    matmul_backward((float*)nullptr, f_.grad(dw.wq), (float*)nullptr, dq_.data(), a.xn1.data(), w.wq, N, C, Q);
+    f_.report(l, LoraTarget::Q, a.xn1.data(), dq_.data(), N);
+    matmul_backward((float*)nullptr, f_.grad(dw.wk), (float*)nullptr, dk_.data(), a.xn1.data(), w.wk, N, C, KV);
+    f_.report(l, LoraTarget::K, a.xn1.data(), dk_.data(), N);
+    matmul_backward((float*)nullptr, f_.grad(dw.wv), (float*)nullptr, dv_.data(), a.xn1.data(), w.wv, N, C, KV);
+    f_.report(l, LoraTarget::V, a.xn1.data(), dv_.data(), N);
+    if (!f_.sink) {
+      rmsnorm_weight_grad(dw.ffn_norm, dxn2_.data(), a.x1.data(), N, C, c.norm_eps);
+      rmsnorm_weight_grad(dw.attn_norm, dxn1_.data(), x, N, C, c.norm_eps);
+    }
     ph_.cpu_dw_s += t.seconds();
     if (l == 0) mark_backward_done();
   }
 
+  // The adapter inputs of fwd_attn and qkv_bwd: A_q, s·B_q, A_v, s·B_v of the layer (lora_qv_inputs).
+  bool has_extra_inputs(KernelRole role) const override { return lora_ && (role == kFwdAttn || role == kQkvBwd); }
+  void add_extra_inputs(KernelRole, int l, TensorMap& inputs) override {
+    if (!adapters_current_) {
+      const int r = lora_->rank();
+      for (int i = 0; i < int(adapter_inputs_.size()); i++) {
+        const LoraTensor *q = lora_->find(i, LoraTarget::Q), *v = lora_->find(i, LoraTarget::V);
+        adapter_inputs_[size_t(i)] = frontends::lora_qv_inputs(p_.config(), r, r, lora_->scale(), q ? lora_->A(*q) : nullptr,
+                                                               q ? lora_->B(*q) : nullptr, v ? lora_->A(*v) : nullptr,
+                                                               v ? lora_->B(*v) : nullptr);
+      }
+      adapters_current_ = true;
+    }
+    for (const auto& [name, t] : adapter_inputs_[size_t(l)]) inputs[name] = t;
+  }
+
  private:
+  const LoraAdapter* lora_ = nullptr;
+  FrozenBase f_;
+  std::vector<TensorMap> adapter_inputs_;  // per layer
+  bool adapters_current_ = false;
   std::vector<LlamaSaved> saved_;
   std::vector<float> dx1_, dxn1_, dxn2_;  // [N, C]
   std::vector<float> dq_, dk_, dv_;       // [N, Q], [N, KV], [N, KV]
@@ -147,3 +218,16 @@ std::unique_ptr<AneBlocks> make_llama_ane_blocks(const Params& p, Grads* g, int 
 }
 
 }  // namespace orion::train::ane
+
+namespace orion::train {
+
+std::unique_ptr<AneBlocks> make_lora_ane_blocks(const Params& base, const LoraAdapter& adapter, AdapterGradSink& sink, int B,
+                                                int T, const AneTrainOptions& o) {
+  if (base.config().arch != Arch::Llama)
+    throw_usage_error("the ANE adapter-input training kernels are the Stories (Llama) ones", "--backend",
+                      "GPT-2 adapters train on the ANE path through the merged weights (LoraTrainer does that)");
+  adapter.check_fits(base.config(), "adapter");
+  return std::make_unique<ane::LlamaAneBlocks>(base, nullptr, B, T, o, &adapter, &sink);
+}
+
+}  // namespace orion::train

@@ -55,6 +55,11 @@ class Gpt2CpuBlocks final : public BlockRunner {
     }
   }
 
+  bool freeze_base(AdapterGradSink* sink) override {
+    f_.sink = sink;
+    return true;
+  }
+
   const char* name() const override { return "cpu-gpt2"; }
 
   void forward_block(int l, const float* x, float* y, int B, int T) override {
@@ -96,11 +101,13 @@ class Gpt2CpuBlocks final : public BlockRunner {
     // y = x1 + fchg·w2ᵀ + b2: the residual passes dy to x1 unchanged.
     std::copy_n(dy, NC, dx1_.data());
     zero(dfchg_, NH_);
-    matmul_backward(dfchg_.data(), dw.w2, dw.b2, dy, a.fchg.data(), w.w2, N, H, C);
+    matmul_backward(dfchg_.data(), f_.grad(dw.w2), f_.grad(dw.b2), dy, a.fchg.data(), w.w2, N, H, C);
+    f_.report(l, LoraTarget::W2, a.fchg.data(), dy, N);
     zero(dfch_, NH_);
     gelu_backward(dfch_.data(), dfchg_.data(), a.fch.data(), NH_);
     zero(dln_, NC);
-    matmul_backward(dln_.data(), dw.w1, dw.b1, dfch_.data(), a.ln2.data(), w.w1, N, C, H);
+    matmul_backward(dln_.data(), f_.grad(dw.w1), f_.grad(dw.b1), dfch_.data(), a.ln2.data(), w.w1, N, C, H);
+    f_.report(l, LoraTarget::W1, a.ln2.data(), dfch_.data(), N);
     layernorm_backward(dx1_.data(), dw.ffn_norm, dw.ffn_norm_b, dln_.data(), a.x1.data(), w.ffn_norm,
                        a.mean2.data(), a.rstd2.data(), N, C);
 
@@ -108,15 +115,19 @@ class Gpt2CpuBlocks final : public BlockRunner {
     // x1 = x + atty·woᵀ + bo
     std::copy_n(dx1_.data(), NC, dx);
     zero(datty_, size_t(N) * Q);
-    matmul_backward(datty_.data(), dw.wo, dw.bo, dx1_.data(), a.atty.data(), w.wo, N, Q, C);
+    matmul_backward(datty_.data(), f_.grad(dw.wo), f_.grad(dw.bo), dx1_.data(), a.atty.data(), w.wo, N, Q, C);
+    f_.report(l, LoraTarget::O, a.atty.data(), dx1_.data(), N);
     zero(dq_, size_t(N) * Q), zero(dk_, size_t(N) * KV), zero(dv_, size_t(N) * KV);
     attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.att.data(), a.q.data(), a.k.data(),
                        a.v.data(), B, T, NH, NKV, HS);
     // ln1 fed the three projections: its gradient is the sum of what each sends back.
     zero(dln_, NC);
-    matmul_backward(dln_.data(), dw.wq, dw.bq, dq_.data(), a.ln1.data(), w.wq, N, C, Q);
-    matmul_backward(dln_.data(), dw.wk, dw.bk, dk_.data(), a.ln1.data(), w.wk, N, C, KV);
-    matmul_backward(dln_.data(), dw.wv, dw.bv, dv_.data(), a.ln1.data(), w.wv, N, C, KV);
+    matmul_backward(dln_.data(), f_.grad(dw.wq), f_.grad(dw.bq), dq_.data(), a.ln1.data(), w.wq, N, C, Q);
+    f_.report(l, LoraTarget::Q, a.ln1.data(), dq_.data(), N);
+    matmul_backward(dln_.data(), f_.grad(dw.wk), f_.grad(dw.bk), dk_.data(), a.ln1.data(), w.wk, N, C, KV);
+    f_.report(l, LoraTarget::K, a.ln1.data(), dk_.data(), N);
+    matmul_backward(dln_.data(), f_.grad(dw.wv), f_.grad(dw.bv), dv_.data(), a.ln1.data(), w.wv, N, C, KV);
+    f_.report(l, LoraTarget::V, a.ln1.data(), dv_.data(), N);
     layernorm_backward(dx, dw.attn_norm, dw.attn_norm_b, dln_.data(), x, w.attn_norm, a.mean1.data(),
                        a.rstd1.data(), N, C);
   }
@@ -124,6 +135,7 @@ class Gpt2CpuBlocks final : public BlockRunner {
  private:
   const Params& p_;
   Grads* g_;
+  FrozenBase f_;  // adapter training: no dW, the adapted projections reported
   std::vector<Gpt2Acts> acts_;
   std::vector<float> tmp_;              // [N, C] a branch's output before the residual add
   std::vector<float> dx1_, dln_;        // [N, C]

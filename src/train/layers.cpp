@@ -196,7 +196,7 @@ template <>
 void matmul_backward<float>(float* dinp, float* dW, float* dbias, const float* dout, const float* inp, const float* W,
                             int N, int IC, int OC) {
   if (dinp) cpu::matmul_backward_input(dinp, dout, W, N, IC, OC);
-  cpu::matmul_backward_weight(dW, dout, inp, N, IC, OC);
+  if (dW) cpu::matmul_backward_weight(dW, dout, inp, N, IC, OC);
   if (dbias) cpu::bias_backward(dbias, dout, N, OC);
 }
 template <>
@@ -212,7 +212,8 @@ void matmul_backward<double>(double* dinp, double* dW, double* dbias, const doub
 #pragma omp parallel for schedule(static) if (big)
   for (int o = 0; o < OC; o++)
     for (int n = 0; n < N; n++) {
-      for (int i = 0; i < IC; i++) dW[size_t(o) * IC + i] += dout[size_t(n) * OC + o] * inp[size_t(n) * IC + i];
+      if (dW)
+        for (int i = 0; i < IC; i++) dW[size_t(o) * IC + i] += dout[size_t(n) * OC + o] * inp[size_t(n) * IC + i];
       if (dbias) dbias[o] += dout[size_t(n) * OC + o];
     }
 }

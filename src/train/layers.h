@@ -54,7 +54,7 @@ void layernorm_backward(F* dinp, F* dw, F* db, const F* dout, const F* inp, cons
 // (float: cpu::matmul, the kernel inference uses; double: a plain triple loop for the tests)
 template <typename F>
 void matmul_forward(F* out, const F* inp, const F* W, const F* bias, int N, int IC, int OC);
-// dinp += dout · W,  dW += doutᵀ · inp,  dbias += Σ_n dout[n]   (dbias may be nullptr)
+// dinp += dout · W,  dW += doutᵀ · inp,  dbias += Σ_n dout[n]   (any of dinp, dW, dbias may be nullptr: skipped)
 template <typename F>
 void matmul_backward(F* dinp, F* dW, F* dbias, const F* dout, const F* inp, const F* W, int N, int IC, int OC);
 

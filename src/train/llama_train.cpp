@@ -56,6 +56,11 @@ class LlamaCpuBlocks final : public BlockRunner {
     }
   }
 
+  bool freeze_base(AdapterGradSink* sink) override {
+    f_.sink = sink;
+    return true;
+  }
+
   const char* name() const override { return "cpu-llama"; }
 
   void forward_block(int l, const float* x, float* y, int B, int T) override {
@@ -98,20 +103,24 @@ class LlamaCpuBlocks final : public BlockRunner {
     // y = x1 + hg·w2ᵀ: dx1 gets dy directly (residual), the branch gets dy too.
     std::copy_n(dy, NC, dx1_.data());
     zero(dhg_, NH_);
-    matmul_backward(dhg_.data(), dw.w2, (float*)nullptr, dy, a.hg.data(), w.w2, N, H, C);
+    matmul_backward(dhg_.data(), f_.grad(dw.w2), (float*)nullptr, dy, a.hg.data(), w.w2, N, H, C);
+    f_.report(l, LoraTarget::W2, a.hg.data(), dy, N);
     zero(dh1_, NH_), zero(dh3_, NH_);
     swiglu_backward(dh1_.data(), dh3_.data(), dhg_.data(), a.h1.data(), a.h3.data(), NH_);
     // xn2 fed both w1 and w3: its gradient is the sum of the two.
     zero(dxn_, NC);
-    matmul_backward(dxn_.data(), dw.w1, (float*)nullptr, dh1_.data(), a.xn2.data(), w.w1, N, C, H);
-    matmul_backward(dxn_.data(), dw.w3, (float*)nullptr, dh3_.data(), a.xn2.data(), w.w3, N, C, H);
+    matmul_backward(dxn_.data(), f_.grad(dw.w1), (float*)nullptr, dh1_.data(), a.xn2.data(), w.w1, N, C, H);
+    f_.report(l, LoraTarget::W1, a.xn2.data(), dh1_.data(), N);
+    matmul_backward(dxn_.data(), f_.grad(dw.w3), (float*)nullptr, dh3_.data(), a.xn2.data(), w.w3, N, C, H);
+    f_.report(l, LoraTarget::W3, a.xn2.data(), dh3_.data(), N);
     rmsnorm_backward(dx1_.data(), dw.ffn_norm, dxn_.data(), a.x1.data(), w.ffn_norm, a.rstd2.data(), N, C);
 
     // --- attention, in reverse ---
     // x1 = x + atty·woᵀ
     std::copy_n(dx1_.data(), NC, dx);
     zero(datty_, size_t(N) * Q);
-    matmul_backward(datty_.data(), dw.wo, (float*)nullptr, dx1_.data(), a.atty.data(), w.wo, N, Q, C);
+    matmul_backward(datty_.data(), f_.grad(dw.wo), (float*)nullptr, dx1_.data(), a.atty.data(), w.wo, N, Q, C);
+    f_.report(l, LoraTarget::O, a.atty.data(), dx1_.data(), N);
     zero(dq_, size_t(N) * Q), zero(dk_, size_t(N) * KV), zero(dv_, size_t(N) * KV);
     attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.att.data(), a.q.data(), a.k.data(),
                        a.v.data(), B, T, NH, NKV, HS);
@@ -119,15 +128,19 @@ class LlamaCpuBlocks final : public BlockRunner {
     rope_backward(dq_.data(), dq_.data(), B, T, NH, HS, c.rope_theta);
     rope_backward(dk_.data(), dk_.data(), B, T, NKV, HS, c.rope_theta);
     zero(dxn_, NC);
-    matmul_backward(dxn_.data(), dw.wq, (float*)nullptr, dq_.data(), a.xn1.data(), w.wq, N, C, Q);
-    matmul_backward(dxn_.data(), dw.wk, (float*)nullptr, dk_.data(), a.xn1.data(), w.wk, N, C, KV);
-    matmul_backward(dxn_.data(), dw.wv, (float*)nullptr, dv_.data(), a.xn1.data(), w.wv, N, C, KV);
+    matmul_backward(dxn_.data(), f_.grad(dw.wq), (float*)nullptr, dq_.data(), a.xn1.data(), w.wq, N, C, Q);
+    f_.report(l, LoraTarget::Q, a.xn1.data(), dq_.data(), N);
+    matmul_backward(dxn_.data(), f_.grad(dw.wk), (float*)nullptr, dk_.data(), a.xn1.data(), w.wk, N, C, KV);
+    f_.report(l, LoraTarget::K, a.xn1.data(), dk_.data(), N);
+    matmul_backward(dxn_.data(), f_.grad(dw.wv), (float*)nullptr, dv_.data(), a.xn1.data(), w.wv, N, C, KV);
+    f_.report(l, LoraTarget::V, a.xn1.data(), dv_.data(), N);
     rmsnorm_backward(dx, dw.attn_norm, dxn_.data(), x, w.attn_norm, a.rstd1.data(), N, C);
   }
 
  private:
   const Params& p_;
   Grads* g_;
+  FrozenBase f_;  // adapter training: no dW, the adapted projections reported
   std::vector<LlamaActs> acts_;
   std::vector<float> tmp_;            // [N, C] a branch's output before the residual add
   std::vector<float> dx1_, dxn_;      // [N, C]

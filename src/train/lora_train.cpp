@@ -12,6 +12,7 @@
 #include "model/io/model_io.h"
 #include "model/lora/lora_io.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/train_kernels.h"
 #include "train/checkpoint.h"
 #include "train/data/prepare.h"
 #include "train/data/token_dataset.h"
@@ -29,14 +30,38 @@ const float* LoraTraining::grad_matrix(const Grads& g, const LoraTensor& t) cons
   return lora_target_member(g.layers[size_t(t.layer)], t.target);
 }
 
-LoraTraining::LoraTraining(Params& work, LoraAdapter adapter) : work_(work), adapter_(std::move(adapter)) {
+LoraTraining::LoraTraining(Params& work, LoraAdapter adapter, bool merged)
+    : work_(work), adapter_(std::move(adapter)), merged_(merged) {
   adapter_.check_fits(work.config(), "adapter");
-  for (const LoraTensor& t : adapter_.tensors()) {
-    const float* W = work_matrix(t);
-    base_.emplace_back(W, W + t.out * t.in);
-  }
+  if (merged_)
+    for (const LoraTensor& t : adapter_.tensors()) {
+      const float* W = work_matrix(t);
+      base_.emplace_back(W, W + t.out * t.in);
+    }
   grads_.assign(adapter_.size(), 0.0f);
   merge_into_work();
+}
+
+const float* LoraTraining::base_matrix(size_t i) const {
+  const LoraTensor& t = adapter_.tensors().at(i);
+  return merged_ ? base_[i].data() : lora_target_member(work_.layers[size_t(t.layer)], t.target);
+}
+
+void LoraTraining::projection(int layer, LoraTarget target, const float* x, const float* dy, int N) {
+  const LoraTensor* t = adapter_.find(layer, target);
+  ORION_CHECK(t, "layer {} {} has no adapter", layer, lora_target_name(target));
+  const int r = adapter_.rank(), in = int(t->in), out = int(t->out);
+  const float s = adapter_.scale();
+  u_.resize(size_t(N) * r), v_.resize(size_t(N) * r);
+  // u = s·X·Aᵀ [N, r] (cpu::matmul: y [M, N] = x [M, K]·Wᵀ, W [N, K]); dB [out, r] += dYᵀ·u
+  cpu::matmul(u_.data(), x, adapter_.A(*t), DType::F32, nullptr, N, in, r);
+  for (float& e : u_) e *= s;
+  cpu::matmul_backward_weight(grads_.data() + t->b_offset, dy, u_.data(), N, r, out);
+  // v = s·dY·B [N, r] (dx [M, K] += dy [M, N]·W [N, K] with W = B [out, r]); dA [r, in] += vᵀ·X
+  std::fill(v_.begin(), v_.end(), 0.0f);
+  cpu::matmul_backward_input(v_.data(), dy, adapter_.B(*t), N, r, out);
+  for (float& e : v_) e *= s;
+  cpu::matmul_backward_weight(grads_.data() + t->a_offset, v_.data(), x, N, in, r);
 }
 
 std::vector<std::pair<size_t, size_t>> LoraTraining::layout() const {
@@ -49,6 +74,7 @@ std::vector<std::pair<size_t, size_t>> LoraTraining::layout() const {
 }
 
 void LoraTraining::merge_into_work() {
+  if (!merged_) return;
   for (size_t i = 0; i < adapter_.tensors().size(); i++) {
     const LoraTensor& t = adapter_.tensors()[i];
     lora_merge_matrix(work_matrix(t), base_[i].data(), adapter_.A(t), adapter_.B(t), t.out, t.in, adapter_.rank(),
@@ -141,7 +167,7 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt, dist::Communicator* comm) : opt_(
   if (opt_.format != "orion" && opt_.format != "peft" && opt_.format != "both")
     throw_usage_error(fmt::format("unknown adapter format '{}'", opt_.format), "--format", "use orion, peft or both");
   base_ = std::make_unique<ModelWeights>(load_model(opt_.model));
-  const ModelConfig& c = base_->config;
+  const ModelConfig c = base_->config;
   if (t.seq > c.seq_len)
     throw_usage_error(fmt::format("--seq {} exceeds the model's context of {} tokens", t.seq, c.seq_len), "--seq",
                       fmt::format("use --seq {} or less", c.seq_len));
@@ -177,17 +203,49 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt, dist::Communicator* comm) : opt_(
     adapter = LoraAdapter(c, opt_.rank, opt_.alpha, parse_lora_targets(opt_.targets, c.arch));
     adapter.init(t.seed);
   }
-  work_ = std::make_unique<Params>(Params::from_weights(*base_));
-  grads_ = std::make_unique<Grads>(c);
+  DType base16 = DType::F32;
+  if (opt_.base_dtype == "f16" || opt_.base_dtype == "bf16") base16 = opt_.base_dtype == "f16" ? DType::F16 : DType::BF16;
+  else if (opt_.base_dtype != "f32")
+    throw_usage_error(fmt::format("unknown base dtype '{}'", opt_.base_dtype), "--base-dtype", "use f32, f16 or bf16");
+  if (base16 != DType::F32 && t.backend != "cpu")
+    throw_usage_error("--base-dtype f16/bf16 is for the CPU backend", "--base-dtype",
+                      "the ANE path bakes the base into fp16 programs already; drop --base-dtype");
+  if (base16 == DType::F32) {
+    work_ = std::make_unique<Params>(Params::from_weights(*base_));
+    grads_ = std::make_unique<Grads>(c);
+  } else {  // embeddings, norms, biases in fp32; the block matrices once, in 16 bits; the loaded model let go
+    work_ = std::make_unique<Params>(c, /*layer_matrices=*/false);
+    work_->load(*base_);
+    grads_ = std::make_unique<Grads>(c, false);
+    base16_ = std::make_unique<Base16Weights>(*base_, base16);
+    base_ = std::make_unique<ModelWeights>();
+    base_->config = c;
+  }
   model_ = std::make_unique<TrainModel>(*work_, grads_.get(), t.batch, t.seq);
-  lora_ = std::make_unique<LoraTraining>(*work_, std::move(adapter));
-  if (t.backend != "cpu") {  // compiled at the first forward, from W' with the (resumed) adapter merged
+  // The ANE path with the base baked and the adapter as program inputs: Llama with adapters on q
+  // and v (the kernels' slots). Otherwise the ANE runner trains on the merged W', streamed as inputs.
+  bool qv_only = true;
+  for (LoraTarget tg : adapter.targets()) qv_only = qv_only && (tg == LoraTarget::Q || tg == LoraTarget::V);
+  const bool adapter_inputs = t.backend != "cpu" && c.arch == Arch::Llama && qv_only;
+  lora_ = std::make_unique<LoraTraining>(*work_, std::move(adapter), /*merged=*/!adapter_inputs && !base16_);
+  if (base16_) {  // the blocks widen the 16-bit base a layer at a time, with the adapter merged
+    auto blocks = std::make_unique<Base16Blocks>(*work_, *base16_, lora_->adapter(), grads_.get(), t.batch, t.seq);
+    blocks16_ = blocks.get();
+    model_->set_blocks(std::move(blocks));
+  }
+  if (t.backend != "cpu") {  // compiled at the first forward
     AneTrainOptions ao = t.ane;
     ao.driver = t.backend, ao.quiet = ao.quiet || !t.progress;
-    auto blocks = make_ane_blocks(*work_, grads_.get(), t.batch, t.seq, ao);
+    auto blocks = adapter_inputs ? make_lora_ane_blocks(*work_, lora_->adapter(), *lora_, t.batch, t.seq, ao)
+                                 : make_ane_blocks(*work_, grads_.get(), t.batch, t.seq, ao);
+    if (!adapter_inputs && t.progress)
+      std::fprintf(stderr, "lora: the ANE path bakes the base with adapter inputs for Llama q,v adapters only; this one "
+                           "trains on the merged weights (streamed as program inputs)\n");
     ane_ = blocks.get();
     model_->set_blocks(std::move(blocks));
   }
+  // The LoRA-only backward: no dW of the frozen base; dA, dB straight from X and dY.
+  direct_grads_ = model_->freeze_base(lora_.get());
   AdamWConfig ac;
   ac.beta1 = t.beta1, ac.beta2 = t.beta2, ac.eps = t.eps, ac.weight_decay = t.weight_decay, ac.clip_norm = t.clip;
   adam_ = std::make_unique<AdamW>(lora_->layout(), lora_->adapter().size(), ac);
@@ -217,13 +275,23 @@ void LoraTrainer::check_ranks_agree() {
 
 LoraTrainer::~LoraTrainer() = default;
 
+size_t LoraTrainer::base_bytes() const {
+  if (base16_) return base16_->bytes + blocks16_->layer_buffer_bytes();
+  size_t bytes = 0;
+  for (const ParamInfo& pi : work_->tensors())
+    if (pi.matrix() && pi.name.starts_with("layers.")) bytes += pi.numel * sizeof(float);
+  if (lora_->merged())
+    for (const LoraTensor& t : lora_->adapter().tensors()) bytes += size_t(t.out * t.in) * sizeof(float);
+  return bytes;
+}
+
 StepStats LoraTrainer::step() {
   Timer timer;
   TrainOptions& t = opt_.train;
   StepStats s;
   s.step = step_;
   s.lr = t.lr_at(step_);
-  model_->zero_grad();
+  if (!direct_grads_) model_->zero_grad();  // direct: nothing reads the model's gradient buffer
   data::Batch b = train_->next();
   // With several ranks the loss and gradient are weighted by this rank's share of the counted
   // targets, and only the adapter's gradients are averaged (dist/data_parallel.h).
@@ -231,8 +299,9 @@ StepStats LoraTrainer::step() {
   s.loss = model_->forward(b.inputs.data(), b.targets.data());
   bool finite = std::isfinite(s.loss);
   if (finite) {
-    model_->backward(float(weight));
-    lora_->gather(*grads_);  // dW' → dA, dB
+    lora_->zero_grads();
+    model_->backward(float(weight));  // direct: the blocks report X, dY of the adapted projections to lora_
+    if (!direct_grads_) lora_->gather(*grads_);  // dW' → dA, dB
   }
   if (comm_->world() > 1) {  // the global loss (a NaN on any rank makes every rank skip the step)
     Timer comm_timer;
@@ -336,7 +405,7 @@ TrainResult LoraTrainer::run() {
       std::fprintf(stderr, "lora: step %lld/%lld | loss %.4f%s | lr %.2e | gnorm %.3f | %.0f tok/s%s\n", (long long)step_,
                    (long long)t.steps, s.loss, val >= 0 ? fmt::format(" | val {:.4f}", val).c_str() : "", s.lr, s.grad_norm,
                    tokens_per_step * double(run_steps) / step_seconds,
-                   ane_ ? fmt::format(" | {} compiles", ane_->driver().counters().compiles).c_str() : "");
+                   ane_ ? fmt::format(" | {} compiles | {}", ane_->driver().counters().compiles, ane_->progress()).c_str() : "");
     if (t.checkpoint_every > 0 && step_ % t.checkpoint_every == 0 && step_ < t.steps) save();
   }
   r.checkpoint = save();

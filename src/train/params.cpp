@@ -76,10 +76,13 @@ void for_each_tensor(const ModelConfig& c, ModelWeights* w, ParamBuffer* p, F&& 
 
 }  // namespace
 
-ParamBuffer::ParamBuffer(const ModelConfig& config) : config_(config) {
+ParamBuffer::ParamBuffer(const ModelConfig& config) : ParamBuffer(config, true) {}
+
+ParamBuffer::ParamBuffer(const ModelConfig& config, bool layer_matrices) : config_(config), layer_matrices_(layer_matrices) {
   config_.validate("training parameters");
   size_t off = 0;
   for_each_tensor(config_, nullptr, nullptr, [&](const std::string& name, std::vector<int64_t> shape, Tensor&, float*&) {
+    if (!stored(name, shape)) return;
     ParamInfo t;
     t.name = name;
     t.numel = 1;
@@ -100,15 +103,15 @@ ParamBuffer::ParamBuffer(const ModelConfig& config) : config_(config) {
 void ParamBuffer::bind_pointers() {
   layers.assign(size_t(config_.n_layers), LayerParams{});
   size_t i = 0;
-  for_each_tensor(config_, nullptr, this, [&](const std::string&, std::vector<int64_t>, Tensor&, float*& ptr) {
-    ptr = data_.get() + tensors_[i++].offset;
+  for_each_tensor(config_, nullptr, this, [&](const std::string& name, std::vector<int64_t> shape, Tensor&, float*& ptr) {
+    ptr = stored(name, shape) ? data_.get() + tensors_[i++].offset : nullptr;
   });
   // Tied: the classifier is the first V rows of the token embedding table.
   if (config_.tied_embeddings) classifier = tok_emb;
 }
 
 ParamBuffer ParamBuffer::clone() const {
-  ParamBuffer p(config_);
+  ParamBuffer p(config_, layer_matrices_);
   std::memcpy(p.data(), data(), size_ * sizeof(float));
   return p;
 }
@@ -139,7 +142,8 @@ void ParamBuffer::load(const ModelWeights& w) {
   w.validate("weights to train");
   size_t i = 0;
   auto& src = const_cast<ModelWeights&>(w);  // for_each_tensor hands out mutable slots; only read here
-  for_each_tensor(config_, &src, nullptr, [&](const std::string& name, std::vector<int64_t>, Tensor& t, float*&) {
+  for_each_tensor(config_, &src, nullptr, [&](const std::string& name, std::vector<int64_t> shape, Tensor& t, float*&) {
+    if (!stored(name, shape)) return;
     const ParamInfo& info = tensors_[i++];
     ORION_CHECK(size_t(t.numel()) >= info.numel, "{} has {} elements, expected {}", name, t.numel(), info.numel);
     convert_dtype(t.data, t.dtype, data() + info.offset, DType::F32, info.numel);  // f16/bf16 → fp32
@@ -158,7 +162,8 @@ ModelWeights ParamBuffer::view() const {
   w.layers.resize(size_t(config_.n_layers));
   w.keep(std::shared_ptr<const void>(data_, data_.get()));  // the view co-owns the buffer
   size_t i = 0;
-  for_each_tensor(config_, &w, nullptr, [&](const std::string&, std::vector<int64_t> shape, Tensor& t, float*&) {
+  for_each_tensor(config_, &w, nullptr, [&](const std::string& name, std::vector<int64_t> shape, Tensor& t, float*&) {
+    if (!stored(name, shape)) return;  // left empty
     t.data = data_.get() + tensors_[i++].offset;
     t.dtype = DType::F32;
     t.shape = std::move(shape);
@@ -168,6 +173,7 @@ ModelWeights ParamBuffer::view() const {
 }
 
 ModelWeights ParamBuffer::to_weights(DType matrices) const {
+  ORION_CHECK(layer_matrices_, "to_weights of parameters without the blocks' matrices");
   ModelWeights v = view();
   ModelWeights w;
   w.config = config_;

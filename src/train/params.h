@@ -45,6 +45,10 @@ class ParamBuffer {
  public:
   // A zeroed buffer with the layout of config (shapes as ModelWeights::validate expects them).
   explicit ParamBuffer(const ModelConfig& config);
+  // layer_matrices = false: the same layout without the blocks' matrices (wq … w3 get no memory and
+  // null pointers): embeddings, norms and biases only — for a runner that brings the frozen block
+  // matrices itself (LoRA with a 16-bit base, train/lora_base16.h). view()/to_weights() then lack them.
+  ParamBuffer(const ModelConfig& config, bool layer_matrices);
   // The weights converted to fp32 (f16/bf16 matrices widened): fine-tuning from a loaded file.
   // The weights are validated first (Input error naming the tensor on a mismatch).
   static ParamBuffer from_weights(const ModelWeights& w);
@@ -57,6 +61,7 @@ class ParamBuffer {
   ParamBuffer clone() const;
 
   const ModelConfig& config() const { return config_; }
+  bool has_layer_matrices() const { return layer_matrices_; }
   float* data() { return data_.get(); }
   const float* data() const { return data_.get(); }
   size_t size() const { return size_; }  // floats in the buffer, padding included
@@ -85,8 +90,12 @@ class ParamBuffer {
 
  private:
   void bind_pointers();
+  bool stored(const std::string& name, const std::vector<int64_t>& shape) const {
+    return layer_matrices_ || shape.size() != 2 || name.rfind("layers.", 0) != 0;
+  }
 
   ModelConfig config_;
+  bool layer_matrices_ = true;
   std::vector<ParamInfo> tensors_;
   std::shared_ptr<float> data_;
   size_t size_ = 0;

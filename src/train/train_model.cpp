@@ -43,6 +43,12 @@ TrainModel::TrainModel(const Params& params, Grads* grads, int B, int T) : p_(pa
 void TrainModel::set_blocks(std::unique_ptr<BlockRunner> blocks) {
   ORION_CHECK(blocks != nullptr, "no block runner");
   blocks_ = std::move(blocks);
+  if (frozen_) blocks_->freeze_base(frozen_);
+}
+
+bool TrainModel::freeze_base(AdapterGradSink* sink) {
+  frozen_ = sink;
+  return blocks_->freeze_base(sink);
 }
 
 void TrainModel::zero_grad() {
@@ -100,7 +106,9 @@ void TrainModel::backward(float scale) {
   crossentropy_backward(dlogits, logits_.data(), lse_.data(), targets_.data(), scale / float(count_), N, V);
   // logits = xf·classifierᵀ  (tied: the gradient lands in tok_emb's rows)
   std::fill(dxf_.begin(), dxf_.begin() + size_t(N) * C, 0.0f);
-  matmul_backward(dxf_.data(), g_->classifier, (float*)nullptr, dlogits, xf_.data(), p_.classifier, N, C, V);
+  // (frozen base: only the input gradient; the classifier's N·C·V weight gradient is skipped)
+  matmul_backward(dxf_.data(), frozen_ ? (float*)nullptr : g_->classifier, (float*)nullptr, dlogits, xf_.data(), p_.classifier,
+                  N, C, V);
   float* dx = dres_[0].data();  // ∂loss/∂x_L, then walking down the layers
   float* dx_next = dres_[1].data();
   std::fill_n(dx, size_t(N) * C, 0.0f);
@@ -113,7 +121,7 @@ void TrainModel::backward(float scale) {
     blocks_->backward_block(l, res(l), dx, dx_next, B, T);  // ∂loss/∂x_l from ∂loss/∂x_{l+1}
     std::swap(dx, dx_next);
   }
-  encoder_backward(g_->tok_emb, c.arch == Arch::GPT2 ? g_->pos_emb : (float*)nullptr, dx, tokens_.data(), B, T, C);
+  if (!frozen_) encoder_backward(g_->tok_emb, c.arch == Arch::GPT2 ? g_->pos_emb : (float*)nullptr, dx, tokens_.data(), B, T, C);
 }
 
 }  // namespace orion::train

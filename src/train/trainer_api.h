@@ -35,10 +35,31 @@
 #include <string>
 #include <vector>
 
+#include "model/lora/lora.h"
 #include "train/adamw.h"
 #include "train/params.h"
 
 namespace orion::train {
+
+// Adapter training (train/lora_train.h) with a frozen base: the blocks compute no weight gradient at
+// all, and for every projection the sink adapts they report its input X [N, in] and the gradient of
+// its output dY [N, out] (rows, N = B·T) — all an adapter needs for its exact gradients
+// (dB = s·dYᵀ·(X·Aᵀ), dA = s·(dY·B)ᵀ·X), at O(N·r·(in + out)) instead of dW's O(N·in·out).
+class AdapterGradSink {
+ public:
+  virtual ~AdapterGradSink() = default;
+  virtual bool adapted(int layer, LoraTarget t) const = 0;
+  virtual void projection(int layer, LoraTarget t, const float* x, const float* dy, int N) = 0;
+};
+
+// What a runner with an optional sink does per weight gradient: none when frozen, and the report.
+struct FrozenBase {
+  AdapterGradSink* sink = nullptr;
+  float* grad(float* dw) const { return sink ? nullptr : dw; }  // nullptr: skip this dW
+  void report(int layer, LoraTarget t, const float* x, const float* dy, int N) const {
+    if (sink && sink->adapted(layer, t)) sink->projection(layer, t, x, dy, N);
+  }
+};
 
 class BlockRunner {
  public:
@@ -52,6 +73,10 @@ class BlockRunner {
   // The parameters changed (after an optimiser step): a runner holding copies of the weights (the
   // ANE's compiled constants) refreshes them here.
   virtual void weights_updated() {}
+  // From now on the base is frozen: backward_block computes no weight gradients and reports the
+  // adapted projections to `sink` (nullptr: back to full training). Returns false when this runner
+  // cannot (it then keeps computing every dW, and the caller takes the adapter's from dW').
+  virtual bool freeze_base(AdapterGradSink* /*sink*/) { return false; }
   // A short note for the trainer's progress line (per-phase times since the last call; the ANE
   // runner's), or "" for none.
   virtual std::string progress() { return {}; }
@@ -80,6 +105,9 @@ class TrainModel {
   void backward(float scale = 1.0f);
   void zero_grad();
   void weights_updated() { blocks_->weights_updated(); }
+  // Adapter training: no gradient for the embedding, classifier or final norm either, and the
+  // blocks' as BlockRunner::freeze_base (its answer is returned; set_blocks passes the sink on).
+  bool freeze_base(AdapterGradSink* sink);
 
   const float* logits() const { return logits_.data(); }  // [b, t, V] of the last forward
   float loss() const { return loss_; }
@@ -101,6 +129,7 @@ class TrainModel {
   std::vector<float> logits_;          // [B, T, V] (∂loss/∂logits after backward)
   std::vector<float> losses_, lse_;    // [B, T] per-position loss, log-sum-exp
   std::vector<float> dres_[2], dxf_;   // [B, T, C] gradients of the residual stream, of xf
+  AdapterGradSink* frozen_ = nullptr;
   float loss_ = 0;
   int count_ = 0;
   bool have_targets_ = false;

@@ -210,6 +210,8 @@ std::vector<std::pair<std::string, std::function<ir::Graph()>>> every_kernel() {
       {"lora_prefill_attn_llama", [] { return lora_prefill_attn(stories(), 1, 8, 4); }},
       {"lora_decode_qkv_gpt2", [] { return lora_decode_qkv(gpt2(), 0, 8, 4); }},
       {"lora_decode_qkv_llama", [] { return lora_decode_qkv(stories(), 0, 8, 4); }},
+      {"stories_lora_fwd_attn", [] { return stories_lora_fwd_attn(stories(), 1, 8, 4); }},
+      {"stories_lora_qkv_bwd", [] { return stories_lora_qkv_bwd(stories(), 1, 8, 4); }},
   };
 }
 

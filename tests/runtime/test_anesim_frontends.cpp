@@ -14,6 +14,7 @@
 #include "anesim_test_util.h"
 #include "base/timer.h"
 #include "model/frontend_test_util.h"
+#include "model/frontends/lora_frontends.h"
 
 namespace orion::runtime::anesim {
 namespace {
@@ -73,6 +74,8 @@ std::vector<Kernel> every_kernel() {
       {"lora_linear", [=](KernelOptions o) { return lora_linear(gpt2().layers[0].w1, gpt2().layers[0].b1, kRank, alpha, S, o); }},
       {"lora_attention_gpt2", [=](KernelOptions o) { return lora_attention(gpt2(), 0, S, kRank, alpha, o); }},
       {"lora_attention_llama", [=](KernelOptions o) { return lora_attention(llama(), 0, S, kRank, alpha, o); }},
+      {"stories_lora_fwd_attn", [](KernelOptions o) { return stories_lora_fwd_attn(llama(), 0, S, kRank, o); }},
+      {"stories_lora_qkv_bwd", [](KernelOptions o) { return stories_lora_qkv_bwd(llama(), 0, S, kRank, o); }},
   };
 }
 

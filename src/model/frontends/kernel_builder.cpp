@@ -214,6 +214,17 @@ Value KernelBuilder::lora_delta(Value x, Value a, Value b, double scale, const s
   return mul(reshape(bax, {1, out, 1, S}), s, name);
 }
 
+Value KernelBuilder::lora_delta_backward(Value dy, Value a, Value b, double scale, const std::string& name) {
+  const int64_t out = shape(dy)[1], S = shape(dy)[3], r = shape(a)[1], in = shape(a)[3];
+  // (Bᵀ·dy)[k, s] = Σ_o B[o, k]·dy[o, s]                                            [1, 1, r, S]
+  Value b3 = reshape(b, {1, 1, out, r}), dy3 = reshape(dy, {1, 1, out, S});
+  Value bty = matmul(b3, dy3, /*tx=*/true, false);
+  // (Aᵀ·u)[i, s] = Σ_k A[k, i]·u[k, s]                                              [1, 1, in, S]
+  Value atu = matmul(reshape(a, {1, 1, r, in}), bty, /*tx=*/true, false);
+  Value s = scalar(scale, "lora_scale");
+  return mul(reshape(atu, {1, in, 1, S}), s, name);
+}
+
 // --- the attention sublayer --------------------------------------------------------------------
 
 AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int layer, Value x, const QVAdapters* lora) {

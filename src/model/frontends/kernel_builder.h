@@ -100,6 +100,9 @@ class KernelBuilder {
   // delta = scale · B·(A·x) with A [1, r, 1, in] and B [1, out, 1, r] graph inputs, as two matmuls
   // (the weights of a conv must be constants; these are not).     x [1, in, 1, S] → [1, out, 1, S]
   Value lora_delta(Value x, Value a, Value b, double scale, const std::string& name);
+  // Its input gradient: delta = scale·B·(A·x)  ⇒  dx = scale·Aᵀ·(Bᵀ·dy), the adapter's share of
+  // the projection's backward (the frozen part is linear_t).   dy [1, out, 1, S] → [1, in, 1, S]
+  Value lora_delta_backward(Value dy, Value a, Value b, double scale, const std::string& name);
 
  private:
   std::map<double, Value> scalars_;
@@ -120,6 +123,11 @@ struct AttentionParts {
 };
 AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int layer, Value x,
                                   const QVAdapters* lora = nullptr);
+
+// The Stories qkv backward (stories_train_kernels.cpp) from its inputs dq, dk, dv (post-RoPE q, k)
+// and x: outputs dx, dxnorm, dq_lin, dk_lin. With adapters on q and v, their input gradients
+// join dxnorm (stories_lora_qkv_bwd).
+void stories_qkv_backward(KernelBuilder& b, const ModelWeights& w, int layer, int S, const QVAdapters* lora = nullptr);
 
 // Usage errors for a layer index or sequence length out of range, or the wrong model family.
 void check_kernel_args(const ModelWeights& w, int layer, int S, const char* kernel, const char* arch /* or nullptr */);

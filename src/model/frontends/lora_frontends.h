@@ -29,6 +29,17 @@ ir::Graph lora_prefill_attn(const ModelWeights& w, int layer, int S, int rank_sl
 // (decode puts the token in column 0; the CPU rotates and attends).
 ir::Graph lora_decode_qkv(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
 
+// Training with a frozen base (train/ane_blocks.h make_lora_ane_blocks): the Stories (Llama)
+// kernels whose math an adapter on q or v changes, with the same adapter inputs, so the base is baked
+// once and A, B change every step without a compile. The adapter gradients themselves are the CPU's,
+// from xnorm (the projections' input) and dq_lin, dv (their output gradients), which these output.
+// fwd_attn: as stories_fwd_attn with q = rope(Wq·xnorm + B_q·(A_q·xnorm)), v = Wv·xnorm + B_v·(A_v·xnorm);
+//   out o, q, k, v, att, xnorm.
+ir::Graph stories_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
+// qkv_bwd: as stories_qkv_bwd with dxnorm += A_qᵀ·(B_qᵀ·dq_lin) + A_vᵀ·(B_vᵀ·dv) (B already times s);
+//   out dx, dxnorm, dq_lin, dk_lin.
+ir::Graph stories_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
+
 // The four adapter inputs of those kernels for one layer: A [r, C] and B [out, r] (row-major fp32;
 // null: that projection has no adapter, zeros), r ≤ rank_slot, B multiplied by scale.
 std::map<std::string, ir::Tensor32> lora_qv_inputs(const ModelConfig& c, int rank_slot, int r, float scale, const float* a_q,

@@ -106,6 +106,26 @@ ir::Graph lora_decode_qkv(const ModelWeights& w, int layer, int S, int rank_slot
   return std::move(b.g);
 }
 
+// --- training kernels with adapter slots: the frozen base baked, A and B as inputs ---------------------
+
+ir::Graph stories_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "stories_lora_fwd_attn", "llama");
+  KernelBuilder b("stories_lora_fwd_attn", opt.dtype);
+  Value x = b.act("x", w.config.dim, S);
+  QVAdapters ad = qv_slots(b, w.config, rank_slot);
+  AttentionParts p = attention_sublayer(b, w, layer, x, &ad);
+  for (Value v : {p.o, p.q, p.k, p.v, p.att, p.xnorm}) b.output(v);  // stories_fwd_attn's outputs
+  return std::move(b.g);
+}
+
+ir::Graph stories_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "stories_lora_qkv_bwd", "llama");
+  KernelBuilder b("stories_lora_qkv_bwd", opt.dtype);
+  QVAdapters ad = qv_slots(b, w.config, rank_slot);
+  stories_qkv_backward(b, w, layer, S, &ad);
+  return std::move(b.g);
+}
+
 std::map<std::string, ir::Tensor32> lora_qv_inputs(const ModelConfig& c, int slot, int r, float scale, const float* a_q,
                                                    const float* b_q, const float* a_v, const float* b_v) {
   ORION_CHECK(r <= slot, "adapter rank {} above the slot {}", r, slot);

@@ -122,12 +122,10 @@ ir::Graph stories_sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt) {
   return std::move(b.g);
 }
 
-ir::Graph stories_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt) {
-  check_kernel_args(w, layer, S, "stories_qkv_bwd", "llama");
+void stories_qkv_backward(KernelBuilder& b, const ModelWeights& w, int layer, int S, const QVAdapters* lora) {
   const ModelConfig& c = w.config;
   const LayerWeights& l = w.layers[size_t(layer)];
   const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim();
-  KernelBuilder b("stories_qkv_bwd", opt.dtype);
   Value dq = b.act("dq", NH * HS, S), dk = b.act("dk", c.kv_dim(), S), dv = b.act("dv", c.kv_dim(), S);
   Value x = b.act("x", c.dim, S);
   // q = rope(q_lin) is a rotation per pair, so dq_lin is dq rotated back (the transpose).
@@ -136,9 +134,19 @@ ir::Graph stories_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions
   // q_lin = Wq·xnorm, k_lin = Wk·xnorm, v = Wv·xnorm  ⇒  dxnorm = Wqᵀ·dq_lin + Wkᵀ·dk_lin + Wvᵀ·dv
   Value dxv = b.linear_t(dv, "wvt", l.wv, "dxnorm_v"), dxk = b.linear_t(dk_lin, "wkt", l.wk, "dxnorm_k");
   Value dxq = b.linear_t(dq_lin, "wqt", l.wq, "dxnorm_q");
+  if (lora) {  // q_lin += s·B_q·(A_q·xnorm), v likewise  ⇒  dxnorm also gets s·A_qᵀ·(B_qᵀ·dq_lin), s·A_vᵀ·(B_vᵀ·dv)
+    dxq = b.add(dxq, b.lora_delta_backward(dq_lin, lora->a_q, lora->b_q, lora->scale, "dxnorm_q_lora"));
+    dxv = b.add(dxv, b.lora_delta_backward(dv, lora->a_v, lora->b_v, lora->scale, "dxnorm_v_lora"));
+  }
   Value dxn = b.add(b.add(dxq, dxk), dxv, "dxnorm");
   Value dx = b.rmsnorm_backward(x, dxn, "attn_norm", l.attn_norm, c.norm_eps, "dx");
   for (Value v : {dx, dxn, dq_lin, dk_lin}) b.output(v);
+}
+
+ir::Graph stories_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "stories_qkv_bwd", "llama");
+  KernelBuilder b("stories_qkv_bwd", opt.dtype);
+  stories_qkv_backward(b, w, layer, S);
   return std::move(b.g);
 }
 
