@@ -465,10 +465,12 @@ void residual_backward(F* da, F* db, const F* dout, size_t n) {
 // ================================================================================================
 
 // −log softmax_y(l) = log Σ_v e^(l_v) − l_y; the log-sum-exp is taken around the row's max so no
-// exp overflows. The sum is accumulated in double (a 50257-term sum in float loses digits).
+// exp overflows. The sum is accumulated in double (a 50257-term sum in float loses digits). In float
+// with AVX-512 both loss kernels run 16 lanes at a time (cpu::exp_sum_simd, softmax_scaled_simd).
 template <typename F>
 int crossentropy_forward(F* losses, F* lse, const F* logits, const int* targets, int N, int V) {
   int bad = -1;  // a position whose target is out of range (the last one, for the message)
+  const bool simd = std::is_same_v<F, float> && cpu::train_simd_available();
 #pragma omp parallel for schedule(static) reduction(max : bad) if (size_t(N) * V > kParallelMin)
   for (int n = 0; n < N; n++) {
     const F* l = logits + size_t(n) * V;  // [V]
@@ -479,9 +481,13 @@ int crossentropy_forward(F* losses, F* lse, const F* logits, const int* targets,
       continue;
     }
     F mx = l[0];
-    for (int i = 1; i < V; i++) mx = std::max(mx, l[i]);
     double s = 0;
-    for (int i = 0; i < V; i++) s += std::exp(double(l[i] - mx));
+    if constexpr (std::is_same_v<F, float>)
+      if (simd) s = cpu::exp_sum_simd(l, V, &mx);  // 16 lanes (AVX-512)
+    if (!simd) {
+      for (int i = 1; i < V; i++) mx = std::max(mx, l[i]);
+      for (int i = 0; i < V; i++) s += std::exp(double(l[i] - mx));
+    }
     lse[n] = mx + F(std::log(s));
     losses[n] = lse[n] - l[y];
   }
@@ -496,6 +502,7 @@ int crossentropy_forward(F* losses, F* lse, const F* logits, const int* targets,
 // ∂(lse − l_y)/∂l_v = softmax_v − [v = y]
 template <typename F>
 void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const int* targets, F scale, int N, int V) {
+  const bool simd = std::is_same_v<F, float> && cpu::train_simd_available();
 #pragma omp parallel for schedule(static) if (size_t(N) * V > kParallelMin)
   for (int n = 0; n < N; n++) {
     const F* l = logits + size_t(n) * V;
@@ -506,6 +513,12 @@ void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const int*
       continue;
     }
     const F m = lse[n];
+    if constexpr (std::is_same_v<F, float>)
+      if (simd) {
+        cpu::softmax_scaled_simd(d, l, m, scale, V);  // 16 lanes (AVX-512)
+        d[y] -= scale;
+        continue;
+      }
     for (int i = 0; i < V; i++) d[i] = scale * std::exp(l[i] - m);
     d[y] -= scale;
   }

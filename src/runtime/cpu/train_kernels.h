@@ -60,6 +60,11 @@ double sum_squares_simd(const float* g, size_t n);
 void gelu_forward_simd(float* out, float* th, const float* x, size_t n);
 void gelu_backward_simd(float* dinp, const float* dout, const float* x, const float* th, size_t n);
 
+// Cross-entropy over one row of V logits: exp_sum_simd returns Σ_i e^(l_i − max) in double and
+// the max in *row_max; softmax_scaled_simd writes d_i = scale·e^(l_i − lse) (d may alias l).
+double exp_sum_simd(const float* l, int V, float* row_max);
+void softmax_scaled_simd(float* d, const float* l, float lse, float scale, int V);
+
 // One query row t of one (sequence, head) of causal attention. k, v (and dk, dv) point at time 0 of
 // the head's rows, `stride` floats apart; qt, o, dot, dqt are the row's [HS]; p [T] its
 // probabilities; dp [T] scratch. Forward: p = softmax(qt·k_s·scale, s ≤ t), 0 past t; o = Σ p_s v_s.

@@ -11,6 +11,8 @@
 //     formula is the same operations in the same order. The tanh is kept for the backward, which
 //     then needs no tanh of its own.
 //   - attention: dot products summed in 16 lanes with FMAs (a reordering of the sum).
+//   - cross-entropy rows: the max exactly; e^x from libmvec (exp in double within 1 ulp of exp,
+//     expf for the gradient within 1 ulp of expf), the double sum in 16 lanes (reordered).
 // Every output element is computed by one thread in an order fixed by the sizes, so results do
 // not depend on the number of threads.
 #include <immintrin.h>
@@ -18,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/train_kernels.h"
@@ -36,8 +39,10 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#if ORION_HAVE_LIBMVEC
-extern "C" ORION_AVX512 __m512 _ZGVeN16v_tanhf(__m512);  // glibc libmvec: tanhf on 16 lanes
+#if ORION_HAVE_LIBMVEC  // glibc libmvec: tanhf, expf on 16 lanes, exp on 8 doubles
+extern "C" ORION_AVX512 __m512 _ZGVeN16v_tanhf(__m512);
+extern "C" ORION_AVX512 __m512 _ZGVeN16v_expf(__m512);
+extern "C" ORION_AVX512 __m512d _ZGVeN8v_exp(__m512d);
 #endif
 
 namespace orion::cpu {
@@ -46,16 +51,25 @@ namespace {
 // Lanes [0, n) of a 16-float vector, n ≤ 16.
 ORION_AVX512 inline __mmask16 first(size_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1); }
 
-ORION_AVX512 inline __m512 tanh16(__m512 u) {
-#if ORION_HAVE_LIBMVEC
-  return _ZGVeN16v_tanhf(u);
-#else
-  alignas(64) float t[16];
-  _mm512_store_ps(t, u);
-  for (float& x : t) x = std::tanh(x);
-  return _mm512_load_ps(t);
-#endif
+// Without libmvec: the scalar function lane by lane.
+template <typename T, typename Vec, typename Fn>
+ORION_AVX512 inline Vec each_lane(Vec u, Fn fn) {
+  T t[sizeof(Vec) / sizeof(T)];
+  std::memcpy(t, &u, sizeof u);
+  for (T& x : t) x = fn(x);
+  std::memcpy(&u, t, sizeof u);
+  return u;
 }
+
+#if ORION_HAVE_LIBMVEC
+ORION_AVX512 inline __m512 tanh16(__m512 u) { return _ZGVeN16v_tanhf(u); }
+ORION_AVX512 inline __m512 exp16(__m512 u) { return _ZGVeN16v_expf(u); }
+ORION_AVX512 inline __m512d exp8d(__m512d u) { return _ZGVeN8v_exp(u); }
+#else
+ORION_AVX512 inline __m512 tanh16(__m512 u) { return each_lane<float>(u, [](float x) { return std::tanh(x); }); }
+ORION_AVX512 inline __m512 exp16(__m512 u) { return each_lane<float>(u, [](float x) { return std::exp(x); }); }
+ORION_AVX512 inline __m512d exp8d(__m512d u) { return each_lane<double>(u, [](double x) { return std::exp(x); }); }
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // AdamW
@@ -137,6 +151,40 @@ ORION_AVX512 void gelu_backward_avx512(float* dinp, const float* dout, const flo
 }
 
 // ---------------------------------------------------------------------------------------------
+// Cross-entropy rows
+// ---------------------------------------------------------------------------------------------
+
+ORION_AVX512 double exp_sum_avx512(const float* l, int V, float* row_max) {
+  __m512 mv = _mm512_set1_ps(-INFINITY);
+  for (int i = 0; i < V; i += 16) mv = _mm512_max_ps(mv, _mm512_mask_loadu_ps(mv, first(size_t(V - i)), l + i));
+  const float mx = _mm512_reduce_max_ps(mv);
+  const __m512 m = _mm512_set1_ps(mx);
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int i = 0; i < V; i += 16) {
+    // lanes past V read −inf: e^(−inf) = 0 adds nothing
+    const __m512 d = _mm512_sub_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), first(size_t(V - i)), l + i), m);
+    lo = _mm512_add_pd(lo, exp8d(_mm512_cvtps_pd(_mm512_castps512_ps256(d))));
+    hi = _mm512_add_pd(hi, exp8d(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(d), 1)))));
+  }
+  alignas(64) double a[8], b[8];
+  _mm512_store_pd(a, lo), _mm512_store_pd(b, hi);
+  double s = 0;
+  for (int j = 0; j < 8; j++) s += a[j];
+  for (int j = 0; j < 8; j++) s += b[j];
+  *row_max = mx;
+  return s;
+}
+
+ORION_AVX512 void softmax_scaled_avx512(float* d, const float* l, float lse, float scale, int V) {
+  const __m512 m = _mm512_set1_ps(lse), sc = _mm512_set1_ps(scale);
+  for (int i = 0; i < V; i += 16) {
+    const __mmask16 k = first(size_t(V - i));
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, l + i), m));
+    _mm512_mask_storeu_ps(d + i, k, _mm512_mul_ps(sc, e));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Attention: one (sequence, head) at a time; vectors of HS floats in ≤ 4 registers of 16
 // ---------------------------------------------------------------------------------------------
 
@@ -210,6 +258,11 @@ double sum_squares_simd(const float* g, size_t n) { return sum_squares_avx512(g,
 void gelu_forward_simd(float* out, float* th, const float* x, size_t n) { gelu_forward_avx512(out, th, x, n); }
 void gelu_backward_simd(float* dinp, const float* dout, const float* x, const float* th, size_t n) {
   gelu_backward_avx512(dinp, dout, x, th, n);
+}
+
+double exp_sum_simd(const float* l, int V, float* row_max) { return exp_sum_avx512(l, V, row_max); }
+void softmax_scaled_simd(float* d, const float* l, float lse, float scale, int V) {
+  softmax_scaled_avx512(d, l, lse, scale, V);
 }
 
 bool attention_simd_available(int HS) { return train_simd_available() && HS % 16 == 0 && HS <= kMaxHS; }
