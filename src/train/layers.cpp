@@ -20,6 +20,7 @@ namespace orion::train {
 namespace {
 constexpr size_t kParallelMin = 1u << 14;  // below this many elements a loop stays on one thread
 constexpr int kColBlock = 64;              // channels per task in column sums
+constexpr size_t kBlock = 1 << 14;         // elements per task of the elementwise activations
 }  // namespace
 
 // ================================================================================================
@@ -380,21 +381,40 @@ void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const 
 // ================================================================================================
 
 // silu(g) = g·σ(g), σ(g) = 1/(1 + e^(−g)); out = silu(gate)·up (as cpu::swiglu).
+// In float with AVX-512 16 at a time (cpu::swiglu_*_simd: the same operations, e^(−g) from the
+// vector math library).
+
 template <typename F>
 void swiglu_forward(F* out, const F* gate, const F* up, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (size_t i = 0; i < n; i++) out[i] = gate[i] / (F(1) + std::exp(-gate[i])) * up[i];
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = std::min(n, b + kBlock);
+    if constexpr (std::is_same_v<F, float>)
+      if (cpu::train_simd_available()) {
+        cpu::swiglu_forward_simd(out + b, gate + b, up + b, e - b);
+        continue;
+      }
+    for (size_t i = b; i < e; i++) out[i] = gate[i] / (F(1) + std::exp(-gate[i])) * up[i];
+  }
 }
 
 // silu'(g) = σ(g) + g·σ(g)(1 − σ(g)) = σ(g)·(1 + g·(1 − σ(g)))
 //   dgate += dout · up · silu'(gate),   dup += dout · silu(gate)
 template <typename F>
 void swiglu_backward(F* dgate, F* dup, const F* dout, const F* gate, const F* up, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (size_t i = 0; i < n; i++) {
-    const F g = gate[i], sig = F(1) / (F(1) + std::exp(-g));
-    dgate[i] += dout[i] * up[i] * sig * (F(1) + g * (F(1) - sig));
-    dup[i] += dout[i] * g * sig;
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = std::min(n, b + kBlock);
+    if constexpr (std::is_same_v<F, float>)
+      if (cpu::train_simd_available()) {
+        cpu::swiglu_backward_simd(dgate + b, dup + b, dout + b, gate + b, up + b, e - b);
+        continue;
+      }
+    for (size_t i = b; i < e; i++) {
+      const F g = gate[i], sig = F(1) / (F(1) + std::exp(-g));
+      dgate[i] += dout[i] * up[i] * sig * (F(1) + g * (F(1) - sig));
+      dup[i] += dout[i] * g * sig;
+    }
   }
 }
 
@@ -408,7 +428,6 @@ constexpr double kGeluA = 0.044715;
 template <typename F>
 void gelu_forward(F* out, F* th, const F* inp, size_t n) {
   const F s = F(kGeluS), a = F(kGeluA);
-  constexpr size_t kBlock = 1 << 14;  // elements per task
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (size_t b = 0; b < n; b += kBlock) {
     const size_t e = std::min(n, b + kBlock);
@@ -430,7 +449,6 @@ void gelu_forward(F* out, F* th, const F* inp, size_t n) {
 template <typename F>
 void gelu_backward(F* dinp, const F* dout, const F* inp, const F* th, size_t n) {
   const F s = F(kGeluS), a = F(kGeluA);
-  constexpr size_t kBlock = 1 << 14;
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (size_t b = 0; b < n; b += kBlock) {
     const size_t e = std::min(n, b + kBlock);

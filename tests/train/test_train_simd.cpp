@@ -4,12 +4,14 @@
 //   - GELU: the forward within 3 ulp (the vector tanh), the backward bit-identical given the tanh;
 //   - attention forward and backward: equal to float rounding (16-lane sums), for MHA and GQA;
 //   - the cross-entropy loss and its gradient: equal to float rounding (vector exp, 16-lane sums);
+//   - SwiGLU forward and backward: within float rounding (the vector exp);
 // and every one the same bits with 1 and 2 threads.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "runtime/cpu/kernels.h"
@@ -60,6 +62,15 @@ class TrainSimd : public ::testing::Test {
     fn();
     cpu::set_isa(cpu::Isa::Avx512);
   }
+  // run(threads)'s result with the portable loops (2 threads), and with AVX-512 on 2 and on 1 thread.
+  template <typename Run>
+  auto three_runs(Run&& run) {
+    decltype(run(2)) generic;
+    portable([&] { generic = run(2); });
+    auto simd2 = run(2);
+    auto simd1 = run(1);
+    return std::tuple{generic, simd2, simd1};
+  }
   cpu::Isa saved_ = cpu::Isa::Generic;
 };
 
@@ -93,9 +104,7 @@ TEST_F(TrainSimd, AdamWBitIdenticalToPortable) {
     out.insert(out.end(), norms.begin(), norms.end());
     return out;
   };
-  std::vector<float> generic;
-  portable([&] { generic = run(2); });
-  const std::vector<float> simd2 = run(2), simd1 = run(1);
+  const auto [generic, simd2, simd1] = three_runs(run);
   EXPECT_TRUE(same_bits(simd2, generic)) << "largest relative difference " << rel_diff(simd2, generic);
   EXPECT_TRUE(same_bits(simd1, simd2));
   EXPECT_GT(rel_diff(std::vector<float>(simd2.begin(), simd2.begin() + 100), randf(100, 1, 0.1f)), 0.0f)
@@ -115,21 +124,21 @@ TEST_F(TrainSimd, GeluMatchesPortable) {
     gelu_backward(o.dx.data(), dy.data(), x.data(), o.th.data(), n);
     return o;
   };
-  Out generic;
-  portable([&] { generic = run(2); });
-  const Out simd = run(2), simd1 = run(1);
+  const auto [generic, simd, simd1] = three_runs(run);
   EXPECT_LT(rel_diff(simd.th, generic.th), 1e-6f);
   EXPECT_LT(rel_diff(simd.y, generic.y), 1e-6f);
   EXPECT_TRUE(same_bits(simd.y, simd1.y) && same_bits(simd.dx, simd1.dx));
   // Given the same tanh, the backward is the portable loop's arithmetic exactly.
   std::vector<float> dx(n, 0.25f);
-  portable([&] { gelu_backward(dx.data(), dy.data(), x.data(), simd.th.data(), n); });
+  const float* th = simd.th.data();  // (lambdas capture no structured bindings in clang 14)
+  portable([&] { gelu_backward(dx.data(), dy.data(), x.data(), th, n); });
   EXPECT_TRUE(same_bits(simd.dx, dx)) << "largest relative difference " << rel_diff(simd.dx, dx);
 }
 
 TEST_F(TrainSimd, AttentionMatchesPortable) {
   const int B = 2, T = 37;
-  for (auto [NH, NKV, HS] : {std::tuple{4, 4, 64}, std::tuple{4, 2, 32}, std::tuple{2, 1, 16}}) {
+  for (auto heads : {std::tuple{4, 4, 64}, std::tuple{4, 2, 32}, std::tuple{2, 1, 16}}) {
+    const int NH = std::get<0>(heads), NKV = std::get<1>(heads), HS = std::get<2>(heads);  // captured below
     const size_t N = size_t(B) * T, Q = size_t(NH) * HS, KV = size_t(NKV) * HS;
     const std::vector<float> q = randf(N * Q, 4), k = randf(N * KV, 5), v = randf(N * KV, 6), dout = randf(N * Q, 7);
     struct Out {
@@ -144,9 +153,7 @@ TEST_F(TrainSimd, AttentionMatchesPortable) {
                          v.data(), B, T, NH, NKV, HS);
       return o;
     };
-    Out generic;
-    portable([&] { generic = run(2); });
-    const Out simd = run(2), simd1 = run(1);
+    const auto [generic, simd, simd1] = three_runs(run);
     const std::string what = std::to_string(NH) + "/" + std::to_string(NKV) + " heads of " + std::to_string(HS);
     EXPECT_LT(rel_diff(simd.out, generic.out), 1e-5f) << what;
     EXPECT_LT(rel_diff(simd.att, generic.att), 1e-5f) << what;
@@ -174,13 +181,31 @@ TEST_F(TrainSimd, CrossEntropyMatchesPortable) {
     crossentropy_backward(o.dlogits.data(), o.dlogits.data(), o.lse.data(), targets.data(), 0.2f, N, V);  // in place
     return o;
   };
-  Out generic;
-  portable([&] { generic = run(2); });
-  const Out simd = run(2), simd1 = run(1);
+  const auto [generic, simd, simd1] = three_runs(run);
   EXPECT_EQ(simd.count, 5);
   EXPECT_EQ(simd.losses[2], 0.0f);
   EXPECT_LT(rel_diff(simd.losses, generic.losses), 1e-6f);
   EXPECT_LT(rel_diff(simd.lse, generic.lse), 1e-6f);
   EXPECT_LT(rel_diff(simd.dlogits, generic.dlogits), 1e-6f);
   EXPECT_TRUE(same_bits(simd.losses, simd1.losses) && same_bits(simd.dlogits, simd1.dlogits));
+}
+
+TEST_F(TrainSimd, SwigluMatchesPortable) {
+  const size_t n = 50001;
+  const std::vector<float> g = randf(n, 9, 3.0f), u = randf(n, 10), dy = randf(n, 11);
+  struct Out {
+    std::vector<float> y, dg, du;
+  };
+  auto run = [&](int threads) {
+    cpu::set_num_threads(threads);
+    Out o{std::vector<float>(n), std::vector<float>(n, 0.25f), std::vector<float>(n, -0.5f)};  // accumulate
+    swiglu_forward(o.y.data(), g.data(), u.data(), n);
+    swiglu_backward(o.dg.data(), o.du.data(), dy.data(), g.data(), u.data(), n);
+    return o;
+  };
+  const auto [generic, simd, simd1] = three_runs(run);
+  EXPECT_LT(rel_diff(simd.y, generic.y), 1e-6f);
+  EXPECT_LT(rel_diff(simd.dg, generic.dg), 1e-6f);
+  EXPECT_LT(rel_diff(simd.du, generic.du), 1e-6f);
+  EXPECT_TRUE(same_bits(simd.y, simd1.y) && same_bits(simd.dg, simd1.dg) && same_bits(simd.du, simd1.du));
 }

@@ -60,6 +60,10 @@ double sum_squares_simd(const float* g, size_t n);
 void gelu_forward_simd(float* out, float* th, const float* x, size_t n);
 void gelu_backward_simd(float* dinp, const float* dout, const float* x, const float* th, size_t n);
 
+// SwiGLU over n elements: out = silu(gate)·up; dgate += dout·up·σ(1 + gate(1 − σ)), dup += dout·gate·σ.
+void swiglu_forward_simd(float* out, const float* gate, const float* up, size_t n);
+void swiglu_backward_simd(float* dgate, float* dup, const float* dout, const float* gate, const float* up, size_t n);
+
 // Cross-entropy over one row of V logits: exp_sum_simd returns Σ_i e^(l_i − max) in double and
 // the max in *row_max; softmax_scaled_simd writes d_i = scale·e^(l_i − lse) (d may alias l).
 double exp_sum_simd(const float* l, int V, float* row_max);
