@@ -1,5 +1,7 @@
 // orion bench train: milliseconds per training step (zero_grad, forward, backward, AdamW) on
-// random weights and random tokens — no files needed. Registered under `orion bench` by
+// random weights and random tokens — no files needed. Each phase also in CPU time of all threads
+// (with OMP_WAIT_POLICY=passive: the work done, which a busy machine does not inflate as it does
+// wall time). Registered under `orion bench` by
 // add_all_commands, after add_bench_command. --backend anesim|ane runs the blocks as ANE programs
 // (train/ane_blocks.h) and reports the step's phases (ANE evaluation, surface copies, CPU dW,
 // AdamW, weight update, compile) and, on anesim, the timing model's predicted ANE time per step.
@@ -61,21 +63,24 @@ void run_bench_train(const BenchTrainArgs& a) {
     std::fprintf(stderr, "… %s, batch %d×%d, %d threads, blocks on %s: %d warmup + %d timed steps\n", c.describe().c_str(), a.batch,
                  a.seq, cpu::num_threads(), a.backend.c_str(), a.warmup, a.steps);
   double fwd = 0, bwd = 0, upd = 0, wupd = 0, best = 1e30, total = 0;
+  double cpu_fwd = 0, cpu_bwd = 0, cpu_upd = 0;  // CPU seconds of all threads (passive waits cost none)
   for (int s = 0; s < a.warmup + a.steps; ++s) {
     Timer t0;
+    const double c0 = process_cpu_seconds();
     model.zero_grad();
     model.forward(tokens.data(), targets.data());
-    const double t1 = t0.seconds();
+    const double t1 = t0.seconds(), c1 = process_cpu_seconds();
     model.backward();
-    const double t2 = t0.seconds();
+    const double t2 = t0.seconds(), c2 = process_cpu_seconds();
     opt.step(p, g, 1e-4f);
-    const double t3 = t0.seconds();
+    const double t3 = t0.seconds(), c3 = process_cpu_seconds();
     model.weights_updated();
     const double t4 = t0.seconds();
     if (ane && s == 0) af.first_compile_s = ane->phases().compile_s;
     if (ane && s + 1 == a.warmup) ane->reset_phases();
     if (s < a.warmup) continue;
     fwd += t1, bwd += t2 - t1, upd += t3 - t2, wupd += t4 - t3, total += t4;
+    cpu_fwd += c1 - c0, cpu_bwd += c2 - c1, cpu_upd += c3 - c2;
     best = std::min(best, t4);
   }
   if (ane) {
@@ -86,14 +91,17 @@ void run_bench_train(const BenchTrainArgs& a) {
   const double n = a.steps, ms = 1000 * total / n, tok_s = double(a.batch) * a.seq / (total / n);
   if (a.json) {
     std::printf("{\"config\":\"%s\",\"params\":%zu,\"batch\":%d,\"seq\":%d,\"threads\":%d,\"steps\":%d,\"ms_per_step\":%.3f,"
-                "\"best_ms\":%.3f,\"tok_per_s\":%.1f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"adamw_ms\":%.3f}\n",
+                "\"best_ms\":%.3f,\"tok_per_s\":%.1f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"adamw_ms\":%.3f,"
+                "\"cpu_forward_ms\":%.3f,\"cpu_backward_ms\":%.3f,\"cpu_adamw_ms\":%.3f}\n",
                 a.config.c_str(), c.num_params(), a.batch, a.seq, cpu::num_threads(), a.steps, ms, best * 1000, tok_s,
-                1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n);
+                1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n, 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n);
   } else {
     std::printf("train step %s (B=%d, T=%d, %d threads): %.1f ms/step (best %.1f), %.0f tok/s\n", a.config.c_str(), a.batch,
                 a.seq, cpu::num_threads(), ms, best * 1000, tok_s);
     std::printf("  forward %.1f ms | backward %.1f ms | AdamW %.1f ms%s\n", 1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n,
                 ane ? fmt::format(" | weight update {:.1f} ms", 1000 * wupd / n).c_str() : "");
+    std::printf("  CPU time of all threads: forward %.1f ms | backward %.1f ms | AdamW %.1f ms | step %.1f ms\n",
+                1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n, 1000 * (cpu_fwd + cpu_bwd + cpu_upd) / n);
   }
   if (!ane) return;
   const train::AnePhaseTimes& ph = af.ph;

@@ -31,7 +31,7 @@ struct Gpt2Acts {
   std::vector<float> atty;               // [N, C] attention output, before wo
   std::vector<float> x1;                 // [N, C] residual after attention
   std::vector<float> ln2, mean2, rstd2;  // [N, C], [N], [N]
-  std::vector<float> fch, fchg;          // [N, H] before and after GELU
+  std::vector<float> fch, fchg, fcth;    // [N, H] before and after GELU, and its tanh (for the backward)
 };
 
 class Gpt2CpuBlocks final : public BlockRunner {
@@ -46,7 +46,7 @@ class Gpt2CpuBlocks final : public BlockRunner {
       a.ln1.resize(N * C), a.mean1.resize(N), a.rstd1.resize(N);
       a.q.resize(N * Q), a.k.resize(N * KV), a.v.resize(N * KV);
       a.att.resize(size_t(B) * c.n_heads * T * T), a.atty.resize(N * Q), a.x1.resize(N * C);
-      a.ln2.resize(N * C), a.mean2.resize(N), a.rstd2.resize(N), a.fch.resize(N * H), a.fchg.resize(N * H);
+      a.ln2.resize(N * C), a.mean2.resize(N), a.rstd2.resize(N), a.fch.resize(N * H), a.fchg.resize(N * H), a.fcth.resize(N * H);
     }
     tmp_.resize(N * C);
     if (g_) {
@@ -81,7 +81,7 @@ class Gpt2CpuBlocks final : public BlockRunner {
     layernorm_forward(a.ln2.data(), a.mean2.data(), a.rstd2.data(), a.x1.data(), w.ffn_norm, w.ffn_norm_b, N, C,
                       c.norm_eps);
     matmul_forward(a.fch.data(), a.ln2.data(), w.w1, w.b1, N, C, H);
-    gelu_forward(a.fchg.data(), a.fch.data(), size_t(N) * H);
+    gelu_forward(a.fchg.data(), a.fcth.data(), a.fch.data(), size_t(N) * H);
     matmul_forward(tmp_.data(), a.fchg.data(), w.w2, w.b2, N, H, C);
     residual_forward(y, a.x1.data(), tmp_.data(), size_t(N) * C);
   }
@@ -104,7 +104,7 @@ class Gpt2CpuBlocks final : public BlockRunner {
     matmul_backward(dfchg_.data(), f_.grad(dw.w2), f_.grad(dw.b2), dy, a.fchg.data(), w.w2, N, H, C);
     f_.report(l, LoraTarget::W2, a.fchg.data(), dy, N);
     zero(dfch_, NH_);
-    gelu_backward(dfch_.data(), dfchg_.data(), a.fch.data(), NH_);
+    gelu_backward(dfch_.data(), dfchg_.data(), a.fch.data(), a.fcth.data(), NH_);
     zero(dln_, NC);
     matmul_backward(dln_.data(), f_.grad(dw.w1), f_.grad(dw.b1), dfch_.data(), a.ln2.data(), w.w1, N, C, H);
     f_.report(l, LoraTarget::W1, a.ln2.data(), dfch_.data(), N);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "base/error.h"
@@ -19,6 +20,7 @@ namespace orion::train {
 namespace {
 constexpr size_t kParallelMin = 1u << 14;  // below this many elements a loop stays on one thread
 constexpr int kColBlock = 64;              // channels per task in column sums
+constexpr size_t kBlock = 1 << 14;         // elements per task of the elementwise activations
 }  // namespace
 
 // ================================================================================================
@@ -283,11 +285,19 @@ template <typename F>
 void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B, int T, int NH, int NKV, int HS) {
   const int Q = NH * HS, KV = NKV * HS, group = NH / NKV;
   const F scale = F(1) / std::sqrt(F(HS));
+  const bool simd = std::is_same_v<F, float> && cpu::attention_simd_available(HS);
 #pragma omp parallel for schedule(static, 1) if (size_t(B) * NH * T * T * HS > kParallelMin)
   for (int task = 0; task < B * NH * T; task++) {
     const int b = task / (NH * T), h = task / T % NH, t = task % T, g = h / group;
     const F* qt = q + (size_t(b) * T + t) * Q + size_t(h) * HS;       // [HS]
     F* p = att + ((size_t(b) * NH + h) * T + t) * T;                   // [T] row t of the probabilities
+    if constexpr (std::is_same_v<F, float>)
+      if (simd) {  // the same row with 16-lane dot products (AVX-512)
+        const size_t kv0 = size_t(b) * T * KV + size_t(g) * HS;       // time 0 of kv head g
+        cpu::attention_row_forward_simd(out + (size_t(b) * T + t) * Q + size_t(h) * HS, p, qt, k + kv0, v + kv0,
+                                        size_t(KV), t, T, HS, scale);
+        continue;
+      }
     F mx = -INFINITY;
     for (int s = 0; s <= t; s++) {
       const F* ks = k + (size_t(b) * T + s) * KV + size_t(g) * HS;    // [HS]
@@ -321,6 +331,7 @@ void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const 
                         int T, int NH, int NKV, int HS) {
   const int Q = NH * HS, KV = NKV * HS, group = NH / NKV;
   const F scale = F(1) / std::sqrt(F(HS));
+  const bool simd = std::is_same_v<F, float> && cpu::attention_simd_available(HS);
 #pragma omp parallel if (size_t(B) * NH * T * T * HS > kParallelMin)
   {
     std::vector<F> dp(static_cast<size_t>(T));  // [T] dP (then dS) of one query row
@@ -333,6 +344,13 @@ void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const 
           const F* dot = dout + (size_t(b) * T + t) * Q + size_t(h) * HS;  // [HS]
           const F* qt = q + (size_t(b) * T + t) * Q + size_t(h) * HS;      // [HS]
           F* dqt = dq + (size_t(b) * T + t) * Q + size_t(h) * HS;          // [HS]
+          if constexpr (std::is_same_v<F, float>)
+            if (simd) {  // the same row with 16-lane dot products and updates (AVX-512)
+              const size_t kv0 = size_t(b) * T * KV + size_t(g) * HS;     // time 0 of kv head g
+              cpu::attention_row_backward_simd(dqt, dk + kv0, dv + kv0, dp.data(), dot, p, qt, k + kv0, v + kv0,
+                                               size_t(KV), t, HS, scale);
+              continue;
+            }
           F pdp = 0;  // Σ_u P_tu dP_tu
           for (int s = 0; s <= t; s++) {
             const F* vs = v + (size_t(b) * T + s) * KV + size_t(g) * HS;
@@ -364,21 +382,40 @@ void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const 
 // ================================================================================================
 
 // silu(g) = g·σ(g), σ(g) = 1/(1 + e^(−g)); out = silu(gate)·up (as cpu::swiglu).
+// In float with AVX-512 16 at a time (cpu::swiglu_*_simd: the same operations, e^(−g) from the
+// vector math library).
+
 template <typename F>
 void swiglu_forward(F* out, const F* gate, const F* up, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (size_t i = 0; i < n; i++) out[i] = gate[i] / (F(1) + std::exp(-gate[i])) * up[i];
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = std::min(n, b + kBlock);
+    if constexpr (std::is_same_v<F, float>)
+      if (cpu::train_simd_available()) {
+        cpu::swiglu_forward_simd(out + b, gate + b, up + b, e - b);
+        continue;
+      }
+    for (size_t i = b; i < e; i++) out[i] = gate[i] / (F(1) + std::exp(-gate[i])) * up[i];
+  }
 }
 
 // silu'(g) = σ(g) + g·σ(g)(1 − σ(g)) = σ(g)·(1 + g·(1 − σ(g)))
 //   dgate += dout · up · silu'(gate),   dup += dout · silu(gate)
 template <typename F>
 void swiglu_backward(F* dgate, F* dup, const F* dout, const F* gate, const F* up, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (size_t i = 0; i < n; i++) {
-    const F g = gate[i], sig = F(1) / (F(1) + std::exp(-g));
-    dgate[i] += dout[i] * up[i] * sig * (F(1) + g * (F(1) - sig));
-    dup[i] += dout[i] * g * sig;
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = std::min(n, b + kBlock);
+    if constexpr (std::is_same_v<F, float>)
+      if (cpu::train_simd_available()) {
+        cpu::swiglu_backward_simd(dgate + b, dup + b, dout + b, gate + b, up + b, e - b);
+        continue;
+      }
+    for (size_t i = b; i < e; i++) {
+      const F g = gate[i], sig = F(1) / (F(1) + std::exp(-g));
+      dgate[i] += dout[i] * up[i] * sig * (F(1) + g * (F(1) - sig));
+      dup[i] += dout[i] * g * sig;
+    }
   }
 }
 
@@ -387,26 +424,45 @@ constexpr double kGeluS = 0.7978845608028654;  // √(2/π)
 constexpr double kGeluA = 0.044715;
 }  // namespace
 
+// In float with AVX-512: cpu::gelu_forward_simd / gelu_backward_simd (the same formula, 16 at a
+// time; the tanh from the vector math library, within 3 ulp of tanhf).
 template <typename F>
-void gelu_forward(F* out, const F* inp, size_t n) {
+void gelu_forward(F* out, F* th, const F* inp, size_t n) {
   const F s = F(kGeluS), a = F(kGeluA);
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (size_t i = 0; i < n; i++) {
-    const F x = inp[i];
-    out[i] = F(0.5) * x * (F(1) + std::tanh(s * (x + a * x * x * x)));
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = std::min(n, b + kBlock);
+    if constexpr (std::is_same_v<F, float>)
+      if (th && cpu::train_simd_available()) {
+        cpu::gelu_forward_simd(out + b, th + b, inp + b, e - b);
+        continue;
+      }
+    for (size_t i = b; i < e; i++) {
+      const F x = inp[i], t = std::tanh(s * (x + a * x * x * x));
+      if (th) th[i] = t;
+      out[i] = F(0.5) * x * (F(1) + t);
+    }
   }
 }
 
 // With u = s(x + a x³) and y = ½x(1 + tanh u):
 //   dy/dx = ½(1 + tanh u) + ½x · (1 − tanh² u) · s(1 + 3a x²)
 template <typename F>
-void gelu_backward(F* dinp, const F* dout, const F* inp, size_t n) {
+void gelu_backward(F* dinp, const F* dout, const F* inp, const F* th, size_t n) {
   const F s = F(kGeluS), a = F(kGeluA);
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (size_t i = 0; i < n; i++) {
-    const F x = inp[i], th = std::tanh(s * (x + a * x * x * x));
-    const F grad = F(0.5) * (F(1) + th) + F(0.5) * x * (F(1) - th * th) * s * (F(1) + F(3) * a * x * x);
-    dinp[i] += dout[i] * grad;
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = std::min(n, b + kBlock);
+    if constexpr (std::is_same_v<F, float>)
+      if (th && cpu::train_simd_available()) {
+        cpu::gelu_backward_simd(dinp + b, dout + b, inp + b, th + b, e - b);
+        continue;
+      }
+    for (size_t i = b; i < e; i++) {
+      const F x = inp[i], t = th ? th[i] : std::tanh(s * (x + a * x * x * x));
+      const F grad = F(0.5) * (F(1) + t) + F(0.5) * x * (F(1) - t * t) * s * (F(1) + F(3) * a * x * x);
+      dinp[i] += dout[i] * grad;
+    }
   }
 }
 
@@ -428,10 +484,12 @@ void residual_backward(F* da, F* db, const F* dout, size_t n) {
 // ================================================================================================
 
 // −log softmax_y(l) = log Σ_v e^(l_v) − l_y; the log-sum-exp is taken around the row's max so no
-// exp overflows. The sum is accumulated in double (a 50257-term sum in float loses digits).
+// exp overflows. The sum is accumulated in double (a 50257-term sum in float loses digits). In float
+// with AVX-512 both loss kernels run 16 lanes at a time (cpu::exp_sum_simd, softmax_scaled_simd).
 template <typename F>
 int crossentropy_forward(F* losses, F* lse, const F* logits, const int* targets, int N, int V) {
   int bad = -1;  // a position whose target is out of range (the last one, for the message)
+  const bool simd = std::is_same_v<F, float> && cpu::train_simd_available();
 #pragma omp parallel for schedule(static) reduction(max : bad) if (size_t(N) * V > kParallelMin)
   for (int n = 0; n < N; n++) {
     const F* l = logits + size_t(n) * V;  // [V]
@@ -442,9 +500,13 @@ int crossentropy_forward(F* losses, F* lse, const F* logits, const int* targets,
       continue;
     }
     F mx = l[0];
-    for (int i = 1; i < V; i++) mx = std::max(mx, l[i]);
     double s = 0;
-    for (int i = 0; i < V; i++) s += std::exp(double(l[i] - mx));
+    if constexpr (std::is_same_v<F, float>)
+      if (simd) s = cpu::exp_sum_simd(l, V, &mx);  // 16 lanes (AVX-512)
+    if (!simd) {
+      for (int i = 1; i < V; i++) mx = std::max(mx, l[i]);
+      for (int i = 0; i < V; i++) s += std::exp(double(l[i] - mx));
+    }
     lse[n] = mx + F(std::log(s));
     losses[n] = lse[n] - l[y];
   }
@@ -459,6 +521,7 @@ int crossentropy_forward(F* losses, F* lse, const F* logits, const int* targets,
 // ∂(lse − l_y)/∂l_v = softmax_v − [v = y]
 template <typename F>
 void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const int* targets, F scale, int N, int V) {
+  const bool simd = std::is_same_v<F, float> && cpu::train_simd_available();
 #pragma omp parallel for schedule(static) if (size_t(N) * V > kParallelMin)
   for (int n = 0; n < N; n++) {
     const F* l = logits + size_t(n) * V;
@@ -469,6 +532,12 @@ void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const int*
       continue;
     }
     const F m = lse[n];
+    if constexpr (std::is_same_v<F, float>)
+      if (simd) {
+        cpu::softmax_scaled_simd(d, l, m, scale, V);  // 16 lanes (AVX-512)
+        d[y] -= scale;
+        continue;
+      }
     for (int i = 0; i < V; i++) d[i] = scale * std::exp(l[i] - m);
     d[y] -= scale;
   }
@@ -492,8 +561,8 @@ void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const int*
                                       int, int, int);                                                           \
   template void swiglu_forward<F>(F*, const F*, const F*, size_t);                                              \
   template void swiglu_backward<F>(F*, F*, const F*, const F*, const F*, size_t);                               \
-  template void gelu_forward<F>(F*, const F*, size_t);                                                          \
-  template void gelu_backward<F>(F*, const F*, const F*, size_t);                                               \
+  template void gelu_forward<F>(F*, F*, const F*, size_t);                                                      \
+  template void gelu_backward<F>(F*, const F*, const F*, const F*, size_t);                                     \
   template void residual_forward<F>(F*, const F*, const F*, size_t);                                            \
   template void residual_backward<F>(F*, F*, const F*, size_t);                                                 \
   template int crossentropy_forward<F>(F*, F*, const F*, const int*, int, int);                                 \

@@ -88,10 +88,12 @@ template <typename F>
 void swiglu_backward(F* dgate, F* dup, const F* dout, const F* gate, const F* up, size_t n);
 
 // GELU, tanh form: out = ½x(1 + tanh(√(2/π)(x + 0.044715x³)))   out, inp [n]
+// th [n] or nullptr: keeps the tanh for the backward, which then computes none.
 template <typename F>
-void gelu_forward(F* out, const F* inp, size_t n);
+void gelu_forward(F* out, F* th, const F* inp, size_t n);
+// th: the forward's, or nullptr (recomputed)
 template <typename F>
-void gelu_backward(F* dinp, const F* dout, const F* inp, size_t n);
+void gelu_backward(F* dinp, const F* dout, const F* inp, const F* th, size_t n);
 
 // Residual: out = a + b;  da += dout, db += dout        [n]
 template <typename F>

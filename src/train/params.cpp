@@ -1,5 +1,6 @@
 #include "train/params.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -128,7 +129,14 @@ const ParamInfo& ParamBuffer::tensor(const std::string& name) const {
   throw_usage_error(fmt::format("the model has no tensor '{}'", name), "tensor");
 }
 
-void ParamBuffer::zero() { std::memset(data(), 0, size_ * sizeof(float)); }
+// In blocks over the threads: one core alone does not reach the memory's write bandwidth, and a
+// GPT-2 124M gradient is 500 MB cleared every step.
+void ParamBuffer::zero() {
+  constexpr size_t kBlock = size_t(1) << 20;  // floats per task
+  float* p = data();
+#pragma omp parallel for schedule(static) if (size_ > 4 * kBlock)
+  for (size_t b = 0; b < size_; b += kBlock) std::memset(p + b, 0, std::min(kBlock, size_ - b) * sizeof(float));
+}
 
 void ParamBuffer::load(const ModelWeights& w) {
   if (w.config.arch != config_.arch || w.config.dim != config_.dim || w.config.hidden_dim != config_.hidden_dim ||

@@ -191,18 +191,21 @@ TEST(TrainLayers, SwigluBackward) {
   check_layer("swiglu", fwd, bwd, {{"gate", &g, &dg}, {"up", &u, &du}});
 }
 
+// Both ways: the backward recomputing the tanh, and using the one the forward kept.
 TEST(TrainLayers, GeluBackward) {
   const size_t n = 40;
-  Vec x = randn(n, 24, 2.0), dx(n), out(n), r = randn(n, 25);
-  auto fwd = [&] {
-    gelu_forward(out.data(), x.data(), n);
-    return dot(out, r);
-  };
-  auto bwd = [&] {
-    fwd();
-    gelu_backward(dx.data(), r.data(), x.data(), n);
-  };
-  check_layer("gelu", fwd, bwd, {{"x", &x, &dx}});
+  Vec x = randn(n, 24, 2.0), dx(n), out(n), th(n), r = randn(n, 25);
+  for (bool keep : {false, true}) {
+    auto fwd = [&] {
+      gelu_forward(out.data(), keep ? th.data() : nullptr, x.data(), n);
+      return dot(out, r);
+    };
+    auto bwd = [&] {
+      fwd();
+      gelu_backward(dx.data(), r.data(), x.data(), keep ? th.data() : nullptr, n);
+    };
+    check_layer(keep ? "gelu (kept tanh)" : "gelu", fwd, bwd, {{"x", &x, &dx}});
+  }
 }
 
 TEST(TrainLayers, ResidualBackward) {
@@ -285,10 +288,13 @@ TEST(TrainLayers, FloatForwardsMatchInferenceKernels) {
   std::vector<float> e2(x.size());
   cpu::swiglu(e2.data(), x.data(), e.data(), x.size());
   expect_close(a, e2, 1e-6f, "swiglu");
-  gelu_forward(a.data(), x.data(), x.size());
   e = x;
   cpu::gelu_tanh_inplace(e.data(), e.size());
+  gelu_forward(a.data(), (float*)nullptr, x.data(), x.size());
   expect_close(a, e, 1e-6f, "gelu");
+  std::vector<float> th(x.size());  // keeping the tanh (with AVX-512: the vectorised kernel)
+  gelu_forward(a.data(), th.data(), x.data(), x.size());
+  expect_close(a, e, 1e-6f, "gelu (kept tanh)");
 
   // RoPE: one sequence of n tokens at positions 0..n−1, H heads of HS
   std::vector<float> q = randf(size_t(n) * H * HS, 33), rq(q.size()), eq = q;

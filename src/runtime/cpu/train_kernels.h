@@ -41,4 +41,43 @@ bool gemm_acc_available();
 void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N,
               int K);
 
+// --- AVX-512 kernels of the training step's other work (train_simd.cpp) ------------------------
+// Use them only when train_simd_available() (the active ISA is AVX-512); each is single-threaded
+// (callers split the work) and documents how its bits relate to the portable loop it replaces.
+bool train_simd_available();
+
+// One AdamW update of n elements (see train/adamw.h for the formula): bit-identical to the loop
+//   g' = g·gscale; m = β1·m + (1−β1)·g'; v = β2·v + (1−β2)·g'·g'; p −= lr·((m/c1)/(√(v/c2) + ε) + decay·p)
+struct AdamWScalars {
+  float gscale, beta1, beta2, c1, c2, eps, lr, decay;
+};
+void adamw_update_simd(float* p, const float* g, float* m, float* v, size_t n, const AdamWScalars& s);
+// Σ g² in double over 8 lanes (lane j: i ≡ j mod 8), lanes then tail summed in order.
+double sum_squares_simd(const float* g, size_t n);
+
+// GELU (tanh form) over n elements: out = ½x(1 + th), th = tanh(√(2/π)(x + 0.044715x³)) kept for
+// the backward, dinp += dout·(½(1 + th) + ½x(1 − th²)√(2/π)(1 + 3·0.044715x²)).
+void gelu_forward_simd(float* out, float* th, const float* x, size_t n);
+void gelu_backward_simd(float* dinp, const float* dout, const float* x, const float* th, size_t n);
+
+// SwiGLU over n elements: out = silu(gate)·up; dgate += dout·up·σ(1 + gate(1 − σ)), dup += dout·gate·σ.
+void swiglu_forward_simd(float* out, const float* gate, const float* up, size_t n);
+void swiglu_backward_simd(float* dgate, float* dup, const float* dout, const float* gate, const float* up, size_t n);
+
+// Cross-entropy over one row of V logits: exp_sum_simd returns Σ_i e^(l_i − max) in double and
+// the max in *row_max; softmax_scaled_simd writes d_i = scale·e^(l_i − lse) (d may alias l).
+double exp_sum_simd(const float* l, int V, float* row_max);
+void softmax_scaled_simd(float* d, const float* l, float lse, float scale, int V);
+
+// One query row t of one (sequence, head) of causal attention. k, v (and dk, dv) point at time 0 of
+// the head's rows, `stride` floats apart; qt, o, dot, dqt are the row's [HS]; p [T] its
+// probabilities; dp [T] scratch. Forward: p = softmax(qt·k_s·scale, s ≤ t), 0 past t; o = Σ p_s v_s.
+// Backward: dv_s += p_s·dot, dq += Σ ds_s·k_s, dk_s += ds_s·qt, ds_s = p_s(dot·v_s − Σ_u p_u dot·v_u)·scale.
+bool attention_simd_available(int HS);  // HS a multiple of 16, ≤ 256
+void attention_row_forward_simd(float* o, float* p, const float* qt, const float* k, const float* v, size_t stride,
+                                int t, int T, int HS, float scale);
+void attention_row_backward_simd(float* dqt, float* dk, float* dv, float* dp, const float* dot, const float* p,
+                                 const float* qt, const float* k, const float* v, size_t stride, int t, int HS,
+                                 float scale);
+
 }  // namespace orion::cpu

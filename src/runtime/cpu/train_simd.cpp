@@ -1,0 +1,319 @@
+// The elementwise and attention kernels of a training step, vectorised with AVX-512 (function
+// target attribute; callers use them when train_simd_available(), i.e. the active ISA is AVX-512,
+// and their portable loops otherwise): AdamW's update, the gradient's sum of squares, GELU, and one
+// query row of causal attention. Single-threaded: the callers split the work.
+//
+// What stays bit-for-bit as the portable code computes it, and what does not:
+//   - adamw_update and sum_squares: the same IEEE operations in the same order (no FMA
+//     contraction, see the pragma below), so both paths give the same bits.
+//   - swiglu: the same operations, e^(−g) from libmvec (within 1 ulp of expf).
+//   - gelu_forward_simd: tanh from glibc's vector math library (libmvec, _ZGVeN16v_tanhf) when it
+//     is linked: within 3 ulp of the scalar tanhf (differs in ~3% of floats). The rest of the
+//     formula is the same operations in the same order. The tanh is kept for the backward, which
+//     then needs no tanh of its own.
+//   - attention: dot products summed in 16 lanes with FMAs (a reordering of the sum).
+//   - cross-entropy rows: the max exactly; e^x from libmvec (exp in double within 1 ulp of exp,
+//     expf for the gradient within 1 ulp of expf), the double sum in 16 lanes (reordered).
+// Every output element is computed by one thread in an order fixed by the sizes, so results do
+// not depend on the number of threads.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+
+#include "runtime/cpu/kernels.h"
+#include "runtime/cpu/train_kernels.h"
+
+#define ORION_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC bug 105593 in the AVX-512 headers
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// No multiply-add contraction: C++ compiles with -ffp-contract=fast by default, which lets GCC fuse
+// _mm512_mul_ps + _mm512_add_ps into one FMA (one rounding instead of two) and break the
+// bit-identity with the portable loops promised above. FMAs are written out where wanted.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#if ORION_HAVE_LIBMVEC  // glibc libmvec: tanhf, expf on 16 lanes, exp on 8 doubles
+extern "C" ORION_AVX512 __m512 _ZGVeN16v_tanhf(__m512);
+extern "C" ORION_AVX512 __m512 _ZGVeN16v_expf(__m512);
+extern "C" ORION_AVX512 __m512d _ZGVeN8v_exp(__m512d);
+#endif
+
+namespace orion::cpu {
+namespace {
+
+// Lanes [0, n) of a 16-float vector, n ≤ 16.
+ORION_AVX512 inline __mmask16 first(size_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1); }
+
+// Without libmvec: the scalar function lane by lane.
+template <typename T, typename Vec, typename Fn>
+ORION_AVX512 inline Vec each_lane(Vec u, Fn fn) {
+  T t[sizeof(Vec) / sizeof(T)];
+  std::memcpy(t, &u, sizeof u);
+  for (T& x : t) x = fn(x);
+  std::memcpy(&u, t, sizeof u);
+  return u;
+}
+
+#if ORION_HAVE_LIBMVEC
+ORION_AVX512 inline __m512 tanh16(__m512 u) { return _ZGVeN16v_tanhf(u); }
+ORION_AVX512 inline __m512 exp16(__m512 u) { return _ZGVeN16v_expf(u); }
+ORION_AVX512 inline __m512d exp8d(__m512d u) { return _ZGVeN8v_exp(u); }
+#else
+ORION_AVX512 inline __m512 tanh16(__m512 u) { return each_lane<float>(u, [](float x) { return std::tanh(x); }); }
+ORION_AVX512 inline __m512 exp16(__m512 u) { return each_lane<float>(u, [](float x) { return std::exp(x); }); }
+ORION_AVX512 inline __m512d exp8d(__m512d u) { return each_lane<double>(u, [](double x) { return std::exp(x); }); }
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// AdamW
+// ---------------------------------------------------------------------------------------------
+
+ORION_AVX512 void adamw_avx512(float* __restrict p, const float* __restrict g, float* __restrict m,
+                               float* __restrict v, size_t n, const AdamWScalars& s) {
+  const __m512 gs = _mm512_set1_ps(s.gscale), b1 = _mm512_set1_ps(s.beta1), ob1 = _mm512_set1_ps(1.0f - s.beta1),
+               b2 = _mm512_set1_ps(s.beta2), ob2 = _mm512_set1_ps(1.0f - s.beta2), c1 = _mm512_set1_ps(s.c1),
+               c2 = _mm512_set1_ps(s.c2), eps = _mm512_set1_ps(s.eps), lr = _mm512_set1_ps(s.lr),
+               dec = _mm512_set1_ps(s.decay);
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = first(n - i);
+    const __m512 gi = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + i), gs);
+    const __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_maskz_loadu_ps(k, m + i)), _mm512_mul_ps(ob1, gi));
+    const __m512 vi =
+        _mm512_add_ps(_mm512_mul_ps(b2, _mm512_maskz_loadu_ps(k, v + i)), _mm512_mul_ps(_mm512_mul_ps(ob2, gi), gi));
+    _mm512_mask_storeu_ps(m + i, k, mi);
+    _mm512_mask_storeu_ps(v + i, k, vi);
+    const __m512 mhat = _mm512_div_ps(mi, c1), vhat = _mm512_div_ps(vi, c2);
+    const __m512 pi = _mm512_maskz_loadu_ps(k, p + i);
+    const __m512 step =
+        _mm512_add_ps(_mm512_div_ps(mhat, _mm512_add_ps(_mm512_sqrt_ps(vhat), eps)), _mm512_mul_ps(dec, pi));
+    _mm512_mask_storeu_ps(p + i, k, _mm512_sub_ps(pi, _mm512_mul_ps(lr, step)));
+  }
+}
+
+// 8 double lanes (lane j takes i ≡ j mod 8), then the lanes and the tail in order.
+ORION_AVX512 double sum_squares_avx512(const float* g, size_t n) {
+  __m512d lane = _mm512_setzero_pd();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m512d x = _mm512_cvtps_pd(_mm256_loadu_ps(g + i));
+    lane = _mm512_add_pd(lane, _mm512_mul_pd(x, x));
+  }
+  alignas(64) double l[8];
+  _mm512_store_pd(l, lane);
+  double s = 0;
+  for (double x : l) s += x;
+  for (; i < n; i++) s += double(g[i]) * g[i];
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GELU
+// ---------------------------------------------------------------------------------------------
+
+constexpr float kGeluS = float(0.7978845608028654);  // √(2/π), rounded as layers.cpp rounds it
+constexpr float kGeluA = float(0.044715);
+
+ORION_AVX512 void gelu_forward_avx512(float* out, float* th, const float* x, size_t n) {
+  const __m512 s = _mm512_set1_ps(kGeluS), a = _mm512_set1_ps(kGeluA), half = _mm512_set1_ps(0.5f),
+               one = _mm512_set1_ps(1.0f);
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = first(n - i);
+    const __m512 xi = _mm512_maskz_loadu_ps(k, x + i);
+    // s·(x + a·x·x·x), left to right as the scalar expression
+    const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(a, xi), xi), xi);
+    const __m512 t = tanh16(_mm512_mul_ps(s, _mm512_add_ps(xi, x3)));
+    _mm512_mask_storeu_ps(th + i, k, t);
+    _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(_mm512_mul_ps(half, xi), _mm512_add_ps(one, t)));
+  }
+}
+
+ORION_AVX512 void gelu_backward_avx512(float* dinp, const float* dout, const float* x, const float* th, size_t n) {
+  const __m512 s = _mm512_set1_ps(kGeluS), a3 = _mm512_set1_ps(3.0f * kGeluA), half = _mm512_set1_ps(0.5f),
+               one = _mm512_set1_ps(1.0f);
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = first(n - i);
+    const __m512 xi = _mm512_maskz_loadu_ps(k, x + i), t = _mm512_maskz_loadu_ps(k, th + i);
+    // ½(1 + th) + ½x·(1 − th²)·s·(1 + 3a·x·x)
+    const __m512 left = _mm512_mul_ps(half, _mm512_add_ps(one, t));
+    const __m512 sech2 = _mm512_sub_ps(one, _mm512_mul_ps(t, t));
+    const __m512 poly = _mm512_add_ps(one, _mm512_mul_ps(_mm512_mul_ps(a3, xi), xi));
+    const __m512 right = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(half, xi), sech2), s), poly);
+    const __m512 d = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i), _mm512_add_ps(left, right));
+    _mm512_mask_storeu_ps(dinp + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, dinp + i), d));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SwiGLU: the portable loop's operations, e^(−g) from libmvec
+// ---------------------------------------------------------------------------------------------
+
+ORION_AVX512 void swiglu_forward_avx512(float* out, const float* gate, const float* up, size_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = first(n - i);
+    const __m512 g = _mm512_maskz_loadu_ps(k, gate + i);
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, exp16(_mm512_sub_ps(zero, g))));
+    _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(k, up + i)));
+  }
+}
+
+ORION_AVX512 void swiglu_backward_avx512(float* dgate, float* dup, const float* dout, const float* gate,
+                                         const float* up, size_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = first(n - i);
+    const __m512 g = _mm512_maskz_loadu_ps(k, gate + i), u = _mm512_maskz_loadu_ps(k, up + i),
+                 d = _mm512_maskz_loadu_ps(k, dout + i);
+    const __m512 sig = _mm512_div_ps(one, _mm512_add_ps(one, exp16(_mm512_sub_ps(zero, g))));
+    // dgate += dout·up·σ·(1 + g(1 − σ)),  dup += dout·g·σ
+    const __m512 dg = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(d, u), sig),
+                                    _mm512_add_ps(one, _mm512_mul_ps(g, _mm512_sub_ps(one, sig))));
+    _mm512_mask_storeu_ps(dgate + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, dgate + i), dg));
+    _mm512_mask_storeu_ps(dup + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, dup + i), _mm512_mul_ps(_mm512_mul_ps(d, g), sig)));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cross-entropy rows
+// ---------------------------------------------------------------------------------------------
+
+ORION_AVX512 double exp_sum_avx512(const float* l, int V, float* row_max) {
+  __m512 mv = _mm512_set1_ps(-INFINITY);
+  for (int i = 0; i < V; i += 16) mv = _mm512_max_ps(mv, _mm512_mask_loadu_ps(mv, first(size_t(V - i)), l + i));
+  const float mx = _mm512_reduce_max_ps(mv);
+  const __m512 m = _mm512_set1_ps(mx);
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int i = 0; i < V; i += 16) {
+    // lanes past V read −inf: e^(−inf) = 0 adds nothing
+    const __m512 d = _mm512_sub_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), first(size_t(V - i)), l + i), m);
+    lo = _mm512_add_pd(lo, exp8d(_mm512_cvtps_pd(_mm512_castps512_ps256(d))));
+    hi = _mm512_add_pd(hi, exp8d(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(d), 1)))));
+  }
+  alignas(64) double a[8], b[8];
+  _mm512_store_pd(a, lo), _mm512_store_pd(b, hi);
+  double s = 0;
+  for (int j = 0; j < 8; j++) s += a[j];
+  for (int j = 0; j < 8; j++) s += b[j];
+  *row_max = mx;
+  return s;
+}
+
+ORION_AVX512 void softmax_scaled_avx512(float* d, const float* l, float lse, float scale, int V) {
+  const __m512 m = _mm512_set1_ps(lse), sc = _mm512_set1_ps(scale);
+  for (int i = 0; i < V; i += 16) {
+    const __mmask16 k = first(size_t(V - i));
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, l + i), m));
+    _mm512_mask_storeu_ps(d + i, k, _mm512_mul_ps(sc, e));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention: one (sequence, head) at a time; vectors of HS floats in ≤ 4 registers of 16
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kMaxHS = 256;  // 16 registers: q (or do) and an accumulator in registers
+
+ORION_AVX512 inline float dot_avx512(const float* a, const float* b, int HS) {
+  __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(a), _mm512_loadu_ps(b));
+  for (int i = 16; i < HS; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+  return _mm512_reduce_add_ps(acc);
+}
+
+// y[0..HS) += c·x[0..HS)
+ORION_AVX512 inline void axpy_avx512(float* y, float c, const float* x, int HS) {
+  const __m512 cv = _mm512_set1_ps(c);
+  for (int i = 0; i < HS; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(cv, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+}
+
+ORION_AVX512 void attention_row_forward_avx512(float* o, float* p, const float* qt, const float* k, const float* v,
+                                               size_t stride, int t, int T, int HS, float scale) {
+  float mx = -INFINITY;
+  for (int s = 0; s <= t; s++) {
+    p[s] = dot_avx512(qt, k + size_t(s) * stride, HS) * scale;
+    mx = std::max(mx, p[s]);
+  }
+  float sum = 0;
+  for (int s = 0; s <= t; s++) sum += (p[s] = std::exp(p[s] - mx));
+  const float inv = 1.0f / sum;
+  for (int s = 0; s <= t; s++) p[s] *= inv;
+  std::fill(p + t + 1, p + T, 0.0f);
+  __m512 acc[kMaxHS / 16];
+  const int R = HS / 16;
+  for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+  for (int s = 0; s <= t; s++) {
+    const __m512 ps = _mm512_set1_ps(p[s]);
+    const float* vs = v + size_t(s) * stride;
+    for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(ps, _mm512_loadu_ps(vs + 16 * r), acc[r]);
+  }
+  for (int r = 0; r < R; r++) _mm512_storeu_ps(o + 16 * r, acc[r]);
+}
+
+ORION_AVX512 void attention_row_backward_avx512(float* dqt, float* dk, float* dv, float* dp, const float* dot,
+                                                const float* p, const float* qt, const float* k, const float* v,
+                                                size_t stride, int t, int HS, float scale) {
+  float pdp = 0;  // Σ_u P_tu dP_tu
+  for (int s = 0; s <= t; s++) {
+    dp[s] = dot_avx512(dot, v + size_t(s) * stride, HS);
+    axpy_avx512(dv + size_t(s) * stride, p[s], dot, HS);
+    pdp += p[s] * dp[s];
+  }
+  __m512 acc[kMaxHS / 16];
+  const int R = HS / 16;
+  for (int r = 0; r < R; r++) acc[r] = _mm512_loadu_ps(dqt + 16 * r);
+  for (int s = 0; s <= t; s++) {
+    const float ds = p[s] * (dp[s] - pdp) * scale;
+    const __m512 dsv = _mm512_set1_ps(ds);
+    const float* ks = k + size_t(s) * stride;
+    for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(dsv, _mm512_loadu_ps(ks + 16 * r), acc[r]);
+    axpy_avx512(dk + size_t(s) * stride, ds, qt, HS);
+  }
+  for (int r = 0; r < R; r++) _mm512_storeu_ps(dqt + 16 * r, acc[r]);
+}
+
+}  // namespace
+
+bool train_simd_available() { return active_isa() == Isa::Avx512; }
+
+void adamw_update_simd(float* p, const float* g, float* m, float* v, size_t n, const AdamWScalars& s) {
+  adamw_avx512(p, g, m, v, n, s);
+}
+double sum_squares_simd(const float* g, size_t n) { return sum_squares_avx512(g, n); }
+void gelu_forward_simd(float* out, float* th, const float* x, size_t n) { gelu_forward_avx512(out, th, x, n); }
+void gelu_backward_simd(float* dinp, const float* dout, const float* x, const float* th, size_t n) {
+  gelu_backward_avx512(dinp, dout, x, th, n);
+}
+
+void swiglu_forward_simd(float* out, const float* gate, const float* up, size_t n) {
+  swiglu_forward_avx512(out, gate, up, n);
+}
+void swiglu_backward_simd(float* dgate, float* dup, const float* dout, const float* gate, const float* up, size_t n) {
+  swiglu_backward_avx512(dgate, dup, dout, gate, up, n);
+}
+
+double exp_sum_simd(const float* l, int V, float* row_max) { return exp_sum_avx512(l, V, row_max); }
+void softmax_scaled_simd(float* d, const float* l, float lse, float scale, int V) {
+  softmax_scaled_avx512(d, l, lse, scale, V);
+}
+
+bool attention_simd_available(int HS) { return train_simd_available() && HS % 16 == 0 && HS <= kMaxHS; }
+
+void attention_row_forward_simd(float* o, float* p, const float* qt, const float* k, const float* v, size_t stride,
+                                int t, int T, int HS, float scale) {
+  attention_row_forward_avx512(o, p, qt, k, v, stride, t, T, HS, scale);
+}
+
+void attention_row_backward_simd(float* dqt, float* dk, float* dv, float* dp, const float* dot, const float* p,
+                                 const float* qt, const float* k, const float* v, size_t stride, int t, int HS,
+                                 float scale) {
+  attention_row_backward_avx512(dqt, dk, dv, dp, dot, p, qt, k, v, stride, t, HS, scale);
+}
+
+}  // namespace orion::cpu
