@@ -126,6 +126,24 @@ ir::Graph stories_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank
   return std::move(b.g);
 }
 
+ir::Graph gpt2_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "gpt2_lora_fwd_attn", "gpt2");
+  KernelBuilder b("gpt2_lora_fwd_attn", opt.dtype);
+  Value x = b.act("x", w.config.dim, S);  // [1, C, 1, S]
+  QVAdapters ad = qv_slots(b, w.config, rank_slot);
+  AttentionParts p = attention_sublayer(b, w, layer, x, &ad);
+  for (Value v : {p.o, p.q, p.k, p.v, p.att, p.xnorm}) b.output(v);  // gpt2_fwd_attn's outputs
+  return std::move(b.g);
+}
+
+ir::Graph gpt2_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "gpt2_lora_qkv_bwd", "gpt2");
+  KernelBuilder b("gpt2_lora_qkv_bwd", opt.dtype);
+  QVAdapters ad = qv_slots(b, w.config, rank_slot);
+  gpt2_qkv_backward(b, w, layer, S, &ad);
+  return std::move(b.g);
+}
+
 std::map<std::string, ir::Tensor32> lora_qv_inputs(const ModelConfig& c, int slot, int r, float scale, const float* a_q,
                                                    const float* b_q, const float* a_v, const float* b_v) {
   ORION_CHECK(r <= slot, "adapter rank {} above the slot {}", r, slot);
