@@ -102,12 +102,12 @@ class AneBlocks : public BlockRunner {
 // grads may be null (forward only). Makes its own driver and compile budget.
 std::unique_ptr<AneBlocks> make_ane_blocks(const Params& params, Grads* grads, int B, int T, const AneTrainOptions& options = {});
 
-// Adapter training with the base baked (issue 7): the Llama runner with fwd_attn and qkv_bwd taking
-// the q and v adapters (targets ⊆ {q, v}; A and s·B of `adapter`, read again after every
+// Adapter training with the base baked (issue 7): the runner of the base's family (Llama or GPT-2)
+// with fwd_attn and qkv_bwd taking the q and v adapters (targets ⊆ {q, v}; A and s·B of `adapter`, read again after every
 // weights_updated()) as program inputs. base never changes: it is compiled into the programs once,
 // the compile count stays constant for the whole run, and switching or updating the adapter
 // recompiles nothing. No weight gradient is computed; the adapted projections' X and dY (ANE
-// outputs) go to sink, which forms dA, dB on the CPU. Usage error for GPT-2 or other targets.
+// outputs) go to sink, which forms dA, dB on the CPU. Usage error for other targets.
 std::unique_ptr<AneBlocks> make_lora_ane_blocks(const Params& base, const LoraAdapter& adapter, AdapterGradSink& sink, int B,
                                                 int T, const AneTrainOptions& options = {});
 

@@ -16,18 +16,27 @@
 //   CPU over all B·T rows: dW2, db2 from dy and gelu;  dW1, db1 from dfc and xn2;  ln2 from dxn2, x1;
 //       dWo, dbo from dx1 and att;  dWq, dbq from dq;  dWk, dbk from dk;  dWv, dbv from dv (with xn1);
 //       ln1 from dxn1, x.   (A bias's gradient is the column sum of its output's gradient.)
+//
+// Adapter training (make_lora_ane_blocks, issue 7), as the Llama runner's: the base is frozen and
+// baked into the programs once; fwd_attn and qkv_bwd are gpt2_lora_fwd_attn / gpt2_lora_qkv_bwd
+// (lora_frontends.h) with A and s·B of the q and v adapters as program inputs, rebuilt on the host
+// after each step (no compile); no weight or bias gradient is computed, and the sink gets xn1 (the
+// projections' input) with dq, dv (their output gradients, sdpa_bwd2's and sdpa_bwd1's outputs —
+// GPT-2 has no RoPE) to form dA, dB on the CPU. The other four kernels are the plain ones.
 #include <algorithm>
 
 #include "model/frontends/frontends.h"
+#include "model/frontends/lora_frontends.h"
 #include "train/ane_blocks_impl.h"
 #include "train/layers.h"
 
 namespace orion::train::ane {
 namespace {
 
-std::vector<KernelSpec> gpt2_kernels() {
+// lora_slot > 0: fwd_attn and qkv_bwd with q, v adapter inputs of that rank slot.
+std::vector<KernelSpec> gpt2_kernels(int lora_slot) {
   namespace fe = frontends;
-  return {
+  std::vector<KernelSpec> k = {
       {"gpt2_fwd_attn", [](const ModelWeights& w, int l, int S) { return fe::gpt2_fwd_attn(w, l, S); }, true, true},
       {"gpt2_fwd_ffn", [](const ModelWeights& w, int l, int S) { return fe::gpt2_fwd_ffn(w, l, S); }, false, true},
       {"gpt2_ffn_bwd", [](const ModelWeights& w, int l, int S) { return fe::gpt2_ffn_bwd(w, l, S); }, false, true},
@@ -35,6 +44,15 @@ std::vector<KernelSpec> gpt2_kernels() {
       {"stories_sdpa_bwd2", [](const ModelWeights& w, int, int S) { return fe::stories_sdpa_bwd2(w.config, S); }, true, false},
       {"gpt2_qkv_bwd", [](const ModelWeights& w, int l, int S) { return fe::gpt2_qkv_bwd(w, l, S); }, true, true},
   };
+  if (lora_slot > 0) {
+    k[kFwdAttn] = {"gpt2_lora_fwd_attn",
+                   [lora_slot](const ModelWeights& w, int l, int S) { return fe::gpt2_lora_fwd_attn(w, l, S, lora_slot); },
+                   true, true};
+    k[kQkvBwd] = {"gpt2_lora_qkv_bwd",
+                  [lora_slot](const ModelWeights& w, int l, int S) { return fe::gpt2_lora_qkv_bwd(w, l, S, lora_slot); },
+                  true, true};
+  }
+  return k;
 }
 
 // As LlamaSaved: program-layout tensors for the backward kernels, rows for the weight gradients.
@@ -45,8 +63,10 @@ struct Gpt2Saved {
 
 class Gpt2AneBlocks final : public AneBlocksBase {
  public:
-  Gpt2AneBlocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o)
-      : AneBlocksBase(p, g, B, T, o, gpt2_kernels()) {
+  // lora: adapter training with the base baked (lora's targets ⊆ {q, v}; its gradients go to sink).
+  Gpt2AneBlocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, const LoraAdapter* lora = nullptr,
+                AdapterGradSink* sink = nullptr)
+      : AneBlocksBase(p, g, B, T, o, gpt2_kernels(lora ? lora->rank() : 0)) {
     const ModelConfig& c = p.config();
     const size_t N = size_t(B) * T, C = c.dim, H = c.hidden_dim;
     saved_.resize(size_t(c.n_layers));
@@ -54,9 +74,14 @@ class Gpt2AneBlocks final : public AneBlocksBase {
       a.q.resize(size_t(B)), a.k.resize(size_t(B)), a.v.resize(size_t(B)), a.fc.resize(size_t(B));
       a.att.resize(N * C), a.xn1.resize(N * C), a.x1.resize(N * C), a.gelu.resize(N * H), a.xn2.resize(N * C);
     }
-    if (g) {
+    if (g || sink) {
       dx1_.resize(N * C), dxn1_.resize(N * C), dxn2_.resize(N * C), dq_.resize(N * C), dk_.resize(N * C), dv_.resize(N * C);
       dfc_.resize(N * H);
+    }
+    if (lora) {
+      ORION_CHECK(sink, "adapter training on the ANE needs a gradient sink");
+      adapters_ = std::make_unique<QvAdapterInputs>(*lora, c);
+      frozen_weights_ = true, f_.sink = sink;
     }
   }
 
@@ -65,8 +90,14 @@ class Gpt2AneBlocks final : public AneBlocksBase {
   // Adapter training on the merged weights: no dW of the frozen base, X and dY of the adapted
   // projections (from the programs' outputs) reported to the sink.
   bool freeze_base(AdapterGradSink* sink) override {
-    f_.sink = sink;
+    if (adapters_ && sink) f_.sink = sink;  // the LoRA runner is always frozen
+    else if (!adapters_) f_.sink = sink;
     return true;
+  }
+
+  void weights_updated() override {
+    AneBlocksBase::weights_updated();
+    if (adapters_) adapters_->changed();  // the adapter changed: its inputs are rebuilt at the next call
   }
 
   void forward_block(int l, const float* x, float* y, int B, int T) override {
@@ -91,10 +122,11 @@ class Gpt2AneBlocks final : public AneBlocksBase {
   }
 
   void backward_block(int l, const float* x, const float* dy, float* dx, int B, int T) override {
-    ORION_CHECK(g_, "backward without gradient buffers");
+    ORION_CHECK(g_ || f_.sink, "backward without gradient buffers");
     const ModelConfig& c = p_.config();
     const LayerParams& w = p_.layers[size_t(l)];
-    LayerParams& dw = g_->layers[size_t(l)];
+    LayerParams none;  // a frozen base has no gradient buffers (f_.grad gives nullptr for every dW, db)
+    LayerParams& dw = g_ ? g_->layers[size_t(l)] : none;
     Gpt2Saved& a = saved_[size_t(l)];
     const int N = B * T, C = c.dim, H = c.hidden_dim;
     for (int b = 0; b < B; b++) {
@@ -141,7 +173,12 @@ class Gpt2AneBlocks final : public AneBlocksBase {
     if (l == 0) mark_backward_done();
   }
 
+  // The adapter inputs of fwd_attn and qkv_bwd: A_q, s·B_q, A_v, s·B_v of the layer.
+  bool has_extra_inputs(KernelRole role) const override { return adapters_ && (role == kFwdAttn || role == kQkvBwd); }
+  void add_extra_inputs(KernelRole, int l, TensorMap& inputs) override { adapters_->add(l, inputs); }
+
  private:
+  std::unique_ptr<QvAdapterInputs> adapters_;  // LoRA mode only
   FrozenBase f_;
   std::vector<Gpt2Saved> saved_;
   std::vector<float> dx1_, dxn1_, dxn2_, dq_, dk_, dv_;  // [N, C]
@@ -152,6 +189,11 @@ class Gpt2AneBlocks final : public AneBlocksBase {
 
 std::unique_ptr<AneBlocks> make_gpt2_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o) {
   return std::make_unique<Gpt2AneBlocks>(p, g, B, T, o);
+}
+
+std::unique_ptr<AneBlocks> make_gpt2_lora_ane_blocks(const Params& base, const LoraAdapter& a, AdapterGradSink& sink, int B,
+                                                     int T, const AneTrainOptions& o) {
+  return std::make_unique<Gpt2AneBlocks>(base, nullptr, B, T, o, &a, &sink);
 }
 
 }  // namespace orion::train::ane

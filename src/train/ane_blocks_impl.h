@@ -116,6 +116,26 @@ class AneBlocksBase : public AneBlocks {
   Timer since_backward_;           // from the last backward block to weights_updated(): the optimiser
 };
 
+// The q and v adapters of a frozen-base LoRA runner (make_lora_ane_blocks) as the inputs of its
+// fwd_attn and qkv_bwd programs: per layer A_q, s·B_q, A_v, s·B_v (frontends::lora_qv_inputs, the
+// rank slot = the adapter's rank), built on the host from the adapter when first needed after
+// changed() — the runner calls that from weights_updated(), so every step reads the new A, B.
+class QvAdapterInputs {
+ public:
+  // Usage error unless the adapter's targets are among q and v (the kernels' slots).
+  QvAdapterInputs(const LoraAdapter& adapter, const ModelConfig& c);
+  int slot() const;
+  void changed() { current_ = false; }
+  // Adds layer l's four adapter inputs to `inputs`.
+  void add(int l, TensorMap& inputs);
+
+ private:
+  const LoraAdapter& a_;
+  const ModelConfig c_;
+  std::vector<TensorMap> per_layer_;
+  bool current_ = false;
+};
+
 // Weight gradients of the norms from the CPU's fp32 statistics of the norm's input x [N, C] and the
 // gradient of the norm's output dxnorm [N, C] (from the ANE):
 //   RMSNorm:   dw[c] += Σ_n dxnorm[n, c]·x[n, c]·r[n],          r = (mean(x²) + eps)^−½
@@ -125,5 +145,10 @@ void layernorm_weight_grad(float* dw, float* db, const float* dxnorm, const floa
 
 std::unique_ptr<AneBlocks> make_llama_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o);
 std::unique_ptr<AneBlocks> make_gpt2_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o);
+// The LoRA runners (ane_blocks.h make_lora_ane_blocks): base frozen and baked, q, v adapters as inputs.
+std::unique_ptr<AneBlocks> make_llama_lora_ane_blocks(const Params& base, const LoraAdapter& a, AdapterGradSink& sink, int B,
+                                                      int T, const AneTrainOptions& o);
+std::unique_ptr<AneBlocks> make_gpt2_lora_ane_blocks(const Params& base, const LoraAdapter& a, AdapterGradSink& sink, int B,
+                                                     int T, const AneTrainOptions& o);
 
 }  // namespace orion::train::ane

@@ -69,7 +69,7 @@ class LlamaAneBlocks final : public AneBlocksBase {
   // lora: adapter training with the base baked (lora's targets ⊆ {q, v}; its gradients go to sink).
   LlamaAneBlocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, const LoraAdapter* lora = nullptr,
                  AdapterGradSink* sink = nullptr)
-      : AneBlocksBase(p, g, B, T, o, llama_kernels(lora ? lora->rank() : 0)), lora_(lora) {
+      : AneBlocksBase(p, g, B, T, o, llama_kernels(lora ? lora->rank() : 0)) {
     const ModelConfig& c = p.config();
     const size_t N = size_t(B) * T, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
     saved_.resize(size_t(c.n_layers));
@@ -83,24 +83,20 @@ class LlamaAneBlocks final : public AneBlocksBase {
     }
     if (lora) {
       ORION_CHECK(sink, "adapter training on the ANE needs a gradient sink");
-      for (LoraTarget t : lora->targets())
-        if (t != LoraTarget::Q && t != LoraTarget::V)
-          throw_usage_error(fmt::format("the ANE adapter-input kernels adapt q and v only, not {}", lora_target_name(t)),
-                            "--targets", "use --targets q,v, or --backend cpu");
+      adapters_ = std::make_unique<QvAdapterInputs>(*lora, c);
       frozen_weights_ = true, f_.sink = sink;
-      adapter_inputs_.resize(size_t(c.n_layers));
     }
   }
 
   bool freeze_base(AdapterGradSink* sink) override {
-    if (lora_ && sink) f_.sink = sink;  // the LoRA runner is always frozen
-    else if (!lora_) f_.sink = sink;
+    if (adapters_ && sink) f_.sink = sink;  // the LoRA runner is always frozen
+    else if (!adapters_) f_.sink = sink;
     return true;
   }
 
   void weights_updated() override {
     AneBlocksBase::weights_updated();
-    adapters_current_ = false;  // the adapter changed: its inputs are rebuilt at the next call
+    if (adapters_) adapters_->changed();  // the adapter changed: its inputs are rebuilt at the next call
   }
 
   const char* name() const override { return "ane-llama"; }
@@ -184,27 +180,13 @@ class LlamaAneBlocks final : public AneBlocksBase {
     if (l == 0) mark_backward_done();
   }
 
-  // The adapter inputs of fwd_attn and qkv_bwd: A_q, s·B_q, A_v, s·B_v of the layer (lora_qv_inputs).
-  bool has_extra_inputs(KernelRole role) const override { return lora_ && (role == kFwdAttn || role == kQkvBwd); }
-  void add_extra_inputs(KernelRole, int l, TensorMap& inputs) override {
-    if (!adapters_current_) {
-      const int r = lora_->rank();
-      for (int i = 0; i < int(adapter_inputs_.size()); i++) {
-        const LoraTensor *q = lora_->find(i, LoraTarget::Q), *v = lora_->find(i, LoraTarget::V);
-        adapter_inputs_[size_t(i)] = frontends::lora_qv_inputs(p_.config(), r, r, lora_->scale(), q ? lora_->A(*q) : nullptr,
-                                                               q ? lora_->B(*q) : nullptr, v ? lora_->A(*v) : nullptr,
-                                                               v ? lora_->B(*v) : nullptr);
-      }
-      adapters_current_ = true;
-    }
-    for (const auto& [name, t] : adapter_inputs_[size_t(l)]) inputs[name] = t;
-  }
+  // The adapter inputs of fwd_attn and qkv_bwd: A_q, s·B_q, A_v, s·B_v of the layer.
+  bool has_extra_inputs(KernelRole role) const override { return adapters_ && (role == kFwdAttn || role == kQkvBwd); }
+  void add_extra_inputs(KernelRole, int l, TensorMap& inputs) override { adapters_->add(l, inputs); }
 
  private:
-  const LoraAdapter* lora_ = nullptr;
+  std::unique_ptr<QvAdapterInputs> adapters_;  // LoRA mode only
   FrozenBase f_;
-  std::vector<TensorMap> adapter_inputs_;  // per layer
-  bool adapters_current_ = false;
   std::vector<LlamaSaved> saved_;
   std::vector<float> dx1_, dxn1_, dxn2_;  // [N, C]
   std::vector<float> dq_, dk_, dv_;       // [N, Q], [N, KV], [N, KV]
@@ -217,17 +199,9 @@ std::unique_ptr<AneBlocks> make_llama_ane_blocks(const Params& p, Grads* g, int 
   return std::make_unique<LlamaAneBlocks>(p, g, B, T, o);
 }
 
-}  // namespace orion::train::ane
-
-namespace orion::train {
-
-std::unique_ptr<AneBlocks> make_lora_ane_blocks(const Params& base, const LoraAdapter& adapter, AdapterGradSink& sink, int B,
-                                                int T, const AneTrainOptions& o) {
-  if (base.config().arch != Arch::Llama)
-    throw_usage_error("the ANE adapter-input training kernels are the Stories (Llama) ones", "--backend",
-                      "GPT-2 adapters train on the ANE path through the merged weights (LoraTrainer does that)");
-  adapter.check_fits(base.config(), "adapter");
-  return std::make_unique<ane::LlamaAneBlocks>(base, nullptr, B, T, o, &adapter, &sink);
+std::unique_ptr<AneBlocks> make_llama_lora_ane_blocks(const Params& base, const LoraAdapter& a, AdapterGradSink& sink, int B,
+                                                      int T, const AneTrainOptions& o) {
+  return std::make_unique<LlamaAneBlocks>(base, nullptr, B, T, o, &a, &sink);
 }
 
-}  // namespace orion::train
+}  // namespace orion::train::ane

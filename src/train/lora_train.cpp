@@ -222,11 +222,11 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt, dist::Communicator* comm) : opt_(
     base_->config = c;
   }
   model_ = std::make_unique<TrainModel>(*work_, grads_.get(), t.batch, t.seq);
-  // The ANE path with the base baked and the adapter as program inputs: Llama with adapters on q
-  // and v (the kernels' slots). Otherwise the ANE runner trains on the merged W', streamed as inputs.
+  // The ANE path with the base baked and the adapter as program inputs: adapters on q and v (the
+  // kernels' slots), Llama or GPT-2. Otherwise the ANE runner trains on the merged W', streamed as inputs.
   bool qv_only = true;
   for (LoraTarget tg : adapter.targets()) qv_only = qv_only && (tg == LoraTarget::Q || tg == LoraTarget::V);
-  const bool adapter_inputs = t.backend != "cpu" && c.arch == Arch::Llama && qv_only;
+  const bool adapter_inputs = t.backend != "cpu" && qv_only;
   lora_ = std::make_unique<LoraTraining>(*work_, std::move(adapter), /*merged=*/!adapter_inputs && !base16_);
   if (base16_) {  // the blocks widen the 16-bit base a layer at a time, with the adapter merged
     auto blocks = std::make_unique<Base16Blocks>(*work_, *base16_, lora_->adapter(), grads_.get(), t.batch, t.seq);
@@ -239,7 +239,7 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt, dist::Communicator* comm) : opt_(
     auto blocks = adapter_inputs ? make_lora_ane_blocks(*work_, lora_->adapter(), *lora_, t.batch, t.seq, ao)
                                  : make_ane_blocks(*work_, grads_.get(), t.batch, t.seq, ao);
     if (!adapter_inputs && t.progress)
-      std::fprintf(stderr, "lora: the ANE path bakes the base with adapter inputs for Llama q,v adapters only; this one "
+      std::fprintf(stderr, "lora: the ANE path bakes the base with adapter inputs for q,v adapters only; this one "
                            "trains on the merged weights (streamed as program inputs)\n");
     ane_ = blocks.get();
     model_->set_blocks(std::move(blocks));

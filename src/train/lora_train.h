@@ -23,11 +23,11 @@
 // the PEFT layout. The general Trainer (trainer.h) is untouched: LoRA reuses its pieces
 // (TrainModel, AdamW, guards, datasets, options) rather than its class.
 //
-// On the ANE path (train.backend anesim | ane), Llama with adapters on q and v: the base is baked
+// On the ANE path (train.backend anesim | ane), Llama or GPT-2 with adapters on q and v: the base is baked
 // into the programs once and A, B are program inputs (make_lora_ane_blocks, ane_blocks.h) — the
 // working parameters stay the base bit for bit, nothing is merged, and the compile count is constant
-// for the whole run; dA, dB come from the ANE's xnorm and dq_lin, dv, on the CPU. Other targets and
-// GPT-2 run #6's ANE runner on the merged W' (streamed as weights-as-inputs after every step).
+// for the whole run; dA, dB come from the ANE's xnorm and dq (before RoPE), dv, on the CPU. Other
+// targets run #6's ANE runner on the merged W' (streamed as weights-as-inputs after every step).
 //
 // Data parallel (dist/communicator.h, docs/distributed.md) exactly as the general Trainer: under
 // mpirun every rank holds the base and the adapter, reads its rows of each global batch (--batch is

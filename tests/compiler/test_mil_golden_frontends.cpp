@@ -212,6 +212,8 @@ std::vector<std::pair<std::string, std::function<ir::Graph()>>> every_kernel() {
       {"lora_decode_qkv_llama", [] { return lora_decode_qkv(stories(), 0, 8, 4); }},
       {"stories_lora_fwd_attn", [] { return stories_lora_fwd_attn(stories(), 1, 8, 4); }},
       {"stories_lora_qkv_bwd", [] { return stories_lora_qkv_bwd(stories(), 1, 8, 4); }},
+      {"gpt2_lora_fwd_attn", [] { return gpt2_lora_fwd_attn(gpt2(), 1, 8, 4); }},
+      {"gpt2_lora_qkv_bwd", [] { return gpt2_lora_qkv_bwd(gpt2(), 1, 8, 4); }},
   };
 }
 

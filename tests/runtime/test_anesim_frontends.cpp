@@ -76,6 +76,8 @@ std::vector<Kernel> every_kernel() {
       {"lora_attention_llama", [=](KernelOptions o) { return lora_attention(llama(), 0, S, kRank, alpha, o); }},
       {"stories_lora_fwd_attn", [](KernelOptions o) { return stories_lora_fwd_attn(llama(), 0, S, kRank, o); }},
       {"stories_lora_qkv_bwd", [](KernelOptions o) { return stories_lora_qkv_bwd(llama(), 0, S, kRank, o); }},
+      {"gpt2_lora_fwd_attn", [](KernelOptions o) { return gpt2_lora_fwd_attn(gpt2(), 0, S, kRank, o); }},
+      {"gpt2_lora_qkv_bwd", [](KernelOptions o) { return gpt2_lora_qkv_bwd(gpt2(), 0, S, kRank, o); }},
   };
 }
 

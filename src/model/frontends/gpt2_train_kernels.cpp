@@ -61,19 +61,29 @@ ir::Graph gpt2_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions op
   return std::move(b.g);
 }
 
-ir::Graph gpt2_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt) {
-  check_kernel_args(w, layer, S, "gpt2_qkv_bwd", "gpt2");
+void gpt2_qkv_backward(KernelBuilder& b, const ModelWeights& w, int layer, int S, const QVAdapters* lora) {
   const ModelConfig& c = w.config;
   const LayerWeights& l = w.layers[size_t(layer)];
-  KernelBuilder b("gpt2_qkv_bwd", opt.dtype);
   Value dq = b.act("dq", c.dim, S), dk = b.act("dk", c.kv_dim(), S), dv = b.act("dv", c.kv_dim(), S);
   Value x = b.act("x", c.dim, S);
   // q = Wq·xnorm + bq, k, v likewise  ⇒  dxnorm = Wqᵀ·dq + Wkᵀ·dk + Wvᵀ·dv             [1, C, 1, S]
   Value dxv = b.linear_t(dv, "wvt", l.wv, "dxnorm_v"), dxk = b.linear_t(dk, "wkt", l.wk, "dxnorm_k");
   Value dxq = b.linear_t(dq, "wqt", l.wq, "dxnorm_q");
+  if (lora) {  // q += s·B_q·(A_q·xnorm), v likewise  ⇒  dxnorm also gets s·A_qᵀ·(B_qᵀ·dq), s·A_vᵀ·(B_vᵀ·dv)
+    Value dxq_lora = b.lora_delta_backward(dq, lora->a_q, lora->b_q, lora->scale, "dxnorm_q_lora");
+    dxq = b.add(dxq, dxq_lora);
+    Value dxv_lora = b.lora_delta_backward(dv, lora->a_v, lora->b_v, lora->scale, "dxnorm_v_lora");
+    dxv = b.add(dxv, dxv_lora);
+  }
   Value dxn = b.add(b.add(dxq, dxk), dxv, "dxnorm");
   Value dx = b.layernorm_backward(x, dxn, "ln1", l.attn_norm, c.norm_eps, "dx");
   for (Value v : {dx, dxn}) b.output(v);
+}
+
+ir::Graph gpt2_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "gpt2_qkv_bwd", "gpt2");
+  KernelBuilder b("gpt2_qkv_bwd", opt.dtype);
+  gpt2_qkv_backward(b, w, layer, S);
   return std::move(b.g);
 }
 

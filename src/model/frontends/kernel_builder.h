@@ -129,6 +129,10 @@ AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int l
 // join dxnorm (stories_lora_qkv_bwd).
 void stories_qkv_backward(KernelBuilder& b, const ModelWeights& w, int layer, int S, const QVAdapters* lora = nullptr);
 
+// The GPT-2 qkv backward (gpt2_train_kernels.cpp) from its inputs dq, dk, dv and x: outputs dx,
+// dxnorm. With adapters on q and v, s·A_qᵀ·(B_qᵀ·dq) and s·A_vᵀ·(B_vᵀ·dv) join dxnorm (gpt2_lora_qkv_bwd).
+void gpt2_qkv_backward(KernelBuilder& b, const ModelWeights& w, int layer, int S, const QVAdapters* lora = nullptr);
+
 // Usage errors for a layer index or sequence length out of range, or the wrong model family.
 void check_kernel_args(const ModelWeights& w, int layer, int S, const char* kernel, const char* arch /* or nullptr */);
 

@@ -40,6 +40,12 @@ ir::Graph stories_lora_fwd_attn(const ModelWeights& w, int layer, int S, int ran
 //   out dx, dxnorm, dq_lin, dk_lin.
 ir::Graph stories_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
 
+// The GPT-2 counterparts (train/ane_blocks_gpt2.cpp in LoRA mode), the same adapter inputs:
+// fwd_attn: as gpt2_fwd_attn with q = Wq·xnorm + bq + B_q·(A_q·xnorm), v likewise; out o, q, k, v, att, xnorm.
+ir::Graph gpt2_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
+// qkv_bwd: as gpt2_qkv_bwd with dxnorm += A_qᵀ·(B_qᵀ·dq) + A_vᵀ·(B_vᵀ·dv) (B already times s); out dx, dxnorm.
+ir::Graph gpt2_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
+
 // The four adapter inputs of those kernels for one layer: A [r, C] and B [out, r] (row-major fp32;
 // null: that projection has no adapter, zeros), r ≤ rank_slot, B multiplied by scale.
 std::map<std::string, ir::Tensor32> lora_qv_inputs(const ModelConfig& c, int rank_slot, int r, float scale, const float* a_q,

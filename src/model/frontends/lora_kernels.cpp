@@ -108,22 +108,41 @@ ir::Graph lora_decode_qkv(const ModelWeights& w, int layer, int S, int rank_slot
 
 // --- training kernels with adapter slots: the frozen base baked, A and B as inputs ---------------------
 
-ir::Graph stories_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
-  check_kernel_args(w, layer, S, "stories_lora_fwd_attn", "llama");
-  KernelBuilder b("stories_lora_fwd_attn", opt.dtype);
-  Value x = b.act("x", w.config.dim, S);
+namespace {
+// The families' training kernels differ only in name, family and qkv backward body: fwd_attn is the
+// attention sublayer with the q, v adapter slots, outputs o, q, k, v, att, xnorm (<family>_fwd_attn's).
+ir::Graph lora_fwd_attn(const char* kernel, const char* arch, const ModelWeights& w, int layer, int S, int rank_slot,
+                        KernelOptions opt) {
+  check_kernel_args(w, layer, S, kernel, arch);
+  KernelBuilder b(kernel, opt.dtype);
+  Value x = b.act("x", w.config.dim, S);  // [1, C, 1, S]
   QVAdapters ad = qv_slots(b, w.config, rank_slot);
   AttentionParts p = attention_sublayer(b, w, layer, x, &ad);
-  for (Value v : {p.o, p.q, p.k, p.v, p.att, p.xnorm}) b.output(v);  // stories_fwd_attn's outputs
+  for (Value v : {p.o, p.q, p.k, p.v, p.att, p.xnorm}) b.output(v);
   return std::move(b.g);
 }
-
-ir::Graph stories_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
-  check_kernel_args(w, layer, S, "stories_lora_qkv_bwd", "llama");
-  KernelBuilder b("stories_lora_qkv_bwd", opt.dtype);
+using QkvBackward = void (*)(KernelBuilder&, const ModelWeights&, int, int, const QVAdapters*);
+ir::Graph lora_qkv_bwd(const char* kernel, const char* arch, QkvBackward body, const ModelWeights& w, int layer, int S,
+                       int rank_slot, KernelOptions opt) {
+  check_kernel_args(w, layer, S, kernel, arch);
+  KernelBuilder b(kernel, opt.dtype);
   QVAdapters ad = qv_slots(b, w.config, rank_slot);
-  stories_qkv_backward(b, w, layer, S, &ad);
+  body(b, w, layer, S, &ad);
   return std::move(b.g);
+}
+}  // namespace
+
+ir::Graph stories_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  return lora_fwd_attn("stories_lora_fwd_attn", "llama", w, layer, S, rank_slot, opt);
+}
+ir::Graph stories_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  return lora_qkv_bwd("stories_lora_qkv_bwd", "llama", stories_qkv_backward, w, layer, S, rank_slot, opt);
+}
+ir::Graph gpt2_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  return lora_fwd_attn("gpt2_lora_fwd_attn", "gpt2", w, layer, S, rank_slot, opt);
+}
+ir::Graph gpt2_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  return lora_qkv_bwd("gpt2_lora_qkv_bwd", "gpt2", gpt2_qkv_backward, w, layer, S, rank_slot, opt);
 }
 
 std::map<std::string, ir::Tensor32> lora_qv_inputs(const ModelConfig& c, int slot, int r, float scale, const float* a_q,
