@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "base/file.h"
+#include "base/json_error.h"
 
 namespace orion::train {
 namespace fs = std::filesystem;
@@ -37,7 +38,10 @@ T field(const nlohmann::json& j, const char* key, const std::string& file, const
   auto it = j.find(key);
   if (it == j.end()) throw_input_error(file, "missing field", where + "." + key, -1, "the checkpoint header is incomplete");
   try {
-    return it->get<T>();
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+      return json_number<T>(*it);
+    else
+      return it->get<T>();
   } catch (const nlohmann::json::exception&) {
     throw_input_error(file, fmt::format("wrong type: {}", it->dump()), where + "." + key);
   }

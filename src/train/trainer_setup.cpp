@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "base/file.h"
+#include "base/json_error.h"
 #include "model/io/model_io.h"
 #include "model/tokenizer/tokenizer.h"
 #include "train/data/bpe_trainer.h"
@@ -46,19 +47,19 @@ void TrainOptions::apply_numeric_json(const nlohmann::json& j, const std::string
     config = j.at("config").get<std::string>();
     init = j.at("init").get<std::string>();
     data = j.at("data").get<std::string>();
-    vocab = j.at("vocab").get<int>();
-    batch = j.at("batch").get<int>(), seq = j.at("seq").get<int>(), accum = j.at("accum").get<int>();
+    vocab = json_number<int>(j.at("vocab"));
+    batch = json_number<int>(j.at("batch")), seq = json_number<int>(j.at("seq")), accum = json_number<int>(j.at("accum"));
     shuffle = j.at("shuffle").get<bool>();
-    if (steps <= 0) steps = j.at("steps").get<int64_t>();  // a new total from the caller wins
-    lr = j.at("lr").get<float>();
+    if (steps <= 0) steps = json_number<int64_t>(j.at("steps"));  // a new total from the caller wins
+    lr = json_number<float>(j.at("lr"));
     schedule = j.at("schedule").get<std::string>();
-    warmup = j.at("warmup").get<int>();
-    min_lr_ratio = j.at("min_lr_ratio").get<float>();
-    weight_decay = j.at("weight_decay").get<float>();
-    beta1 = j.at("beta1").get<float>(), beta2 = j.at("beta2").get<float>(), eps = j.at("eps").get<float>();
-    clip = j.at("clip").get<float>();
-    seed = j.at("seed").get<uint64_t>();
-    max_bad_steps = j.at("max_bad_steps").get<int>();
+    warmup = json_number<int>(j.at("warmup"));
+    min_lr_ratio = json_number<float>(j.at("min_lr_ratio"));
+    weight_decay = json_number<float>(j.at("weight_decay"));
+    beta1 = json_number<float>(j.at("beta1")), beta2 = json_number<float>(j.at("beta2")), eps = json_number<float>(j.at("eps"));
+    clip = json_number<float>(j.at("clip"));
+    seed = json_number<uint64_t>(j.at("seed"));
+    max_bad_steps = json_number<int>(j.at("max_bad_steps"));
     sanitize_grads = j.at("sanitize_grads").get<bool>();
   } catch (const nlohmann::json::exception& e) {
     throw_input_error(source, fmt::format("the training options are incomplete: {}", e.what()), "options", -1,

@@ -4,12 +4,14 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <regex>
 
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "base/json_error.h"
 #include "model/io/io_internal.h"
 #include "model/lora/lora_io.h"
 
@@ -90,7 +92,8 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
     throw_input_error(cfg_path, "modules_to_save (fully trained extra modules) is not supported", "modules_to_save", -1, kHint);
   if (!field("r").is_number_integer() || field("r").get<int>() < 1)
     throw_input_error(cfg_path, fmt::format("r is {}", field("r").dump()), "r", -1, "r must be a positive integer");
-  if (!field("lora_alpha").is_number() || !(field("lora_alpha").get<double>() > 0))
+  if (!field("lora_alpha").is_number() || !(field("lora_alpha").get<double>() > 0) ||
+      !(field("lora_alpha").get<double>() <= double(std::numeric_limits<float>::max())))
     throw_input_error(cfg_path, fmt::format("lora_alpha is {}", field("lora_alpha").dump()), "lora_alpha", -1, "a positive number");
   const bool rslora = cfg.value("use_rslora", false);
   if (!file_exists(st_path)) {
@@ -122,7 +125,7 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
   if (modules.empty()) throw_input_error(st_path, "no LoRA tensors", "tensors", -1, kHint);
 
   // Shapes, ranks and scales per module.
-  const float alpha = cfg["lora_alpha"].get<float>();
+  const float alpha = json_number<float>(cfg["lora_alpha"]);
   bool same_scale = true;
   int64_t R = 0;
   float s0 = -1;
@@ -145,7 +148,9 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
       throw_input_error(cfg_path, fmt::format("{} has rank {} in the tensors, {} in the config", pm.name, pm.R, r_cfg), "r", -1,
                         "the config and the tensors do not belong together");
     const json* ap = pattern_for(cfg, "alpha_pattern", pm.name);
-    const float am = ap && ap->is_number() ? ap->get<float>() : alpha;
+    if (ap && ap->is_number() && !(std::fabs(ap->get<double>()) <= double(std::numeric_limits<float>::max())))
+      throw_input_error(cfg_path, fmt::format("alpha_pattern of {} is {}", pm.name, ap->dump()), "alpha_pattern", -1, "a number");
+    const float am = ap && ap->is_number() ? json_number<float>(*ap) : alpha;
     pm.scale = rslora ? am / std::sqrt(float(pm.R)) : am / float(pm.R);
     pm.A = read_f32(*pm.a, st_path), pm.B = read_f32(*pm.b, st_path);
     R = std::max(R, pm.R);
