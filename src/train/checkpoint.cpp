@@ -109,6 +109,8 @@ ModelConfig config_from_json(const nlohmann::json& j, const std::string& source)
   else if (arch == "gpt2") c.arch = Arch::GPT2;
   else throw_input_error(source, fmt::format("unknown arch '{}'", arch), "config.arch", -1, "use llama or gpt2");
   c.dim = field<int>(j, "dim", source, "config");
+  if (!j.contains("hidden_dim") && (c.dim <= 0 || c.dim > (1 << 28)))  // 4·dim must fit an int (fuzz_train_config)
+    throw_input_error(source, fmt::format("dim {} is out of range", c.dim), "config.dim", -1, "a positive size below 2^28");
   c.hidden_dim = j.contains("hidden_dim") ? field<int>(j, "hidden_dim", source, "config") : 4 * c.dim;
   c.n_layers = field<int>(j, "n_layers", source, "config");
   c.n_heads = field<int>(j, "n_heads", source, "config");
