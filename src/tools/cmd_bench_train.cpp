@@ -34,6 +34,7 @@ struct AneFigures {
   double first_compile_s = 0;
   std::string strategy, probe, budget;
   int programs = 0, Sa = 0, Sf = 0;
+  bool overlap_dw = false;
 };
 
 void run_bench_train(const BenchTrainArgs& a) {
@@ -87,6 +88,7 @@ void run_bench_train(const BenchTrainArgs& a) {
     af.ph = ane->phases();
     af.strategy = ane->updates().strategy, af.probe = ane->updates().probe, af.budget = ane->budget().str();
     af.programs = ane->programs(), af.Sa = ane->attention_bucket(), af.Sf = ane->ffn_bucket();
+    af.overlap_dw = ane->overlapping_dw();
   }
   const double n = a.steps, ms = 1000 * total / n, tok_s = double(a.batch) * a.seq / (total / n);
   if (a.json) {
@@ -107,20 +109,21 @@ void run_bench_train(const BenchTrainArgs& a) {
   const train::AnePhaseTimes& ph = af.ph;
   auto per_step = [&](double s) { return 1000 * s / n; };
   if (a.json) {
-    std::printf("{\"backend\":\"%s\",\"ane_eval_ms\":%.3f,\"surface_copy_ms\":%.3f,\"cpu_dw_ms\":%.3f,\"cpu_other_ms\":%.3f,"
+    std::printf("{\"backend\":\"%s\",\"ane_eval_ms\":%.3f,\"surface_copy_ms\":%.3f,\"cpu_dw_ms\":%.3f,\"dw_wait_ms\":%.3f,\"cpu_other_ms\":%.3f,"
                 "\"adamw_ms\":%.3f,\"weight_update_ms\":%.3f,\"compile_ms\":%.3f,\"first_compile_s\":%.3f,"
                 "\"predicted_ane_ms_per_step\":%.3f,\"predicted_compute_ms\":%.3f,\"predicted_copy_ms\":%.3f,\"predicted_weight_stream_ms\":%.3f,"
                 "\"evaluations_per_step\":%.1f,\"programs\":%d,\"strategy\":\"%s\"}\n",
-                a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s), per_step(ph.cpu_other_s), 1000 * upd / n,
-                per_step(ph.weight_update_s), per_step(ph.compile_s), af.first_compile_s, ph.predicted_ane_ms / n, ph.predicted_compute_ms / n,
+                a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s), per_step(ph.dw_wait_s),
+                per_step(ph.cpu_other_s), 1000 * upd / n, per_step(ph.weight_update_s), per_step(ph.compile_s), af.first_compile_s, ph.predicted_ane_ms / n, ph.predicted_compute_ms / n,
                 ph.predicted_copy_ms / n, ph.predicted_weight_stream_ms / n, double(ph.evaluations) / n,
                 af.programs, af.strategy.c_str());
     return;
   }
-  std::printf("  %s phases per step (host): ANE evaluation %.1f ms | surface copies %.1f ms | CPU dW %.1f ms | CPU other %.1f ms |\n"
+  std::printf("  %s phases per step (host): ANE evaluation %.1f ms | surface copies %.1f ms | CPU dW %.1f ms (%s) | CPU other %.1f ms |\n"
               "    AdamW %.1f ms | weight update %.1f ms (%s) | compile %.1f ms; first step's compile %.2f s\n",
-              a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s), per_step(ph.cpu_other_s), 1000 * upd / n,
-              per_step(ph.weight_update_s), af.strategy.c_str(), per_step(ph.compile_s), af.first_compile_s);
+              a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s),
+              af.overlap_dw ? fmt::format("overlapped with the ANE; waited for {:.1f} ms", per_step(ph.dw_wait_s)).c_str() : "not overlapped",
+              per_step(ph.cpu_other_s), 1000 * upd / n, per_step(ph.weight_update_s), af.strategy.c_str(), per_step(ph.compile_s), af.first_compile_s);
   std::printf("  predicted ANE time per step (%s timing model, chip %s): %.1f ms over %.0f evaluations = dispatch %.1f + compute %.1f\n"
               "    + surface copies %.1f ms (of which streaming the weights as inputs %.1f ms)\n", a.backend.c_str(), a.ane.chip.c_str(),
               ph.predicted_ane_ms / n, double(ph.evaluations) / n, ph.predicted_dispatch_ms / n, ph.predicted_compute_ms / n,
@@ -151,6 +154,10 @@ void add_bench_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "delta-reload", "weights-as-inputs", "recompile"}))
       ->each([a](const std::string& s) { a->ane.weight_update = train::parse_update_strategy(s); });
   cmd->add_option("--chip", a->ane.chip, "ANE path: chip profile (m1 … m5)")->capture_default_str();
+  cmd->add_option("--overlap-dw", "ANE path: each layer's weight gradients on a worker thread while the next layer's "
+                                  "programs run — auto (on for the ane driver, off on anesim, which shares the cores), on, off")
+      ->default_str("auto")->check(CLI::IsMember({"auto", "on", "off"}))
+      ->each([a](const std::string& s) { a->ane.overlap_dw = train::parse_overlap(s); });
   a->threads.add(cmd);
   cmd->callback([a] { run_bench_train(*a); });
 }

@@ -23,6 +23,14 @@ runtime::UpdateStrategy parse_update_strategy(const std::string& name) {
                     "use auto, delta-reload, weights-as-inputs or recompile");
 }
 
+AneTrainOptions::Overlap parse_overlap(const std::string& name) {
+  using O = AneTrainOptions::Overlap;
+  if (name == "auto") return O::Auto;
+  if (name == "on") return O::On;
+  if (name == "off") return O::Off;
+  throw_usage_error(fmt::format("unknown --overlap-dw value '{}'", name), "--overlap-dw", "use auto, on or off");
+}
+
 std::unique_ptr<AneBlocks> make_ane_blocks(const Params& params, Grads* grads, int B, int T, const AneTrainOptions& options) {
   switch (params.config().arch) {
     case Arch::Llama: return ane::make_llama_ane_blocks(params, grads, B, T, options);
@@ -43,6 +51,7 @@ AneBlocksBase::AneBlocksBase(const Params& p, Grads* g, int B, int T, const AneT
   d.chip = &compiler::chip_profile(o.chip);
   d.reload_takes_effect = o.reload_takes_effect;
   driver_ = runtime::make_driver(o.driver, d);
+  overlap_ = o.overlap_dw == AneTrainOptions::Overlap::On || (o.overlap_dw == AneTrainOptions::Overlap::Auto && o.driver == "ane");
   budget_ = std::make_unique<runtime::CompileBudget>(o.compile_budget > 0 ? runtime::CompileBudget(o.compile_budget)
                                                                           : runtime::CompileBudget::for_driver(*driver_));
 }
@@ -227,6 +236,44 @@ AneBlocksBase::AttentionGrads AneBlocksBase::attention_backward(int l, const flo
   return g;
 }
 
+// --- weight gradients, overlapped with the ANE ------------------------------------------------------
+
+void AneBlocksBase::weight_gradients(int l, bool may_overlap, std::function<void()> job) {
+  if (overlap_ && may_overlap) {
+    worker_.submit([this, job = std::move(job)] {
+      Timer t;
+      job();
+      worker_dw_s_ += t.seconds();  // read by the main thread only after a wait (the worker's mutex orders it)
+    });
+  } else {
+    Timer t;
+    job();
+    ph_.cpu_dw_s += t.seconds();
+  }
+  if (l > 0) return;
+  if (overlap_) {  // the last layer: the optimiser comes next and needs every gradient
+    Timer wait;
+    worker_.wait();
+    ph_.dw_wait_s += wait.seconds();
+    ph_.cpu_dw_s += worker_dw_s_, worker_dw_s_ = 0;
+  }
+  since_backward_.reset(), backward_done_ = true;
+}
+
+void AneBlocksBase::wait_for_scratch(int) {
+  if (!overlap_) return;
+  Timer wait;
+  worker_.wait_until_pending(1);  // jobs run in order: only layer l + 1's may still be running
+  ph_.dw_wait_s += wait.seconds();
+}
+
+void AneBlocksBase::finish_jobs() noexcept {
+  try {
+    worker_.wait();
+  } catch (...) {  // a failed job's error was the caller's to see; the runner is going away
+  }
+}
+
 // --- weight updates ------------------------------------------------------------------------------
 
 void AneBlocksBase::update_program(Program& p) {
@@ -290,10 +337,10 @@ std::string AneBlocksBase::progress() {
   const double steps = double(std::max<int64_t>(1, ph_.steps - shown_.steps));
   auto ms = [&](double now, double before) { return 1000.0 * (now - before) / steps; };
   std::string s = fmt::format(
-      "ane {:.0f} | copies {:.0f} | dW {:.0f} | cpu {:.0f} | adam {:.0f} | update {:.0f} ({}) | compile {:.0f} ms/step | "
+      "ane {:.0f} | copies {:.0f} | dW {:.0f} (waited {:.0f}) | cpu {:.0f} | adam {:.0f} | update {:.0f} ({}) | compile {:.0f} ms/step | "
       "predicted ANE {:.1f} ms/step",
       ms(ph_.ane_eval_s, shown_.ane_eval_s), ms(ph_.surface_copy_s, shown_.surface_copy_s), ms(ph_.cpu_dw_s, shown_.cpu_dw_s),
-      ms(ph_.cpu_other_s, shown_.cpu_other_s), ms(ph_.optimizer_s, shown_.optimizer_s),
+      ms(ph_.dw_wait_s, shown_.dw_wait_s), ms(ph_.cpu_other_s, shown_.cpu_other_s), ms(ph_.optimizer_s, shown_.optimizer_s),
       ms(ph_.weight_update_s, shown_.weight_update_s), up_.strategy, ms(ph_.compile_s, shown_.compile_s),
       (ph_.predicted_ane_ms - shown_.predicted_ane_ms) / steps);
   shown_ = ph_;

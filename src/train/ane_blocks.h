@@ -24,6 +24,8 @@
 //   CPU  the residual adds, every weight and bias gradient dW = dYᵀ·X as multithreaded sgemm over
 //        all B·T rows (train/layers.h matmul_backward), the norm weights' gradients, fp16 range
 //        clamps of what goes into a program and sanitising of the gradients that come back.
+//        Layer l's dW runs on a worker thread while layer l−1's backward programs run (overlap_dw;
+//        the backward's scratch buffers alternate between two sets so the two never share one).
 // TrainModel keeps the embedding, the final norm, the classifier and the loss on the CPU.
 //
 // Weight updates (DESIGN.md §6): with UpdateStrategy::Auto the runner first probes, on one
@@ -54,13 +56,20 @@ struct AneTrainOptions {
   bool reload_takes_effect = false;  // anesim: model hardware on which a delta reload works
   int compile_budget = 0;          // > 0: a smaller budget than the chip's (tests of C9)
   bool quiet = false;              // no notes on stderr (strategy choice, budget switches)
+  // Each layer's weight gradients (CPU sgemm) on a worker thread while the main thread drives the
+  // next layer's backward programs; the gradients are bit-identical either way. Auto: on where the
+  // ANE is its own silicon (driver "ane"), off on anesim, whose programs run on the same cores, so
+  // that overlapping only adds contention (bench/TRAIN.md).
+  enum class Overlap { Auto, On, Off };
+  Overlap overlap_dw = Overlap::Auto;
 };
 
 // Seconds per phase, summed since the last reset.
 struct AnePhaseTimes {
   double ane_eval_s = 0;       // driver.evaluate of the training programs
   double surface_copy_s = 0;   // host layout [T, C] ⇄ [C, S], fp32 ⇄ fp16 surfaces, clamps
-  double cpu_dw_s = 0;         // weight and bias gradients (sgemm) and norm-weight gradients
+  double cpu_dw_s = 0;         // weight and bias gradients (sgemm) and norm-weight gradients (worker time when overlapped)
+  double dw_wait_s = 0;        // overlapped: time the main thread waited for the worker's dW (the part not hidden)
   double cpu_other_s = 0;      // residual adds, sanitising
   double optimizer_s = 0;      // from the last backward block to weights_updated(): AdamW + grad norm
   double weight_update_s = 0;  // weights_updated(): rebuilding graphs, streaming/reloading, probes
@@ -90,6 +99,7 @@ class AneBlocks : public BlockRunner {
   virtual const AnePhaseTimes& phases() const = 0;
   virtual void reset_phases() = 0;
   virtual const WeightUpdateStats& updates() const = 0;
+  virtual bool overlapping_dw() const = 0;   // weight gradients on a worker thread (AneTrainOptions::overlap_dw)
   virtual runtime::Driver& driver() = 0;
   virtual runtime::CompileBudget& budget() = 0;
   virtual int programs() const = 0;          // programs resident (0 before the first forward)
@@ -110,6 +120,9 @@ std::unique_ptr<AneBlocks> make_ane_blocks(const Params& params, Grads* grads, i
 // outputs) go to sink, which forms dA, dB on the CPU. Usage error for other targets.
 std::unique_ptr<AneBlocks> make_lora_ane_blocks(const Params& base, const LoraAdapter& adapter, AdapterGradSink& sink, int B,
                                                 int T, const AneTrainOptions& options = {});
+
+// "auto", "on", "off" → AneTrainOptions::Overlap (Usage error otherwise).
+AneTrainOptions::Overlap parse_overlap(const std::string& name);
 
 // "auto", "delta-reload", "weights-as-inputs", "recompile" → the strategy (Usage error otherwise).
 runtime::UpdateStrategy parse_update_strategy(const std::string& name);

@@ -75,8 +75,10 @@ class Gpt2AneBlocks final : public AneBlocksBase {
       a.att.resize(N * C), a.xn1.resize(N * C), a.x1.resize(N * C), a.gelu.resize(N * H), a.xn2.resize(N * C);
     }
     if (g || sink) {
-      dx1_.resize(N * C), dxn1_.resize(N * C), dxn2_.resize(N * C), dq_.resize(N * C), dk_.resize(N * C), dv_.resize(N * C);
-      dfc_.resize(N * H);
+      for (Scratch& d : scratch_) {
+        d.dy.resize(N * C), d.dx1.resize(N * C), d.dxn1.resize(N * C), d.dxn2.resize(N * C);
+        d.dq.resize(N * C), d.dk.resize(N * C), d.dv.resize(N * C), d.dfc.resize(N * H);
+      }
     }
     if (lora) {
       ORION_CHECK(sink, "adapter training on the ANE needs a gradient sink");
@@ -89,6 +91,8 @@ class Gpt2AneBlocks final : public AneBlocksBase {
 
   // Adapter training on the merged weights: no dW of the frozen base, X and dY of the adapted
   // projections (from the programs' outputs) reported to the sink.
+  ~Gpt2AneBlocks() override { finish_jobs(); }
+
   bool freeze_base(AdapterGradSink* sink) override {
     if (adapters_ && sink) f_.sink = sink;  // the LoRA runner is always frozen
     else if (!adapters_) f_.sink = sink;
@@ -121,56 +125,41 @@ class Gpt2AneBlocks final : public AneBlocksBase {
     }
   }
 
-  void backward_block(int l, const float* x, const float* dy, float* dx, int B, int T) override {
+  void backward_block(int l, const float* x, const float* dy_in, float* dx, int B, int T) override {
     ORION_CHECK(g_ || f_.sink, "backward without gradient buffers");
     const ModelConfig& c = p_.config();
-    const LayerParams& w = p_.layers[size_t(l)];
-    LayerParams none;  // a frozen base has no gradient buffers (f_.grad gives nullptr for every dW, db)
-    LayerParams& dw = g_ ? g_->layers[size_t(l)] : none;
     Gpt2Saved& a = saved_[size_t(l)];
     const int N = B * T, C = c.dim, H = c.hidden_dim;
+    wait_for_scratch(l);
+    Scratch& d = scratch_[size_t(l) % 2];
+    // dy is the trainer's buffer, which the next layer down writes its dx into: the dW job reads a copy
+    std::copy_n(dy_in, size_t(N) * C, d.dy.data());
+    const float* dy = d.dy.data();
     for (int b = 0; b < B; b++) {
       const size_t r = size_t(b) * T;
       const float* dyb = dy + r * C;
       TensorMap fb = run(kFfnBwd, l, {{"dy", to_ane(dyb, T, C, Sf_)}, {"x", to_ane(a.x1.data() + r * C, T, C, Sf_)},
                                       {"fc", a.fc[size_t(b)]}});
-      float* dx1 = dx1_.data() + r * C;
+      float* dx1 = d.dx1.data() + r * C;
       std::copy_n(dyb, size_t(T) * C, dx1);  // dx1 = dy + dx_ffn
       from_ane(fb.at("dx"), T, dx1, /*accumulate=*/true);
       sanitize(dx1, size_t(T) * C);
-      from_ane(fb.at("dfc"), T, dfc_.data() + r * H);
-      from_ane(fb.at("dxnorm"), T, dxn2_.data() + r * C);
+      from_ane(fb.at("dfc"), T, d.dfc.data() + r * H);
+      from_ane(fb.at("dxnorm"), T, d.dxn2.data() + r * C);
 
       AttentionGrads ag = attention_backward(l, dx1, x + r * C, T, a.q[size_t(b)], a.k[size_t(b)], a.v[size_t(b)]);
       float* dxb = dx + r * C;
       std::copy_n(dx1, size_t(T) * C, dxb);  // dx = dx1 + dx_attn
       from_ane(ag.qkv.at("dx"), T, dxb, /*accumulate=*/true);
-      from_ane(ag.sdpa2.at("dq"), T, dq_.data() + r * C);  // no RoPE: the gradients of Wq·xn1 + bq, ...
-      from_ane(ag.sdpa2.at("dk"), T, dk_.data() + r * C);
-      from_ane(ag.sdpa1.at("dv"), T, dv_.data() + r * C);
-      from_ane(ag.qkv.at("dxnorm"), T, dxn1_.data() + r * C);
+      from_ane(ag.sdpa2.at("dq"), T, d.dq.data() + r * C);  // no RoPE: the gradients of Wq·xn1 + bq, ...
+      from_ane(ag.sdpa2.at("dk"), T, d.dk.data() + r * C);
+      from_ane(ag.sdpa1.at("dv"), T, d.dv.data() + r * C);
+      from_ane(ag.qkv.at("dxnorm"), T, d.dxn1.data() + r * C);
     }
-    sanitize(dx, size_t(N) * C), sanitize(dxn1_.data(), size_t(N) * C), sanitize(dxn2_.data(), size_t(N) * C);
-    sanitize(dfc_.data(), size_t(N) * H);
-    sanitize(dq_.data(), size_t(N) * C), sanitize(dk_.data(), size_t(N) * C), sanitize(dv_.data(), size_t(N) * C);
-
-    Timer t;  // weight and bias gradients over all N rows
-    matmul_backward((float*)nullptr, f_.grad(dw.w2), f_.grad(dw.b2), dy, a.gelu.data(), w.w2, N, H, C);
-    f_.report(l, LoraTarget::W2, a.gelu.data(), dy, N);
-    matmul_backward((float*)nullptr, f_.grad(dw.w1), f_.grad(dw.b1), dfc_.data(), a.xn2.data(), w.w1, N, C, H);
-    f_.report(l, LoraTarget::W1, a.xn2.data(), dfc_.data(), N);
-    if (!f_.sink) layernorm_weight_grad(dw.ffn_norm, dw.ffn_norm_b, dxn2_.data(), a.x1.data(), N, C, c.norm_eps);
-    matmul_backward((float*)nullptr, f_.grad(dw.wo), f_.grad(dw.bo), dx1_.data(), a.att.data(), w.wo, N, C, C);
-    f_.report(l, LoraTarget::O, a.att.data(), dx1_.data(), N);
-    matmul_backward((float*)nullptr, f_.grad(dw.wq), f_.grad(dw.bq), dq_.data(), a.xn1.data(), w.wq, N, C, C);
-    f_.report(l, LoraTarget::Q, a.xn1.data(), dq_.data(), N);
-    matmul_backward((float*)nullptr, f_.grad(dw.wk), f_.grad(dw.bk), dk_.data(), a.xn1.data(), w.wk, N, C, C);
-    f_.report(l, LoraTarget::K, a.xn1.data(), dk_.data(), N);
-    matmul_backward((float*)nullptr, f_.grad(dw.wv), f_.grad(dw.bv), dv_.data(), a.xn1.data(), w.wv, N, C, C);
-    f_.report(l, LoraTarget::V, a.xn1.data(), dv_.data(), N);
-    if (!f_.sink) layernorm_weight_grad(dw.attn_norm, dw.attn_norm_b, dxn1_.data(), x, N, C, c.norm_eps);
-    ph_.cpu_dw_s += t.seconds();
-    if (l == 0) mark_backward_done();
+    sanitize(dx, size_t(N) * C), sanitize(d.dxn1.data(), size_t(N) * C), sanitize(d.dxn2.data(), size_t(N) * C);
+    sanitize(d.dfc.data(), size_t(N) * H);
+    sanitize(d.dq.data(), size_t(N) * C), sanitize(d.dk.data(), size_t(N) * C), sanitize(d.dv.data(), size_t(N) * C);
+    weight_gradients(l, /*may_overlap=*/!f_.sink, [this, l, x, N, &d] { layer_weight_gradients(l, x, N, d); });
   }
 
   // The adapter inputs of fwd_attn and qkv_bwd: A_q, s·B_q, A_v, s·B_v of the layer.
@@ -178,11 +167,43 @@ class Gpt2AneBlocks final : public AneBlocksBase {
   void add_extra_inputs(KernelRole, int l, TensorMap& inputs) override { adapters_->add(l, inputs); }
 
  private:
+  // The gradients of one layer's backward that its weight gradients read ([N, ·] rows).
+  struct Scratch {
+    std::vector<float> dy, dx1, dxn1, dxn2, dq, dk, dv;  // [N, C]
+    std::vector<float> dfc;                              // [N, H]
+  };
+
+  // Weight and bias gradients over all N rows (frozen base: only the adapters' from X, dY).
+  void layer_weight_gradients(int l, const float* x, int N, const Scratch& d) {
+    const ModelConfig& c = p_.config();
+    const LayerParams& w = p_.layers[size_t(l)];
+    LayerParams none;  // a frozen base has no gradient buffers (f_.grad gives nullptr for every dW, db)
+    LayerParams& dw = g_ ? g_->layers[size_t(l)] : none;
+    const Gpt2Saved& a = saved_[size_t(l)];
+    const int C = c.dim, H = c.hidden_dim;
+    struct Projection {  // y = x·Wᵀ + b with W [out, in]: dW += dyᵀ·x, db += Σ dy
+      LoraTarget target;
+      float *dw, *db;
+      const float *dy, *x, *w;
+      int in, out;
+    };
+    const Projection projections[] = {
+        {LoraTarget::W2, dw.w2, dw.b2, d.dy.data(), a.gelu.data(), w.w2, H, C}, {LoraTarget::W1, dw.w1, dw.b1, d.dfc.data(), a.xn2.data(), w.w1, C, H},
+        {LoraTarget::O, dw.wo, dw.bo, d.dx1.data(), a.att.data(), w.wo, C, C},  {LoraTarget::Q, dw.wq, dw.bq, d.dq.data(), a.xn1.data(), w.wq, C, C},
+        {LoraTarget::K, dw.wk, dw.bk, d.dk.data(), a.xn1.data(), w.wk, C, C},   {LoraTarget::V, dw.wv, dw.bv, d.dv.data(), a.xn1.data(), w.wv, C, C},
+    };
+    for (const Projection& p : projections) {
+      matmul_backward((float*)nullptr, f_.grad(p.dw), f_.grad(p.db), p.dy, p.x, p.w, N, p.in, p.out);
+      f_.report(l, p.target, p.x, p.dy, N);
+    }
+    if (!f_.sink) layernorm_weight_grad(dw.ffn_norm, dw.ffn_norm_b, d.dxn2.data(), a.x1.data(), N, C, c.norm_eps);
+    if (!f_.sink) layernorm_weight_grad(dw.attn_norm, dw.attn_norm_b, d.dxn1.data(), x, N, C, c.norm_eps);
+  }
+
   std::unique_ptr<QvAdapterInputs> adapters_;  // LoRA mode only
   FrozenBase f_;
   std::vector<Gpt2Saved> saved_;
-  std::vector<float> dx1_, dxn1_, dxn2_, dq_, dk_, dv_;  // [N, C]
-  std::vector<float> dfc_;                              // [N, H]
+  Scratch scratch_[2];  // layer l uses set l % 2 (its dW job may still read it while layer l − 1 runs)
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "ir/interpret.h"
 #include "runtime/weight_update.h"
 #include "train/ane_blocks.h"
+#include "train/ordered_worker.h"
 
 namespace orion::train::ane {
 
@@ -44,6 +45,7 @@ class AneBlocksBase : public AneBlocks {
   void weights_updated() override;
   std::string progress() override;
   const AnePhaseTimes& phases() const override { return ph_; }
+  bool overlapping_dw() const override { return overlap_; }
   void reset_phases() override { ph_ = {}, shown_ = {}; }
   const WeightUpdateStats& updates() const override { return up_; }
   runtime::Driver& driver() override { return *driver_; }
@@ -84,7 +86,15 @@ class AneBlocksBase : public AneBlocks {
                                     const ir::Tensor32& k, const ir::Tensor32& v);
   // NaN → 0, ±Inf → ±65504 in gradients read back from fp16 programs (counted).
   void sanitize(float* v, size_t n);
-  void mark_backward_done() { since_backward_.reset(), backward_done_ = true; }
+  // Layer l's weight gradients (sgemm dW = dYᵀ·X, norm and bias gradients): given to the worker
+  // thread when overlapping (full training, overlap_dw), else run here. After layer 0's, every job
+  // is waited for and the optimiser may read the gradients. A job may only read the scratch set
+  // l % 2 (scratch(l)), the layer's saved activations, the parameters and its own gradients.
+  void weight_gradients(int l, bool may_overlap, std::function<void()> job);
+  // Before layer l's backward writes scratch set l % 2: the job of layer l + 2, which read it, is done.
+  void wait_for_scratch(int l);
+  // Destructors of the family runners call it first: no job may outlive their buffers.
+  void finish_jobs() noexcept;
 
   const Params& p_;
   Grads* g_;
@@ -113,6 +123,9 @@ class AneBlocksBase : public AneBlocks {
   AnePhaseTimes shown_;            // ph_ at the last progress() line
   size_t sanitized_ = 0;
   bool backward_done_ = false;
+  bool overlap_ = false;           // options' overlap_dw resolved for the driver
+  OrderedWorker worker_;           // overlapped weight gradients
+  double worker_dw_s_ = 0;         // the worker's dW seconds, folded into ph_ once its jobs are waited for
   Timer since_backward_;           // from the last backward block to weights_updated(): the optimiser
 };
 

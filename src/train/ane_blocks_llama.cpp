@@ -77,16 +77,19 @@ class LlamaAneBlocks final : public AneBlocksBase {
       a.q.resize(size_t(B)), a.k.resize(size_t(B)), a.v.resize(size_t(B)), a.h1.resize(size_t(B)), a.h3.resize(size_t(B));
       a.att.resize(N * Q), a.xn1.resize(N * C), a.x1.resize(N * C), a.gate.resize(N * H), a.xn2.resize(N * C);
     }
-    if (g || sink) {
-      dx1_.resize(N * C), dxn1_.resize(N * C), dxn2_.resize(N * C), dq_.resize(N * Q), dk_.resize(N * KV), dv_.resize(N * KV);
-      dh1_.resize(N * H), dh3_.resize(N * H);
-    }
+    if (g || sink)
+      for (Scratch& d : scratch_) {
+        d.dy.resize(N * C), d.dx1.resize(N * C), d.dxn1.resize(N * C), d.dxn2.resize(N * C);
+        d.dq.resize(N * Q), d.dk.resize(N * KV), d.dv.resize(N * KV), d.dh1.resize(N * H), d.dh3.resize(N * H);
+      }
     if (lora) {
       ORION_CHECK(sink, "adapter training on the ANE needs a gradient sink");
       adapters_ = std::make_unique<QvAdapterInputs>(*lora, c);
       frozen_weights_ = true, f_.sink = sink;
     }
   }
+
+  ~LlamaAneBlocks() override { finish_jobs(); }
 
   bool freeze_base(AdapterGradSink* sink) override {
     if (adapters_ && sink) f_.sink = sink;  // the LoRA runner is always frozen
@@ -122,62 +125,43 @@ class LlamaAneBlocks final : public AneBlocksBase {
     }
   }
 
-  void backward_block(int l, const float* x, const float* dy, float* dx, int B, int T) override {
+  void backward_block(int l, const float* x, const float* dy_in, float* dx, int B, int T) override {
     ORION_CHECK(g_ || f_.sink, "backward without gradient buffers");
     const ModelConfig& c = p_.config();
-    const LayerParams& w = p_.layers[size_t(l)];
-    LayerParams none;  // a frozen base has no gradient buffers (f_.grad gives nullptr for every dW)
-    LayerParams& dw = g_ ? g_->layers[size_t(l)] : none;
     LlamaSaved& a = saved_[size_t(l)];
     const int N = B * T, C = c.dim, Q = c.n_heads * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
+    wait_for_scratch(l);
+    Scratch& d = scratch_[size_t(l) % 2];
+    // dy is the trainer's buffer, which the next layer down writes its dx into: the dW job reads a copy
+    std::copy_n(dy_in, size_t(N) * C, d.dy.data());
+    const float* dy = d.dy.data();
     for (int b = 0; b < B; b++) {
       const size_t r = size_t(b) * T;
       const float* dyb = dy + r * C;
       TensorMap fb = run(kFfnBwd, l, {{"dy", to_ane(dyb, T, C, Sf_)}, {"x", to_ane(a.x1.data() + r * C, T, C, Sf_)},
                                       {"h1", a.h1[size_t(b)]}, {"h3", a.h3[size_t(b)]}});
-      float* dx1 = dx1_.data() + r * C;
+      float* dx1 = d.dx1.data() + r * C;
       std::copy_n(dyb, size_t(T) * C, dx1);  // dx1 = dy + dx_ffn
       from_ane(fb.at("dx"), T, dx1, /*accumulate=*/true);
       sanitize(dx1, size_t(T) * C);  // fp16 overflow reads back as ±Inf/NaN: repaired and counted
-      from_ane(fb.at("dh1"), T, dh1_.data() + r * H);
-      from_ane(fb.at("dh3"), T, dh3_.data() + r * H);
-      from_ane(fb.at("dxnorm"), T, dxn2_.data() + r * C);
+      from_ane(fb.at("dh1"), T, d.dh1.data() + r * H);
+      from_ane(fb.at("dh3"), T, d.dh3.data() + r * H);
+      from_ane(fb.at("dxnorm"), T, d.dxn2.data() + r * C);
 
       AttentionGrads ag = attention_backward(l, dx1, x + r * C, T, a.q[size_t(b)], a.k[size_t(b)], a.v[size_t(b)]);
       float* dxb = dx + r * C;
       std::copy_n(dx1, size_t(T) * C, dxb);  // dx = dx1 + dx_attn
       from_ane(ag.qkv.at("dx"), T, dxb, /*accumulate=*/true);
-      from_ane(ag.sdpa1.at("dv"), T, dv_.data() + r * KV);
-      from_ane(ag.qkv.at("dq_lin"), T, dq_.data() + r * Q);  // before RoPE: what Wq produced
-      from_ane(ag.qkv.at("dk_lin"), T, dk_.data() + r * KV);
-      from_ane(ag.qkv.at("dxnorm"), T, dxn1_.data() + r * C);
+      from_ane(ag.sdpa1.at("dv"), T, d.dv.data() + r * KV);
+      from_ane(ag.qkv.at("dq_lin"), T, d.dq.data() + r * Q);  // before RoPE: what Wq produced
+      from_ane(ag.qkv.at("dk_lin"), T, d.dk.data() + r * KV);
+      from_ane(ag.qkv.at("dxnorm"), T, d.dxn1.data() + r * C);
     }
     // The other gradients read back from fp16 programs, likewise.
-    sanitize(dx, size_t(N) * C), sanitize(dxn1_.data(), size_t(N) * C), sanitize(dxn2_.data(), size_t(N) * C);
-    sanitize(dh1_.data(), size_t(N) * H), sanitize(dh3_.data(), size_t(N) * H);
-    sanitize(dq_.data(), size_t(N) * Q), sanitize(dk_.data(), size_t(N) * KV), sanitize(dv_.data(), size_t(N) * KV);
-
-    Timer t;  // the weight gradients: dW = dYᵀ·X over all N rows (frozen base: only the adapters' from X, dY)
-    matmul_backward((float*)nullptr, f_.grad(dw.w2), (float*)nullptr, dy, a.gate.data(), w.w2, N, H, C);
-    f_.report(l, LoraTarget::W2, a.gate.data(), dy, N);
-    matmul_backward((float*)nullptr, f_.grad(dw.w1), (float*)nullptr, dh1_.data(), a.xn2.data(), w.w1, N, C, H);
-    f_.report(l, LoraTarget::W1, a.xn2.data(), dh1_.data(), N);
-    matmul_backward((float*)nullptr, f_.grad(dw.w3), (float*)nullptr, dh3_.data(), a.xn2.data(), w.w3, N, C, H);
-    f_.report(l, LoraTarget::W3, a.xn2.data(), dh3_.data(), N);
-    matmul_backward((float*)nullptr, f_.grad(dw.wo), (float*)nullptr, dx1_.data(), a.att.data(), w.wo, N, Q, C);
-    f_.report(l, LoraTarget::O, a.att.data(), dx1_.data(), N);
-    matmul_backward((float*)nullptr, f_.grad(dw.wq), (float*)nullptr, dq_.data(), a.xn1.data(), w.wq, N, C, Q);
-    f_.report(l, LoraTarget::Q, a.xn1.data(), dq_.data(), N);
-    matmul_backward((float*)nullptr, f_.grad(dw.wk), (float*)nullptr, dk_.data(), a.xn1.data(), w.wk, N, C, KV);
-    f_.report(l, LoraTarget::K, a.xn1.data(), dk_.data(), N);
-    matmul_backward((float*)nullptr, f_.grad(dw.wv), (float*)nullptr, dv_.data(), a.xn1.data(), w.wv, N, C, KV);
-    f_.report(l, LoraTarget::V, a.xn1.data(), dv_.data(), N);
-    if (!f_.sink) {
-      rmsnorm_weight_grad(dw.ffn_norm, dxn2_.data(), a.x1.data(), N, C, c.norm_eps);
-      rmsnorm_weight_grad(dw.attn_norm, dxn1_.data(), x, N, C, c.norm_eps);
-    }
-    ph_.cpu_dw_s += t.seconds();
-    if (l == 0) mark_backward_done();
+    sanitize(dx, size_t(N) * C), sanitize(d.dxn1.data(), size_t(N) * C), sanitize(d.dxn2.data(), size_t(N) * C);
+    sanitize(d.dh1.data(), size_t(N) * H), sanitize(d.dh3.data(), size_t(N) * H);
+    sanitize(d.dq.data(), size_t(N) * Q), sanitize(d.dk.data(), size_t(N) * KV), sanitize(d.dv.data(), size_t(N) * KV);
+    weight_gradients(l, /*may_overlap=*/!f_.sink, [this, l, x, N, &d] { layer_weight_gradients(l, x, N, d); });
   }
 
   // The adapter inputs of fwd_attn and qkv_bwd: A_q, s·B_q, A_v, s·B_v of the layer.
@@ -185,12 +169,47 @@ class LlamaAneBlocks final : public AneBlocksBase {
   void add_extra_inputs(KernelRole, int l, TensorMap& inputs) override { adapters_->add(l, inputs); }
 
  private:
+  // The gradients of one layer's backward that its weight gradients read ([N, ·] rows).
+  struct Scratch {
+    std::vector<float> dy, dx1, dxn1, dxn2;  // [N, C]
+    std::vector<float> dq, dk, dv;           // [N, Q], [N, KV], [N, KV]
+    std::vector<float> dh1, dh3;             // [N, H]
+  };
+
+  // The weight gradients dW = dYᵀ·X over all N rows (frozen base: only the adapters' from X, dY).
+  void layer_weight_gradients(int l, const float* x, int N, const Scratch& d) {
+    const ModelConfig& c = p_.config();
+    const LayerParams& w = p_.layers[size_t(l)];
+    LayerParams none;  // a frozen base has no gradient buffers (f_.grad gives nullptr for every dW)
+    LayerParams& dw = g_ ? g_->layers[size_t(l)] : none;
+    const LlamaSaved& a = saved_[size_t(l)];
+    const int C = c.dim, Q = c.n_heads * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
+    struct Projection {  // y = x·Wᵀ with W [out, in]: dW += dyᵀ·x
+      LoraTarget target;
+      float* dw;
+      const float *dy, *x, *w;
+      int in, out;
+    };
+    const Projection projections[] = {
+        {LoraTarget::W2, dw.w2, d.dy.data(), a.gate.data(), w.w2, H, C},  {LoraTarget::W1, dw.w1, d.dh1.data(), a.xn2.data(), w.w1, C, H},
+        {LoraTarget::W3, dw.w3, d.dh3.data(), a.xn2.data(), w.w3, C, H},  {LoraTarget::O, dw.wo, d.dx1.data(), a.att.data(), w.wo, Q, C},
+        {LoraTarget::Q, dw.wq, d.dq.data(), a.xn1.data(), w.wq, C, Q},    {LoraTarget::K, dw.wk, d.dk.data(), a.xn1.data(), w.wk, C, KV},
+        {LoraTarget::V, dw.wv, d.dv.data(), a.xn1.data(), w.wv, C, KV},
+    };
+    for (const Projection& p : projections) {
+      matmul_backward((float*)nullptr, f_.grad(p.dw), (float*)nullptr, p.dy, p.x, p.w, N, p.in, p.out);
+      f_.report(l, p.target, p.x, p.dy, N);
+    }
+    if (!f_.sink) {
+      rmsnorm_weight_grad(dw.ffn_norm, d.dxn2.data(), a.x1.data(), N, C, c.norm_eps);
+      rmsnorm_weight_grad(dw.attn_norm, d.dxn1.data(), x, N, C, c.norm_eps);
+    }
+  }
+
   std::unique_ptr<QvAdapterInputs> adapters_;  // LoRA mode only
   FrozenBase f_;
   std::vector<LlamaSaved> saved_;
-  std::vector<float> dx1_, dxn1_, dxn2_;  // [N, C]
-  std::vector<float> dq_, dk_, dv_;       // [N, Q], [N, KV], [N, KV]
-  std::vector<float> dh1_, dh3_;          // [N, H]
+  Scratch scratch_[2];  // layer l uses set l % 2 (its dW job may still read it while layer l − 1 runs)
 };
 
 }  // namespace
