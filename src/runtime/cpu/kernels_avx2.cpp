@@ -12,9 +12,10 @@ namespace orion::cpu {
 namespace {
 
 constexpr int ROWS = 8;  // weight rows per step: ROWS independent FMA chains, x loaded once for all
-// Each row is prefetched this far ahead of its loads. The hardware prefetcher alone keeps too few
-// lines in flight for one core to reach its share of the memory bandwidth (see kernels_avx512.cpp).
-constexpr int PREFETCH_BYTES = 2048;  // (a prefetch past the end of W is harmless: it never faults)
+// Each row is prefetched ahead of its loads, near into L1 and far into L2: one core's L1 fill
+// buffers alone cannot keep enough lines in flight (kernels_avx512.cpp, where this is measured).
+constexpr int PREFETCH_L1_BYTES = 8 << 10;
+constexpr int PREFETCH_L2_BYTES = 128 << 10;
 
 // 8 weights at p (element type of D) as fp32.
 template <DType D>
@@ -48,8 +49,11 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
   for (; k + 8 <= K; k += 8) {
     if (k * es % 64 == 0)  // once per 64-byte cache line of each row
 #pragma GCC unroll 8
-      for (int r = 0; r < R; r++)
-        _mm_prefetch(reinterpret_cast<const char*>(w0 + r * row_bytes + k * es) + PREFETCH_BYTES, _MM_HINT_T0);
+      for (int r = 0; r < R; r++) {
+        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * es);
+        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+      }
     const __m256 xv = _mm256_loadu_ps(x + k);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(load8<D>(w0 + r * row_bytes + k * es), xv, acc[r]);

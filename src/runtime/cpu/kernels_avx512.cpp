@@ -21,9 +21,16 @@ namespace orion::cpu {
 namespace {
 
 constexpr int ROWS = 8;  // weight rows per step: ROWS independent FMA chains, x loaded once for all
-// Each row is prefetched this far ahead of its loads. The hardware prefetcher alone keeps too few
-// lines in flight for one core to reach its share of the memory bandwidth (measured: +30%).
-constexpr int PREFETCH_BYTES = 2048;  // (a prefetch past the end of W is harmless: it never faults)
+// Each row is prefetched ahead of its loads, twice. The hardware prefetcher alone keeps too few
+// lines in flight for one core to reach its share of the memory bandwidth, and so does a prefetch
+// into L1 alone: a core has only ~16 L1 fill buffers, so at ~100 ns of DRAM latency it cannot have
+// more than ~16 × 64 B in flight (≈ 10 GB/s). A prefetch into L2 (T1) far ahead uses the L2's
+// larger miss queue; the near one into L1 (T0) then hits in L2. Distances measured on Stories110M
+// f16 decode, 2 threads, alternating runs (bench/RESULTS.md): 2 KB T0 only 76.5 tok/s median,
+// 8 KB T0 + 128 KB T1 95.0; T0 alone past 24 KB falls (lines leave the 48 KB L1 before use).
+// (A prefetch past the end of W is harmless: it never faults.)
+constexpr int PREFETCH_L1_BYTES = 8 << 10;
+constexpr int PREFETCH_L2_BYTES = 128 << 10;
 
 // 16 weights starting at element k of a row, as fp32. `mask` selects the valid lanes of a tail;
 // masked-off lanes read nothing and are zero.
@@ -60,8 +67,11 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
   for (; k + 16 <= K; k += 16) {
     if (k * dtype_size(D) % 64 == 0)  // once per 64-byte cache line of each row
 #pragma GCC unroll 8
-      for (int r = 0; r < R; r++)
-        _mm_prefetch(reinterpret_cast<const char*>(w0 + r * row_bytes + k * dtype_size(D)) + PREFETCH_BYTES, _MM_HINT_T0);
+      for (int r = 0; r < R; r++) {
+        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * dtype_size(D));
+        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+      }
     const __m512 xv = _mm512_loadu_ps(x + k);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, 0xffff), xv, acc[r]);
