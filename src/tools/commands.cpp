@@ -41,6 +41,15 @@ void shorten_descriptions(CLI::App& app) {
     shorten_descriptions(*sub);
   }
 }
+// " bench train" for `orion bench train …`: the chain of subcommands the parser got to.
+std::string command_path(const CLI::App& app) {
+  std::string path;
+  for (const CLI::App* a = &app; !a->get_subcommands().empty();) {
+    a = a->get_subcommands()[0];
+    path += " " + a->get_name();
+  }
+  return path;
+}
 }  // namespace
 
 int run_main(int argc, char** argv) {
@@ -61,8 +70,7 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "orion: usage error: %s (hint: run `orion%s --help`)\n", e.what(),
-                 app.get_subcommands().empty() ? "" : (" " + app.get_subcommands()[0]->get_name()).c_str());
+    std::fprintf(stderr, "orion: usage error: %s (hint: run `orion%s --help`)\n", e.what(), command_path(app).c_str());
     return exit_code(ErrorKind::Usage);
   } catch (const Error& e) {
     std::fprintf(stderr, "orion: error: %s\n", e.what());

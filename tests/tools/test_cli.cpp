@@ -25,6 +25,15 @@ TEST(Cli, UnknownCommandAndBadFlagsAreUsageErrors) {
   EXPECT_EQ(run_orion("generate --model x.bin --temperature -1", &out, &err), 2);
 }
 
+// The hint names the whole command the bad flag belongs to, subcommands of subcommands included.
+TEST(Cli, UsageErrorHintNamesTheFullCommand) {
+  std::string out, err;
+  EXPECT_EQ(run_orion("bench train --overlap-dw maybe", &out, &err), 2);
+  EXPECT_NE(err.find("hint: run `orion bench train --help`"), std::string::npos) << err;
+  EXPECT_EQ(run_orion("generate --bogus-flag", &out, &err), 2);
+  EXPECT_NE(err.find("hint: run `orion generate --help`"), std::string::npos) << err;
+}
+
 TEST(Cli, MissingModelFileIsAnInputErrorNamingIt) {
   std::string out, err;
   EXPECT_EQ(run_orion("generate --model /nonexistent/m.bin --tokenizer /nonexistent/t.bin", &out, &err), 3);
