@@ -311,7 +311,20 @@ void AneBlocksBase::switch_to_weights_as_inputs() {
   up_.budget_switches++;
 }
 
+bool AneBlocksBase::freeze_base(AdapterGradSink* sink) {
+  if (adapters_ && sink) f_.sink = sink;  // the LoRA runner is always frozen
+  else if (!adapters_) f_.sink = sink;
+  return true;
+}
+
+void AneBlocksBase::use_adapter_inputs(const LoraAdapter& lora, AdapterGradSink* sink) {
+  ORION_CHECK(sink, "adapter training on the ANE needs a gradient sink");
+  adapters_ = std::make_unique<QvAdapterInputs>(lora, p_.config());
+  frozen_weights_ = true, f_.sink = sink;
+}
+
 void AneBlocksBase::weights_updated() {
+  if (adapters_) adapters_->changed();  // the adapter changed: its inputs are rebuilt at the next call
   if (backward_done_) ph_.optimizer_s += since_backward_.seconds(), backward_done_ = false;
   ph_.steps++;
   if (!compiled_ || frozen_weights_) return;  // programs are built from the current parameters when first needed

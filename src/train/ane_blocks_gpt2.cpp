@@ -80,29 +80,12 @@ class Gpt2AneBlocks final : public AneBlocksBase {
         d.dq.resize(N * C), d.dk.resize(N * C), d.dv.resize(N * C), d.dfc.resize(N * H);
       }
     }
-    if (lora) {
-      ORION_CHECK(sink, "adapter training on the ANE needs a gradient sink");
-      adapters_ = std::make_unique<QvAdapterInputs>(*lora, c);
-      frozen_weights_ = true, f_.sink = sink;
-    }
+    if (lora) use_adapter_inputs(*lora, sink);
   }
 
-  const char* name() const override { return "ane-gpt2"; }
-
-  // Adapter training on the merged weights: no dW of the frozen base, X and dY of the adapted
-  // projections (from the programs' outputs) reported to the sink.
   ~Gpt2AneBlocks() override { finish_jobs(); }
 
-  bool freeze_base(AdapterGradSink* sink) override {
-    if (adapters_ && sink) f_.sink = sink;  // the LoRA runner is always frozen
-    else if (!adapters_) f_.sink = sink;
-    return true;
-  }
-
-  void weights_updated() override {
-    AneBlocksBase::weights_updated();
-    if (adapters_) adapters_->changed();  // the adapter changed: its inputs are rebuilt at the next call
-  }
+  const char* name() const override { return "ane-gpt2"; }
 
   void forward_block(int l, const float* x, float* y, int B, int T) override {
     ensure_compiled();
@@ -162,10 +145,6 @@ class Gpt2AneBlocks final : public AneBlocksBase {
     weight_gradients(l, /*may_overlap=*/!f_.sink, [this, l, x, N, &d] { layer_weight_gradients(l, x, N, d); });
   }
 
-  // The adapter inputs of fwd_attn and qkv_bwd: A_q, s·B_q, A_v, s·B_v of the layer.
-  bool has_extra_inputs(KernelRole role) const override { return adapters_ && (role == kFwdAttn || role == kQkvBwd); }
-  void add_extra_inputs(KernelRole, int l, TensorMap& inputs) override { adapters_->add(l, inputs); }
-
  private:
   // The gradients of one layer's backward that its weight gradients read ([N, ·] rows).
   struct Scratch {
@@ -200,8 +179,6 @@ class Gpt2AneBlocks final : public AneBlocksBase {
     if (!f_.sink) layernorm_weight_grad(dw.attn_norm, dw.attn_norm_b, d.dxn1.data(), x, N, C, c.norm_eps);
   }
 
-  std::unique_ptr<QvAdapterInputs> adapters_;  // LoRA mode only
-  FrozenBase f_;
   std::vector<Gpt2Saved> saved_;
   Scratch scratch_[2];  // layer l uses set l % 2 (its dW job may still read it while layer l − 1 runs)
 };

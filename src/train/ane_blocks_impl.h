@@ -38,11 +38,32 @@ struct Program {
   bool verify_next = true;  // the first update in a mode is always verified
 };
 
+// The q and v adapters of a frozen-base LoRA runner (make_lora_ane_blocks) as the inputs of its
+// fwd_attn and qkv_bwd programs: per layer A_q, s·B_q, A_v, s·B_v (frontends::lora_qv_inputs, the
+// rank slot = the adapter's rank), built on the host from the adapter when first needed after
+// changed() — the runner calls that from weights_updated(), so every step reads the new A, B.
+class QvAdapterInputs {
+ public:
+  // Usage error unless the adapter's targets are among q and v (the kernels' slots).
+  QvAdapterInputs(const LoraAdapter& adapter, const ModelConfig& c);
+  int slot() const;
+  void changed() { current_ = false; }
+  // Adds layer l's four adapter inputs to `inputs`.
+  void add(int l, TensorMap& inputs);
+
+ private:
+  const LoraAdapter& a_;
+  const ModelConfig c_;
+  std::vector<TensorMap> per_layer_;
+  bool current_ = false;
+};
+
 class AneBlocksBase : public AneBlocks {
  public:
   AneBlocksBase(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, std::vector<KernelSpec> specs);
 
-  void weights_updated() override;
+  void weights_updated() override;  // also: the adapter inputs are rebuilt at their next use
+  bool freeze_base(AdapterGradSink* sink) override;
   std::string progress() override;
   const AnePhaseTimes& phases() const override { return ph_; }
   bool overlapping_dw() const override { return overlap_; }
@@ -61,10 +82,14 @@ class AneBlocksBase : public AneBlocks {
   Program& prog(KernelRole role, int layer);
   // Runs a program, timing the evaluation apart from the surface copies around it.
   TensorMap run(KernelRole role, int layer, const TensorMap& inputs);
-  // Inputs a runner adds to every call of a role's programs beyond the activations (the LoRA
-  // runner's adapter matrices): has_extra_inputs says whether it does, add_extra_inputs adds them.
-  virtual bool has_extra_inputs(KernelRole) const { return false; }
-  virtual void add_extra_inputs(KernelRole, int /*layer*/, TensorMap& /*inputs*/) {}
+  // Inputs added to every call of a role's programs beyond the activations (the LoRA runner's
+  // adapter matrices): has_extra_inputs says whether there are any, add_extra_inputs adds them.
+  bool has_extra_inputs(KernelRole role) const { return adapters_ && (role == kFwdAttn || role == kQkvBwd); }
+  void add_extra_inputs(KernelRole, int layer, TensorMap& inputs) { adapters_->add(layer, inputs); }
+  // Adapter training with the base baked (make_lora_ane_blocks): fwd_attn and qkv_bwd take the q, v
+  // adapters of `lora` as inputs, no program is ever updated, and sink gets X and dY of the adapted
+  // projections instead of any dW being computed.
+  void use_adapter_inputs(const LoraAdapter& lora, AdapterGradSink* sink);
   // The weights never change (a frozen base, baked as constants): no delta-reload probe, every
   // program compiled once with its weights baked, and weights_updated() touches no program.
   bool frozen_weights_ = false;
@@ -100,6 +125,8 @@ class AneBlocksBase : public AneBlocks {
   Grads* g_;
   const int B_, T_;
   ModelWeights view_;  // the parameters as fp32 ModelWeights (zero-copy): what graphs are built from
+  std::unique_ptr<QvAdapterInputs> adapters_;  // LoRA mode only
+  FrozenBase f_;       // a frozen base: no dW, the adapted projections' X and dY go to f_.sink
   int Sa_ = 0, Sf_ = 0;
   AnePhaseTimes ph_;
 
@@ -129,25 +156,6 @@ class AneBlocksBase : public AneBlocks {
   Timer since_backward_;           // from the last backward block to weights_updated(): the optimiser
 };
 
-// The q and v adapters of a frozen-base LoRA runner (make_lora_ane_blocks) as the inputs of its
-// fwd_attn and qkv_bwd programs: per layer A_q, s·B_q, A_v, s·B_v (frontends::lora_qv_inputs, the
-// rank slot = the adapter's rank), built on the host from the adapter when first needed after
-// changed() — the runner calls that from weights_updated(), so every step reads the new A, B.
-class QvAdapterInputs {
- public:
-  // Usage error unless the adapter's targets are among q and v (the kernels' slots).
-  QvAdapterInputs(const LoraAdapter& adapter, const ModelConfig& c);
-  int slot() const;
-  void changed() { current_ = false; }
-  // Adds layer l's four adapter inputs to `inputs`.
-  void add(int l, TensorMap& inputs);
-
- private:
-  const LoraAdapter& a_;
-  const ModelConfig c_;
-  std::vector<TensorMap> per_layer_;
-  bool current_ = false;
-};
 
 // Weight gradients of the norms from the CPU's fp32 statistics of the norm's input x [N, C] and the
 // gradient of the norm's output dxnorm [N, C] (from the ANE):

@@ -82,25 +82,10 @@ class LlamaAneBlocks final : public AneBlocksBase {
         d.dy.resize(N * C), d.dx1.resize(N * C), d.dxn1.resize(N * C), d.dxn2.resize(N * C);
         d.dq.resize(N * Q), d.dk.resize(N * KV), d.dv.resize(N * KV), d.dh1.resize(N * H), d.dh3.resize(N * H);
       }
-    if (lora) {
-      ORION_CHECK(sink, "adapter training on the ANE needs a gradient sink");
-      adapters_ = std::make_unique<QvAdapterInputs>(*lora, c);
-      frozen_weights_ = true, f_.sink = sink;
-    }
+    if (lora) use_adapter_inputs(*lora, sink);
   }
 
   ~LlamaAneBlocks() override { finish_jobs(); }
-
-  bool freeze_base(AdapterGradSink* sink) override {
-    if (adapters_ && sink) f_.sink = sink;  // the LoRA runner is always frozen
-    else if (!adapters_) f_.sink = sink;
-    return true;
-  }
-
-  void weights_updated() override {
-    AneBlocksBase::weights_updated();
-    if (adapters_) adapters_->changed();  // the adapter changed: its inputs are rebuilt at the next call
-  }
 
   const char* name() const override { return "ane-llama"; }
 
@@ -164,10 +149,6 @@ class LlamaAneBlocks final : public AneBlocksBase {
     weight_gradients(l, /*may_overlap=*/!f_.sink, [this, l, x, N, &d] { layer_weight_gradients(l, x, N, d); });
   }
 
-  // The adapter inputs of fwd_attn and qkv_bwd: A_q, s·B_q, A_v, s·B_v of the layer.
-  bool has_extra_inputs(KernelRole role) const override { return adapters_ && (role == kFwdAttn || role == kQkvBwd); }
-  void add_extra_inputs(KernelRole, int l, TensorMap& inputs) override { adapters_->add(l, inputs); }
-
  private:
   // The gradients of one layer's backward that its weight gradients read ([N, ·] rows).
   struct Scratch {
@@ -206,8 +187,6 @@ class LlamaAneBlocks final : public AneBlocksBase {
     }
   }
 
-  std::unique_ptr<QvAdapterInputs> adapters_;  // LoRA mode only
-  FrozenBase f_;
   std::vector<LlamaSaved> saved_;
   Scratch scratch_[2];  // layer l uses set l % 2 (its dW job may still read it while layer l − 1 runs)
 };
