@@ -150,14 +150,7 @@ void add_bench_train_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "print the figures as one JSON object (two with --backend anesim|ane)");
   cmd->add_option("--backend", a->backend, "cpu, or anesim / ane: the blocks as ANE programs")->capture_default_str()
       ->check(CLI::IsMember({"cpu", "anesim", "ane"}));
-  cmd->add_option("--weight-update", "ANE path: auto, delta-reload, weights-as-inputs or recompile")->default_str("auto")
-      ->check(CLI::IsMember({"auto", "delta-reload", "weights-as-inputs", "recompile"}))
-      ->each([a](const std::string& s) { a->ane.weight_update = train::parse_update_strategy(s); });
-  cmd->add_option("--chip", a->ane.chip, "ANE path: chip profile (m1 … m5)")->capture_default_str();
-  cmd->add_option("--overlap-dw", "ANE path: each layer's weight gradients on a worker thread while the next layer's "
-                                  "programs run — auto (on for the ane driver, off on anesim, which shares the cores), on, off")
-      ->default_str("auto")->check(CLI::IsMember({"auto", "on", "off"}))
-      ->each([a](const std::string& s) { a->ane.overlap_dw = train::parse_overlap(s); });
+  add_ane_train_options(cmd, a->ane);
   a->threads.add(cmd);
   cmd->callback([a] { run_bench_train(*a); });
 }

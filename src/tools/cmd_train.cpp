@@ -113,17 +113,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--backend", o.backend, "where the transformer blocks run: cpu, or anesim / ane (ANE programs: forward and input "
                                          "gradients on the ANE, weight gradients and AdamW on the CPU)")
       ->capture_default_str()->check(CLI::IsMember({"cpu", "anesim", "ane"}));
-  cmd->add_option("--weight-update", "ANE path: how programs get new weights after each step — auto (probe, then the fastest "
-                                     "that verifies), delta-reload, weights-as-inputs or recompile")
-      ->default_str("auto")->check(CLI::IsMember({"auto", "delta-reload", "weights-as-inputs", "recompile"}))
-      ->each([&o](const std::string& s) { o.ane.weight_update = train::parse_update_strategy(s); });
+  add_ane_train_options(cmd, o.ane);
   cmd->add_option("--verify-every", o.ane.verify_every, "ANE path: verify each program's weight update by a probe on the first "
                                                          "and every N-th update (0: the first only)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--chip", o.ane.chip, "ANE path: chip profile (m1 … m5)")->capture_default_str();
-  cmd->add_option("--overlap-dw", "ANE path: each layer's weight gradients on a worker thread while the next layer's "
-                                  "programs run — auto (on for the ane driver, off on anesim, which shares the cores), on, off")
-      ->default_str("auto")->check(CLI::IsMember({"auto", "on", "off"}))
-      ->each([&o](const std::string& s) { o.ane.overlap_dw = train::parse_overlap(s); });
   cmd->add_flag("--reload-takes-effect", o.ane.reload_takes_effect, "anesim: model hardware on which a delta reload changes the weights "
                                                                      "(the default models M3–M5, where it does not)");
   cmd->add_flag("--no-progress", a->no_progress, "no progress lines on stderr");

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "runtime/cpu/kernels.h"
+#include "train/ane_blocks.h"
 #include "train/dist/communicator.h"
 
 namespace orion::tools {
@@ -27,6 +28,18 @@ std::optional<DType> DTypeOption::get() const {
   auto d = parse_dtype(name);
   if (!d) throw_usage_error(fmt::format("unknown dtype '{}'", name), "--dtype", "use f32, f16 or bf16");
   return d;
+}
+
+void add_ane_train_options(CLI::App* cmd, train::AneTrainOptions& o) {
+  cmd->add_option("--weight-update", "ANE path: how programs get new weights after each step — auto (probe, then the fastest "
+                                     "that verifies), delta-reload, weights-as-inputs or recompile")
+      ->default_str("auto")->check(CLI::IsMember({"auto", "delta-reload", "weights-as-inputs", "recompile"}))
+      ->each([&o](const std::string& s) { o.weight_update = train::parse_update_strategy(s); });
+  cmd->add_option("--chip", o.chip, "ANE path: chip profile (m1 … m5)")->capture_default_str();
+  cmd->add_option("--overlap-dw", "ANE path: each layer's weight gradients on a worker thread while the next layer's "
+                                  "programs run — auto (on for the ane driver, off on anesim, which shares the cores), on, off")
+      ->default_str("auto")->check(CLI::IsMember({"auto", "on", "off"}))
+      ->each([&o](const std::string& s) { o.overlap_dw = train::parse_overlap(s); });
 }
 
 void add_sampler_options(CLI::App* cmd, SamplerOptions& s) {

@@ -10,6 +10,9 @@
 #include "base/dtype.h"
 #include "infer/sampler.h"
 
+namespace orion::train {
+struct AneTrainOptions;
+}
 namespace orion::train::dist {
 class Communicator;
 }
@@ -36,6 +39,10 @@ struct DTypeOption {
 void run_data_parallel(CLI::App* cmd, ThreadOptions& threads, const std::function<void(train::dist::Communicator&)>& body);
 
 void add_sampler_options(CLI::App* cmd, SamplerOptions& s);
+
+// The ANE path's training options both `orion train` and `orion bench train` take: --weight-update,
+// --chip, --overlap-dw.
+void add_ane_train_options(CLI::App* cmd, train::AneTrainOptions& o);
 
 // The tokenizer that sits beside a model file (llama2.c and Hugging Face layouts); Usage error
 // naming --tokenizer when there is none.

@@ -260,7 +260,7 @@ void AneBlocksBase::weight_gradients(int l, bool may_overlap, std::function<void
   since_backward_.reset(), backward_done_ = true;
 }
 
-void AneBlocksBase::wait_for_scratch(int) {
+void AneBlocksBase::wait_for_scratch() {
   if (!overlap_) return;
   Timer wait;
   worker_.wait_until_pending(1);  // jobs run in order: only layer l + 1's may still be running

@@ -113,7 +113,7 @@ class Gpt2AneBlocks final : public AneBlocksBase {
     const ModelConfig& c = p_.config();
     Gpt2Saved& a = saved_[size_t(l)];
     const int N = B * T, C = c.dim, H = c.hidden_dim;
-    wait_for_scratch(l);
+    wait_for_scratch();
     Scratch& d = scratch_[size_t(l) % 2];
     // dy is the trainer's buffer, which the next layer down writes its dx into: the dW job reads a copy
     std::copy_n(dy_in, size_t(N) * C, d.dy.data());

@@ -116,8 +116,9 @@ class AneBlocksBase : public AneBlocks {
   // is waited for and the optimiser may read the gradients. A job may only read the scratch set
   // l % 2 (scratch(l)), the layer's saved activations, the parameters and its own gradients.
   void weight_gradients(int l, bool may_overlap, std::function<void()> job);
-  // Before layer l's backward writes scratch set l % 2: the job of layer l + 2, which read it, is done.
-  void wait_for_scratch(int l);
+  // Before layer l's backward writes scratch set l % 2: the job of layer l + 2, which read it, is done
+  // (jobs run in order, so at most the newest, layer l + 1's, may still be running).
+  void wait_for_scratch();
   // Destructors of the family runners call it first: no job may outlive their buffers.
   void finish_jobs() noexcept;
 

@@ -115,7 +115,7 @@ class LlamaAneBlocks final : public AneBlocksBase {
     const ModelConfig& c = p_.config();
     LlamaSaved& a = saved_[size_t(l)];
     const int N = B * T, C = c.dim, Q = c.n_heads * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
-    wait_for_scratch(l);
+    wait_for_scratch();
     Scratch& d = scratch_[size_t(l) % 2];
     // dy is the trainer's buffer, which the next layer down writes its dx into: the dW job reads a copy
     std::copy_n(dy_in, size_t(N) * C, d.dy.data());
