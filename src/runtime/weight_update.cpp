@@ -181,10 +181,12 @@ UpdateResult update_weights(UpdatableKernel& k, const ir::Graph& new_graph, Upda
   r.requested = strategy;
   const int compiles_before = k.budget().used();
   const bool verify = verification.enabled || strategy == UpdateStrategy::Auto;
-  TensorMap probe, reference;
+  TensorMap probe, reference, before;
+  double change = 0;  // how far the new weights move the probe's outputs from what the kernel gives now
   if (verify) {
     probe = verification.probe.empty() ? random_probe(new_graph) : verification.probe;
     reference = verification.reference ? verification.reference(probe) : ir::interpret_named(new_graph, probe);
+    change = probe_error(k.run(probe), reference);
   }
   bool accepted = false;
   for (UpdateStrategy s : strategy_order(strategy, k.mode())) {
@@ -199,15 +201,21 @@ UpdateResult update_weights(UpdatableKernel& k, const ir::Graph& new_graph, Upda
       accepted = true;
       break;
     }
+    // Within tolerance of the new reference — and, when the update moves the outputs by more than
+    // fp16 noise (a quarter of the tolerance), nearer the new outputs than the old: a small update
+    // (a low learning rate) moves them by less than the tolerance, and a stale kernel, which still
+    // gives the old outputs, would otherwise pass.
     const double err = probe_error(k.run(probe), reference);
-    if (err <= verification.tolerance) {
+    const bool moved = change <= verification.tolerance / 4 || err <= change / 2;
+    if (err <= verification.tolerance && moved) {
       r.verified = accepted = true;
       r.max_error = err;
       break;
     }
     r.stale_detected = true;
-    r.attempts.push_back(fmt::format("{}: {} results (error {:.3g} > {:.3g}{})", strategy_name(s),
-                                     s == UpdateStrategy::DeltaReload ? "stale" : "wrong", err, verification.tolerance,
+    r.attempts.push_back(fmt::format("{}: {} results (error {:.3g} > {:.3g}{}{})", strategy_name(s),
+                                     s == UpdateStrategy::DeltaReload ? "stale" : "wrong", err,
+                                     moved ? verification.tolerance : change / 2, moved ? "" : ", half the update's change",
                                      s == UpdateStrategy::DeltaReload ? "; the hardware kept the compiled weights, C10" : ""));
   }
   r.compiles = k.budget().used() - compiles_before;

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "runtime/cpu/kernels.h"
 #include "tools/command.h"
 
 namespace orion::tools {
@@ -61,6 +62,8 @@ int run_main(int argc, char** argv) {
   add_all_commands(app);
   shorten_descriptions(app);
   install_file_fault_handlers();
+  if (const std::string& why = cpu::isa_request_refused(); !why.empty())
+    std::fprintf(stderr, "orion: warning: %s; using %s\n", why.c_str(), cpu::isa_name(cpu::active_isa()));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

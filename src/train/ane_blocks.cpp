@@ -186,26 +186,34 @@ TensorMap AneBlocksBase::run(KernelRole role, int layer, const TensorMap& inputs
   return out;
 }
 
-ir::Tensor32 AneBlocksBase::to_ane(const float* rows, int n, int C, int S) {
+ir::Tensor32 AneBlocksBase::to_ane(const float* rows, int n, int C, int S, float scale) {
   Timer t;
   ir::Tensor32 x({1, C, 1, S});
   for (int s = 0; s < n; s++)
-    for (int c = 0; c < C; c++) x.data[size_t(c) * S + s] = rows[size_t(s) * C + c];
+    for (int c = 0; c < C; c++) x.data[size_t(c) * S + s] = rows[size_t(s) * C + c] * scale;
   clamp_fp16_range(x.data.data(), x.data.size());  // a residual past 65504 would become ±Inf
   ph_.surface_copy_s += t.seconds();
   return x;
 }
 
-void AneBlocksBase::from_ane(const ir::Tensor32& t, int n, float* rows, bool accumulate) {
+void AneBlocksBase::from_ane(const ir::Tensor32& t, int n, float* rows, bool accumulate, float scale) {
   Timer timer;
   const int64_t C = t.shape[1], S = t.shape[3];
   for (int s = 0; s < n; s++)
     for (int64_t c = 0; c < C; c++) {
-      const float v = t.data[size_t(c * S + s)];
+      const float v = t.data[size_t(c * S + s)] * scale;
       float& r = rows[size_t(s * C + c)];
       r = accumulate ? r + v : v;
     }
   ph_.surface_copy_s += timer.seconds();
+}
+
+float AneBlocksBase::gradient_scale(const float* dy, size_t n) {
+  float m = 0;
+  for (size_t i = 0; i < n; i++) m = std::max(m, std::fabs(dy[i]));
+  if (!(m > 0) || !std::isfinite(m)) return 1.0f;
+  const int k = std::clamp(-std::ilogb(m), -30, 60);  // max|dy|·2^k ∈ [1, 2)
+  return std::ldexp(1.0f, k);
 }
 
 void AneBlocksBase::sanitize(float* v, size_t n) {
@@ -227,10 +235,10 @@ void AneBlocksBase::attention_forward(int l, const float* x, int T, ir::Tensor32
 
 AneBlocksBase::AttentionGrads AneBlocksBase::attention_backward(int l, const float* dx1, const float* x, int T,
                                                                 const ir::Tensor32& q, const ir::Tensor32& k,
-                                                                const ir::Tensor32& v) {
+                                                                const ir::Tensor32& v, float gscale) {
   const int C = p_.config().dim;
   AttentionGrads g;
-  g.sdpa1 = run(kSdpaBwd1, l, {{"dy", to_ane(dx1, T, C, Sa_)}, {"q", q}, {"k", k}, {"v", v}});
+  g.sdpa1 = run(kSdpaBwd1, l, {{"dy", to_ane(dx1, T, C, Sa_, gscale)}, {"q", q}, {"k", k}, {"v", v}});
   g.sdpa2 = run(kSdpaBwd2, l, {{"probs", g.sdpa1.at("probs")}, {"dprobs", g.sdpa1.at("dprobs")}, {"q", q}, {"k", k}});
   g.qkv = run(kQkvBwd, l, {{"dq", g.sdpa2.at("dq")}, {"dk", g.sdpa2.at("dk")}, {"dv", g.sdpa1.at("dv")}, {"x", to_ane(x, T, C, Sa_)}});
   return g;

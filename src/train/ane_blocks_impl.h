@@ -93,10 +93,19 @@ class AneBlocksBase : public AneBlocks {
   // The weights never change (a frozen base, baked as constants): no delta-reload probe, every
   // program compiled once with its weights baked, and weights_updated() touches no program.
   bool frozen_weights_ = false;
-  // Rows [n, C] → [1, C, 1, S] with zeros in columns n..S−1, clamped to the fp16 range.
-  ir::Tensor32 to_ane(const float* rows, int n, int C, int S);
-  // Columns 0..n−1 of [1, C, 1, S] → rows [n, C] (assigned, or added when accumulate).
-  void from_ane(const ir::Tensor32& t, int n, float* rows, bool accumulate = false);
+  // Rows [n, C] (times scale) → [1, C, 1, S] with zeros in columns n..S−1, clamped to the fp16 range.
+  ir::Tensor32 to_ane(const float* rows, int n, int C, int S, float scale = 1.0f);
+  // Columns 0..n−1 of [1, C, 1, S] (times scale) → rows [n, C] (assigned, or added when accumulate).
+  void from_ane(const ir::Tensor32& t, int n, float* rows, bool accumulate = false, float scale = 1.0f);
+  // Gradient scaling at the programs' boundary. A layer's backward is linear in its upstream
+  // gradient dy, so the programs may run on s·dy and their gradient outputs be divided by s on the
+  // way back: with s a power of two both are exact in fp32, and only the fp16 rounding inside the
+  // programs changes — for the better when dy is small. The loss gradient is a mean over B·T
+  // tokens and shrinks as the loss falls; unscaled, its products inside the backward programs
+  // (dprobs, dscores, dq, dk) fall into fp16's subnormal range, where a value keeps fewer than 11
+  // significant bits (below 2⁻¹⁴ ≈ 6.1e-5). s = 2^k brings max|dy| into [1, 2): ample headroom
+  // below 65504 for the products, and most values in fp16's normal range.
+  static float gradient_scale(const float* dy, size_t n);
   // The attention halves both families share, for one sequence of T rows:
   //   forward:  fwd_attn(x) → q, k, v kept in the programs' layout, att and xnorm as rows [T, ·],
   //             and the residual x1 = x + o written to x1 [T, C];
@@ -107,8 +116,9 @@ class AneBlocksBase : public AneBlocks {
   struct AttentionGrads {
     TensorMap sdpa1, sdpa2, qkv;
   };
+  // dx1 enters the programs times gscale (gradient_scale); the returned gradients carry that factor.
   AttentionGrads attention_backward(int l, const float* dx1, const float* x, int T, const ir::Tensor32& q,
-                                    const ir::Tensor32& k, const ir::Tensor32& v);
+                                    const ir::Tensor32& k, const ir::Tensor32& v, float gscale);
   // NaN → 0, ±Inf → ±65504 in gradients read back from fp16 programs (counted).
   void sanitize(float* v, size_t n);
   // Layer l's weight gradients (sgemm dW = dYᵀ·X, norm and bias gradients): given to the worker

@@ -120,27 +120,28 @@ class LlamaAneBlocks final : public AneBlocksBase {
     // dy is the trainer's buffer, which the next layer down writes its dx into: the dW job reads a copy
     std::copy_n(dy_in, size_t(N) * C, d.dy.data());
     const float* dy = d.dy.data();
+    const float gs = gradient_scale(dy, size_t(N) * C), unscale = 1.0f / gs;  // exact: a power of two
     for (int b = 0; b < B; b++) {
       const size_t r = size_t(b) * T;
       const float* dyb = dy + r * C;
-      TensorMap fb = run(kFfnBwd, l, {{"dy", to_ane(dyb, T, C, Sf_)}, {"x", to_ane(a.x1.data() + r * C, T, C, Sf_)},
+      TensorMap fb = run(kFfnBwd, l, {{"dy", to_ane(dyb, T, C, Sf_, gs)}, {"x", to_ane(a.x1.data() + r * C, T, C, Sf_)},
                                       {"h1", a.h1[size_t(b)]}, {"h3", a.h3[size_t(b)]}});
       float* dx1 = d.dx1.data() + r * C;
       std::copy_n(dyb, size_t(T) * C, dx1);  // dx1 = dy + dx_ffn
-      from_ane(fb.at("dx"), T, dx1, /*accumulate=*/true);
+      from_ane(fb.at("dx"), T, dx1, /*accumulate=*/true, unscale);
       sanitize(dx1, size_t(T) * C);  // fp16 overflow reads back as ±Inf/NaN: repaired and counted
-      from_ane(fb.at("dh1"), T, d.dh1.data() + r * H);
-      from_ane(fb.at("dh3"), T, d.dh3.data() + r * H);
-      from_ane(fb.at("dxnorm"), T, d.dxn2.data() + r * C);
+      from_ane(fb.at("dh1"), T, d.dh1.data() + r * H, /*accumulate=*/false, unscale);
+      from_ane(fb.at("dh3"), T, d.dh3.data() + r * H, /*accumulate=*/false, unscale);
+      from_ane(fb.at("dxnorm"), T, d.dxn2.data() + r * C, /*accumulate=*/false, unscale);
 
-      AttentionGrads ag = attention_backward(l, dx1, x + r * C, T, a.q[size_t(b)], a.k[size_t(b)], a.v[size_t(b)]);
+      AttentionGrads ag = attention_backward(l, dx1, x + r * C, T, a.q[size_t(b)], a.k[size_t(b)], a.v[size_t(b)], gs);
       float* dxb = dx + r * C;
       std::copy_n(dx1, size_t(T) * C, dxb);  // dx = dx1 + dx_attn
-      from_ane(ag.qkv.at("dx"), T, dxb, /*accumulate=*/true);
-      from_ane(ag.sdpa1.at("dv"), T, d.dv.data() + r * KV);
-      from_ane(ag.qkv.at("dq_lin"), T, d.dq.data() + r * Q);  // before RoPE: what Wq produced
-      from_ane(ag.qkv.at("dk_lin"), T, d.dk.data() + r * KV);
-      from_ane(ag.qkv.at("dxnorm"), T, d.dxn1.data() + r * C);
+      from_ane(ag.qkv.at("dx"), T, dxb, /*accumulate=*/true, unscale);
+      from_ane(ag.sdpa1.at("dv"), T, d.dv.data() + r * KV, /*accumulate=*/false, unscale);
+      from_ane(ag.qkv.at("dq_lin"), T, d.dq.data() + r * Q, /*accumulate=*/false, unscale);  // before RoPE: what Wq produced
+      from_ane(ag.qkv.at("dk_lin"), T, d.dk.data() + r * KV, /*accumulate=*/false, unscale);
+      from_ane(ag.qkv.at("dxnorm"), T, d.dxn1.data() + r * C, /*accumulate=*/false, unscale);
     }
     // The other gradients read back from fp16 programs, likewise.
     sanitize(dx, size_t(N) * C), sanitize(d.dxn1.data(), size_t(N) * C), sanitize(d.dxn2.data(), size_t(N) * C);

@@ -5,9 +5,13 @@
 
 #include <cstring>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "anesim_test_util.h"
 #include "base/dtype.h"
 #include "runtime/anesim/anesim_plan.h"
+#include "runtime/cpu/kernels.h"
 
 namespace orion::runtime::anesim {
 namespace {
@@ -103,6 +107,35 @@ TEST(anesim_Eval, FastConvMatchesTheInterpreter) {
   Tensor32 x = test::random_t({1, 40, 1, 23}, 9), w = test::random_t({17, 40, 1, 1}, 10);
   Tensor32 want = ir::eval_op(Op::Conv1x1, {&x, &w}, {}, {{ElemType::F32, {1, 17, 1, 23}}}, "conv")[0];
   expect_close(conv1x1_fast(x, w), want);
+}
+
+// The ANE's sums do not depend on the host: every instruction set's tile and any thread count give
+// the same bits (anesim_gemm.h), so a program's fp16 outputs are the same on every machine.
+TEST(anesim_Eval, MatmulAndConvGiveTheSameBitsOnEveryInstructionSetAndThreadCount) {
+  const cpu::Isa isa_before = cpu::active_isa();
+  const int threads_before = cpu::num_threads();
+  // Odd sizes: partial row tiles and columns past the last whole tile of every width (8, 16, 32),
+  // and big enough (M·N·K > 2¹⁸) to be split over threads.
+  const int64_t M = 45, K = 301, N = 83;
+  const Tensor32 x = test::random_t({2, 1, M, K}, 21), y = test::random_t({1, 3, N, K}, 22);
+  const Tensor32 cx = test::random_t({1, K, 1, N}, 23), cw = test::random_t({M, K, 1, 1}, 24);
+  std::vector<Tensor32> mm, conv;
+  std::vector<std::string> runs;
+  for (cpu::Isa isa : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+    if (!cpu::set_isa(isa)) continue;
+    for (int threads : {1, 2}) {
+      cpu::set_num_threads(threads);
+      mm.push_back(matmul_fast(x, y, false, true, {2, 3, M, N}));
+      conv.push_back(conv1x1_fast(cx, cw));
+      runs.push_back(fmt::format("{} × {} thread(s)", cpu::isa_name(isa), threads));
+    }
+  }
+  cpu::set_isa(isa_before), cpu::set_num_threads(threads_before);
+  std::printf("  compared: %s\n", fmt::format("{}", fmt::join(runs, ", ")).c_str());
+  for (size_t i = 1; i < mm.size(); i++) {
+    EXPECT_EQ(std::memcmp(mm[i].data.data(), mm[0].data.data(), mm[0].data.size() * 4), 0) << "matmul: " << runs[i] << " vs " << runs[0];
+    EXPECT_EQ(std::memcmp(conv[i].data.data(), conv[0].data.data(), conv[0].data.size() * 4), 0) << "conv: " << runs[i] << " vs " << runs[0];
+  }
 }
 
 TEST(anesim_Eval, RoundFp16IsNearestEvenWithOverflowToInfinity) {

@@ -120,6 +120,41 @@ TEST(anesim_WeightUpdate, StaleDeltaReloadIsDetectedAndRecovered) {
   EXPECT_LE(error_vs(third, in, k.run(in)), 1e-2);
 }
 
+// A small update — the matrices 0.5% larger, as a low learning rate makes them — moves the outputs
+// by less than the tolerance: a stale reload, which keeps the old outputs, is still within it of
+// the new reference. It is caught because it did not move the outputs towards the new ones.
+TEST(anesim_WeightUpdate, StaleDeltaReloadOfASmallUpdateIsDetected) {
+  auto driver = anesim_driver();
+  CompileBudget budget = CompileBudget::for_driver(*driver);
+  ModelConfig c = test::tiny_config(Arch::GPT2);
+  ir::Graph old_g = frontends::gpt2_prefill_ffn(test::test_weights(c, 1, 8.0f), 0, S);
+  ir::Graph new_g = frontends::gpt2_prefill_ffn(test::test_weights(c, 1, 8.0f * 1.005f), 0, S);
+  TensorMap in = ffn_input(7);
+  const double change = test::relative_error(ir::interpret_named(old_g, in).at("y"), ir::interpret_named(new_g, in).at("y"));
+  EXPECT_GT(change, 5e-3) << "the update must move the outputs beyond fp16 noise";
+  EXPECT_LT(change, 2e-2) << "and by less than the tolerance, or this tests nothing new";
+  UpdatableKernel k(*driver, budget, old_g);
+  testing::internal::CaptureStderr();
+  UpdateResult r = update_weights(k, new_g, UpdateStrategy::DeltaReload);
+  testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(r.stale_detected);
+  EXPECT_EQ(r.used, UpdateStrategy::WeightsAsInputs);
+  ASSERT_FALSE(r.attempts.empty());
+  EXPECT_NE(r.attempts[0].find("half the update's change"), std::string::npos) << r.attempts[0];
+  EXPECT_LE(error_vs(new_g, in, k.run(in)), change / 2);
+}
+
+// Where the reload takes effect, the same small update is accepted as it is.
+TEST(anesim_WeightUpdate, SmallDeltaReloadIsKeptWhereReloadTakesEffect) {
+  auto driver = anesim_driver({.reload_takes_effect = true});
+  CompileBudget budget = CompileBudget::for_driver(*driver);
+  ModelConfig c = test::tiny_config(Arch::GPT2);
+  UpdatableKernel k(*driver, budget, frontends::gpt2_prefill_ffn(test::test_weights(c, 1, 8.0f), 0, S));
+  UpdateResult r = update_weights(k, frontends::gpt2_prefill_ffn(test::test_weights(c, 1, 8.0f * 1.005f), 0, S));
+  EXPECT_EQ(r.used, UpdateStrategy::DeltaReload);
+  EXPECT_FALSE(r.stale_detected);
+}
+
 TEST(anesim_WeightUpdate, UnverifiedDeltaReloadKeepsTheOldWeights) {
   // What verification protects against: the reload "succeeds" and the old weights stay.
   auto driver = anesim_driver();

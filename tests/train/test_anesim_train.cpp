@@ -4,6 +4,18 @@
 // reload (anesim's default, like M3–M5 hardware) detected and recovered from — and must respect
 // the compile budget; weights as inputs must keep the compile count constant.
 //
+// How the comparison is made, so that it holds on every CPU (AVX-512, AVX2, portable kernels):
+//   * Given the same weights, one step of the ANE path must match the CPU's within what fp16
+//     rounding explains: the loss within 2u·max(1, loss) and every tensor's gradient within 40u
+//     (u = 2⁻¹¹, fp16's unit roundoff; a gradient crosses some 40 fp16-stored values on its way
+//     through two layers' backward programs, and worst-case errors add up).
+//   * Over a run, per-step errors can only add up if the optimisation does not amplify them: the
+//     trajectories are compared at a learning rate where the CPU's loss falls at every step (checked),
+//     against the sum of the per-step bounds. At a higher rate the loss spikes (this run at 3e-3:
+//     from 2.94 to 3.58 at step 8), and a spike turns any difference — even the last bit of an fp32
+//     sum, which differs between instruction sets — into percent-sized differences later on: such a
+//     comparison tests the machine's luck, not the ANE path.
+//
 // Models are tiny but wide enough that the attention buffers reach the 49,152-byte minimum (C7)
 // at a short sequence: k, v [1, C, 1, S] need C·S ≥ 24,576, so C = 192 runs at S = 128.
 #include <gtest/gtest.h>
@@ -23,6 +35,9 @@ using runtime::UpdateStrategy;
 namespace {
 
 constexpr int kB = 1, kT = 128;
+constexpr double kFp16U = 1.0 / 2048;  // fp16's unit roundoff: relative error of one rounding
+constexpr float kStableLr = 1e-3f;     // the loss falls at every step of these runs (checked)
+constexpr float kSpikyLr = 3e-3f;      // the loss spikes at step 8 (Llama): for same-weights steps only
 
 ModelConfig tiny(Arch arch, int layers = 2) {
   ModelConfig c;
@@ -76,7 +91,7 @@ TrainRun run_training(const ModelConfig& c, int steps, const AneTrainOptions* an
     r.losses.push_back(model.forward(batch.tokens.data(), batch.targets.data()));
     model.backward();
     if (s == 0) r.first_grads.assign(g.data(), g.data() + g.size());
-    opt.step(p, g, 3e-3f);
+    opt.step(p, g, kStableLr);
     model.weights_updated();
     if (blocks) r.compiles.push_back(blocks->driver().counters().compiles);
   }
@@ -105,23 +120,67 @@ double rel_diff(const std::vector<float>& a, const std::vector<float>& b, double
   return std::sqrt(d) / std::max(std::sqrt(n), floor);
 }
 
-// Losses side by side, and the checks of "the same training within fp16 tolerance".
-void expect_same_training(const ModelConfig& c, const TrainRun& cpu, const TrainRun& ane, const char* what) {
-  std::printf("  %s  step: cpu / anesim\n", what);
-  for (size_t s = 0; s < cpu.losses.size(); s++) std::printf("    %2zu: %.5f / %.5f\n", s + 1, cpu.losses[s], ane.losses[s]);
-  ASSERT_EQ(cpu.losses.size(), ane.losses.size());
-  for (size_t s = 0; s < cpu.losses.size(); s++)
-    EXPECT_NEAR(ane.losses[s], cpu.losses[s], 2e-2 * std::max(1.0f, cpu.losses[s])) << what << " step " << s + 1;
-  // The first step's gradients, tensor by tensor (a wrong dW of any one shows here).
-  const double floor = 1e-3 * std::sqrt(std::inner_product(cpu.first_grads.begin(), cpu.first_grads.end(), cpu.first_grads.begin(), 0.0));
+// The first step's gradients of every tensor of `ane` against `cpu`, relative to the tensor's norm
+// (floored at 1e-3 of the whole gradient's norm); the worst tensor's error and its name.
+std::pair<double, std::string> worst_gradient_error(const ModelConfig& c, const float* ane, const float* cpu, size_t n) {
+  const double floor = 1e-3 * std::sqrt(std::inner_product(cpu, cpu + n, cpu, 0.0));
   const Params layout(c);  // named: a range-for over a temporary's member would outlive the temporary
+  std::pair<double, std::string> worst{0.0, ""};
   for (const ParamInfo& t : layout.tensors()) {
-    auto slice = [&](const std::vector<float>& g) {
-      return std::vector<float>(g.begin() + long(t.offset), g.begin() + long(t.offset + t.numel));
-    };
-    EXPECT_LT(rel_diff(slice(ane.first_grads), slice(cpu.first_grads), floor), 2e-2) << what << ": gradient of " << t.name;
+    const std::vector<float> a(ane + t.offset, ane + t.offset + t.numel), b(cpu + t.offset, cpu + t.offset + t.numel);
+    const double d = rel_diff(a, b, floor);
+    if (d > worst.first) worst = {d, t.name};
   }
+  return worst;
+}
+
+// Losses side by side, within the sum of the per-step fp16 bounds, on a stable run (see the top).
+void expect_same_losses(const TrainRun& cpu, const TrainRun& ane, const char* what) {
+  std::printf("  %s  step: cpu / anesim (bound)\n", what);
+  ASSERT_EQ(cpu.losses.size(), ane.losses.size());
+  double bound = 0;
+  for (size_t s = 0; s < cpu.losses.size(); s++) {
+    bound += 2 * kFp16U * std::max(1.0f, cpu.losses[s]);  // this step's error, added to the earlier ones'
+    std::printf("    %2zu: %.5f / %.5f  (%.4f)\n", s + 1, cpu.losses[s], ane.losses[s], bound);
+    EXPECT_NEAR(ane.losses[s], cpu.losses[s], bound) << what << " step " << s + 1;
+    if (s > 0) EXPECT_LT(cpu.losses[s], cpu.losses[s - 1]) << what << " step " << s + 1 << ": the comparison needs a stable run";
+  }
+}
+
+// expect_same_losses, the first step's gradients tensor by tensor, and a run that learns.
+void expect_same_training(const ModelConfig& c, const TrainRun& cpu, const TrainRun& ane, const char* what) {
+  expect_same_losses(cpu, ane, what);
+  const auto [err, name] = worst_gradient_error(c, ane.first_grads.data(), cpu.first_grads.data(), cpu.first_grads.size());
+  EXPECT_LT(err, 40 * kFp16U) << what << ": first step's gradient of " << name;
   EXPECT_LT(cpu.losses.back(), cpu.losses.front() - 0.5f) << "the run must learn something to compare";
+}
+
+// The CPU trains for `steps` steps (at kSpikyLr: large and changing losses); before each of its
+// steps, the ANE path computes the loss and gradients from the same weights. Nothing compounds,
+// so every step must match within one step's fp16 error (see the top).
+void expect_same_steps_given_the_same_weights(const ModelConfig& c, int steps, const char* what) {
+  Params p(c), q(c);
+  init_params(p, 3);
+  Grads g(c), h(c);
+  TrainModel cpu(p, &g, kB, kT), ane(q, &h, kB, kT);
+  ane.set_blocks(make_ane_blocks(q, &h, kB, kT, quiet_options()));
+  AdamW opt(p, {.weight_decay = 0.0f, .clip_norm = 1.0f});
+  const Batch batch = make_batch(c);
+  std::printf("  %s  step: cpu / anesim loss, worst tensor's gradient error\n", what);
+  for (int s = 0; s < steps; s++) {
+    std::copy(p.data(), p.data() + p.size(), q.data());
+    ane.weights_updated();
+    cpu.zero_grad(), ane.zero_grad();
+    const float lc = cpu.forward(batch.tokens.data(), batch.targets.data());
+    const float la = ane.forward(batch.tokens.data(), batch.targets.data());
+    cpu.backward(), ane.backward();
+    const auto [err, name] = worst_gradient_error(c, h.data(), g.data(), g.size());
+    std::printf("    %2d: %.5f / %.5f  %.2e (%s)\n", s + 1, lc, la, err, name.c_str());
+    EXPECT_NEAR(la, lc, 2 * kFp16U * std::max(1.0f, lc)) << what << " step " << s + 1;
+    EXPECT_LT(err, 40 * kFp16U) << what << " step " << s + 1 << ": gradient of " << name;
+    opt.step(p, g, kSpikyLr);
+    cpu.weights_updated();
+  }
 }
 
 }  // namespace
@@ -144,6 +203,17 @@ TEST(AnesimTrain, Gpt2MatchesCpuFor20Steps) {
   expect_same_training(c, cpu, ane, "gpt2 (C=192 L=2)");
 }
 
+// Every step of a run whose loss spikes and falls (the CPU's trajectory), with the ANE path given
+// the same weights. Before gradient scaling at the programs' boundary (ane_blocks_impl.h,
+// gradient_scale), the attention's q/k weight gradients were off by 5–26% here as the loss fell:
+// their products inside the backward programs had fallen into fp16's subnormal range.
+TEST(AnesimTrain, StoriesStepsMatchCpuGivenTheSameWeights) {
+  expect_same_steps_given_the_same_weights(tiny(Arch::Llama), 20, "stories (llama C=192 L=2)");
+}
+TEST(AnesimTrain, Gpt2StepsMatchCpuGivenTheSameWeights) {
+  expect_same_steps_given_the_same_weights(tiny(Arch::GPT2), 20, "gpt2 (C=192 L=2)");
+}
+
 // Delta reload asked for explicitly on anesim's default (hardware-like) driver: every program's
 // first update is verified, found stale, and falls back to weights as inputs — and training still
 // follows the CPU's.
@@ -157,7 +227,7 @@ TEST(AnesimTrain, StaleDeltaReloadIsDetectedAndRecovered) {
   EXPECT_EQ(ane.updates.fallbacks, weighted);
   EXPECT_EQ(ane.updates.strategy, "weights-as-inputs") << "recovered by streaming the weights";
   EXPECT_GE(ane.updates.verified, weighted);
-  for (size_t s = 0; s < cpu.losses.size(); s++) EXPECT_NEAR(ane.losses[s], cpu.losses[s], 2e-2) << "step " << s + 1;
+  expect_same_losses(cpu, ane, "stories");
   // After the fallback's one compile per program, no more compiles.
   EXPECT_EQ(ane.compiles[1], ane.compiles.back());
 }
@@ -172,7 +242,7 @@ TEST(AnesimTrain, DeltaReloadIsUsedWhereItWorks) {
   EXPECT_EQ(ane.updates.strategy, "delta-reload");
   EXPECT_EQ(ane.updates.stale_detected, 0);
   EXPECT_EQ(ane.compiles.front(), ane.compiles.back()) << "a delta reload compiles nothing";
-  for (size_t s = 0; s < cpu.losses.size(); s++) EXPECT_NEAR(ane.losses[s], cpu.losses[s], 2e-2) << "step " << s + 1;
+  expect_same_losses(cpu, ane, "stories");
 }
 
 TEST(AnesimTrain, WeightsAsInputsKeepTheCompileCountConstant) {
@@ -203,7 +273,7 @@ TEST(AnesimTrain, RecompileSwitchesBeforeTheBudgetRunsOut) {
   EXPECT_EQ(ane.compiles[0], 21) << "first update: every weighted program recompiled";
   EXPECT_EQ(ane.compiles[1], 31) << "second update: switched (one compile each)";
   EXPECT_EQ(ane.compiles.back(), 31);
-  for (size_t s = 0; s < cpu.losses.size(); s++) EXPECT_NEAR(ane.losses[s], cpu.losses[s], 2e-2) << "step " << s + 1;
+  expect_same_losses(cpu, ane, "stories");
 }
 
 // The weight gradients computed on the worker thread while the next layer's programs run are the

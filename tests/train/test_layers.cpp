@@ -315,7 +315,9 @@ TEST(TrainLayers, FloatForwardsMatchInferenceKernels) {
       float s = 0;
       for (int u = 0; u < n; u++) {
         const float p = att[(size_t(h) * n + t) * n + u];
-        if (u > t) EXPECT_EQ(p, 0.0f);
+        if (u > t) {
+          EXPECT_EQ(p, 0.0f);
+        }
         s += p;
       }
       EXPECT_NEAR(s, 1.0f, 1e-6f);

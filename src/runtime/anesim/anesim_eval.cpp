@@ -3,7 +3,8 @@
 // Why this mirrors the hardware: the ANE keeps every tensor in fp16 in its SRAM and between ops,
 // so an op sees fp16 inputs and its result is stored as fp16 — rounding happens once per op
 // boundary, never inside an op. Its multiply-accumulate arrays sum in fp32 (wider accumulators),
-// so a long dot product does not lose precision term by term; we do the same with cpu::matmul.
+// so a long dot product does not lose precision term by term; we do the same, in an order that
+// gives the same bits on every host CPU (anesim_gemm.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,8 +12,8 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "runtime/anesim/anesim_gemm.h"
 #include "runtime/anesim/anesim_plan.h"
-#include "runtime/cpu/kernels.h"
 
 namespace orion::runtime::anesim {
 namespace {
@@ -64,14 +65,10 @@ void round_fp16(Tensor32& t) {
 }
 
 Tensor32 conv1x1_fast(const Tensor32& x, const Tensor32& w) {
-  // y[o, s] = Σ_i W[o, i]·x[i, s]. cpu::matmul computes Y[M, N] = X[M, K]·W[N, K]ᵀ, so with
-  // M = S tokens: yᵀ[S, Cout] = xᵀ[S, Cin]·W[Cout, Cin]ᵀ, then back to channel-major.
+  // y[o, s] = Σ_i W[o, i]·x[i, s]: W [Cout, Cin] is A, x [Cin, S] (channel-major) is B as it is.
   const int64_t Cin = x.shape[1], S = x.shape[3], Cout = w.shape[0];
-  std::vector<float> xt(size_t(S * Cin)), yt(size_t(S * Cout));
-  transpose2d(xt.data(), x.data.data(), Cin, S);
-  cpu::matmul(yt.data(), xt.data(), w.data.data(), DType::F32, nullptr, int(S), int(Cin), int(Cout));
   Tensor32 y({1, Cout, 1, S});
-  transpose2d(y.data.data(), yt.data(), S, Cout);
+  gemm_fixed_order(y.data.data(), w.data.data(), Cin, 1, x.data.data(), S, int(Cout), int(Cin), int(S));
   return y;
 }
 
@@ -84,14 +81,14 @@ Tensor32 matmul_fast(const Tensor32& x, const Tensor32& y, bool tx, bool ty, con
   const std::vector<int64_t> ox = batch_offsets(Shape(x.shape.begin(), x.shape.end() - 2), batch);
   const std::vector<int64_t> oy = batch_offsets(Shape(y.shape.begin(), y.shape.end() - 2), batch);
   Tensor32 out(out_shape);
-  std::vector<float> a(tx ? size_t(M * K) : 0), b(ty ? 0 : size_t(N * K));
+  std::vector<float> bt(ty ? size_t(K * N) : 0);
   for (size_t i = 0; i < ox.size(); i++) {
-    // cpu::matmul wants A [M, K] and B [N, K]: transpose whichever operand is stored the other way.
+    // out = X·Y with X [M, K] (stored [K, M] when tx: read through strides) and Y [K, N]
+    // (stored [N, K] when ty: transposed into bt, since B's rows must be contiguous).
     const float* xm = x.data.data() + ox[i] * xr * xc;
     const float* ym = y.data.data() + oy[i] * yr * yc;
-    if (tx) transpose2d(a.data(), xm, xr, xc), xm = a.data();
-    if (!ty) transpose2d(b.data(), ym, yr, yc), ym = b.data();
-    cpu::matmul(out.data.data() + int64_t(i) * M * N, xm, ym, DType::F32, nullptr, int(M), int(K), int(N));
+    if (ty) transpose2d(bt.data(), ym, yr, yc), ym = bt.data();
+    gemm_fixed_order(out.data.data() + int64_t(i) * M * N, xm, tx ? 1 : K, tx ? M : 1, ym, N, int(M), int(K), int(N));
   }
   return out;
 }

@@ -49,7 +49,7 @@ class Plan {
 // Rounds every element to the nearest fp16 value (ties to even, overflow to ±inf).
 void round_fp16(ir::Tensor32& t);
 
-// The fast ops: fp32 accumulation through cpu::matmul, inputs and outputs held as fp32.
+// The fast ops: fp32 accumulation in a fixed order (gemm_fixed_order), inputs and outputs as fp32.
 // conv 1×1: x [1, Cin, 1, S], w [Cout, Cin, 1, 1] → [1, Cout, 1, S]
 ir::Tensor32 conv1x1_fast(const ir::Tensor32& x, const ir::Tensor32& w);
 // matmul with transpose flags on the last two axes and numpy broadcasting of the leading ones.

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <cpuid.h>
@@ -47,13 +48,26 @@ const IsaKernels& table_of(Isa isa) {
   return kGenericKernels;
 }
 
-const IsaKernels* choose_at_startup() {
-  if (const char* env = std::getenv("ORION_ISA"))
-    for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512})
-      if (std::strcmp(env, isa_name(isa)) == 0 && cpu_has(isa)) return &table_of(isa);
+const IsaKernels* best_available() {
   for (Isa isa : {Isa::Avx512, Isa::Avx2})
     if (cpu_has(isa)) return &table_of(isa);
   return &kGenericKernels;
+}
+
+// What ORION_ISA asked for and could not have ("" when it is unset or honoured).
+std::string g_refused;
+
+const IsaKernels* choose_at_startup() {
+  const char* env = std::getenv("ORION_ISA");
+  if (!env || !*env) return best_available();
+  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512})
+    if (std::strcmp(env, isa_name(isa)) == 0) {
+      if (cpu_has(isa)) return &table_of(isa);
+      g_refused = std::string("ORION_ISA=") + env + ": this CPU lacks it";
+      return best_available();
+    }
+  g_refused = std::string("ORION_ISA=") + env + ": not an instruction set (generic, avx2, avx512)";
+  return best_available();
 }
 
 const IsaKernels* g_kernels = choose_at_startup();
@@ -76,6 +90,8 @@ const char* isa_name(Isa isa) {
   }
   return "?";
 }
+
+const std::string& isa_request_refused() { return g_refused; }
 
 bool set_isa(Isa isa) {
   if (!cpu_has(isa)) return false;

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "base/dtype.h"
 
@@ -20,6 +21,9 @@ Isa active_isa();
 const char* isa_name(Isa isa);  // "generic", "avx2", "avx512"
 // Forces an instruction set (tests compare them); ignored (returns false) if the CPU lacks it.
 bool set_isa(Isa isa);
+// The environment variable ORION_ISA (generic, avx2, avx512) picks the instruction set at start-up
+// when the CPU has it; otherwise the best one is used and this says why ("" when none was refused).
+const std::string& isa_request_refused();
 
 // --- linear algebra ------------------------------------------------------------------------------
 // y[M, N] = x[M, K] · W[N, K]ᵀ (+ bias[N] when bias != nullptr).

@@ -1,0 +1,23 @@
+// anesim's matrix product: the same bits on every CPU.
+//
+// The ANE accumulates a dot product in fp32 and rounds the result to fp16 once. anesim models that
+// with an fp32 sum whose order is fixed by the math alone — each output summed in ascending k, one
+// rounding per multiply and one per add (never a fused multiply-add) — so the result does not
+// depend on the instruction set the host CPU runs (AVX-512, AVX2 or portable code: only how many
+// outputs are computed side by side changes) nor on the number of threads. A sum whose order
+// depended on the ISA would, after the fp16 rounding, flip the last bit of some outputs from one
+// machine to the next, and training through anesim would drift differently on each.
+#pragma once
+#include <cstdint>
+
+namespace orion::runtime::anesim {
+
+// C[m, n] = Σ_{k = 0 .. K−1} A(m, k) · B[k, n], summed in that order.
+//   A(m, k) = a[m·a_row + k·a_k]   (any strides: a row-major [M, K] has a_row = K, a_k = 1;
+//                                   a transposed [K, M] has a_row = 1, a_k = M)
+//   B: [K, N] row-major (row stride ldb ≥ N)        C: [M, N] row-major
+// Multithreaded (OpenMP) above a small size; vectorised across n with the active CPU ISA.
+void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M,
+                      int K, int N);
+
+}  // namespace orion::runtime::anesim
