@@ -22,6 +22,9 @@ struct ChipProfile {
   // C12: a 32000-token classifier is rejected, so the limit is below 32000; public notes give 16384
   // as the largest tensor dimension the ANE compiler accepts.
   int64_t max_conv_channels = 16384;
+  // The largest sequence bucket programs are built for (compiler/sequence_bucket.h): beyond it an
+  // attention kernel's [S, S] scores alone would pass 512 MB in fp16.
+  int64_t max_sequence_bucket = 16384;
   int64_t sram_bytes = 32ll << 20;    // C20: working sets above this run ~30% slower
   int compile_budget = 119;           // C9: compiles per process before they fail silently
   double fp16_tflops = 19.0;          // for predicted ANE time (M4 measured ~19 TFLOPS)

@@ -7,35 +7,19 @@
 
 #include "base/error.h"
 #include "compiler/compile.h"
+#include "compiler/sequence_bucket.h"
 #include "model/frontends/frontends.h"
 #include "model/frontends/lora_frontends.h"
 #include "model/lora/lora.h"
+#include "runtime/ane_layout.h"
 #include "runtime/cpu/kernels.h"
 
 namespace orion {
 namespace {
 
 using runtime::TensorMap;
-constexpr int kMaxBucket = 16384;  // as legalize-ane's sequence buckets
-
-// [n, C] row-major host rows → [1, C, 1, S] with zeros in columns n..S−1 (the bucket's padding).
-ir::Tensor32 to_ane(const float* rows, int n, int C, int S) {
-  ir::Tensor32 t({1, C, 1, S});
-  for (int s = 0; s < n; s++)
-    for (int c = 0; c < C; c++) t.data[size_t(c) * S + s] = rows[size_t(s) * C + c];
-  return t;
-}
-
-// Columns 0..n−1 of [1, C, 1, S] → rows [n, C] (assigned, or added when `accumulate`).
-void from_ane(const ir::Tensor32& t, int n, float* rows, bool accumulate = false) {
-  const int64_t C = t.shape[1], S = t.shape[3];
-  for (int s = 0; s < n; s++)
-    for (int64_t c = 0; c < C; c++) {
-      float v = t.data[size_t(c * S + s)];
-      float& r = rows[size_t(s * C + c)];
-      r = accumulate ? r + v : v;
-    }
-}
+using runtime::ane_to_rows;
+using runtime::rows_to_ane;
 
 // The graph builders by role, with the frontends' default options (fp16 activations).
 ir::Graph build_gpt2_prefill_attn(const ModelWeights& w, int l, int S) { return frontends::gpt2_prefill_attn(w, l, S); }
@@ -49,18 +33,6 @@ ir::Graph build_final_norm(const ModelWeights& w, int, int S) { return frontends
 bool is_gpt2(const ModelConfig& c) { return c.arch == Arch::GPT2; }
 
 }  // namespace
-
-int smallest_legal_bucket(const ModelWeights& w, const compiler::ChipProfile& chip,
-                          const std::function<ir::Graph(const ModelWeights&, int, int)>& build) {
-  for (int S = 16; S <= kMaxBucket; S *= 2) {
-    ir::Graph g = build(w, 0, S);
-    bool below_minimum = false;
-    for (const compiler::Diagnostic& d : compiler::check_graph(g, chip))
-      below_minimum |= d.level == compiler::Diagnostic::Level::Error && d.rule == "C7";
-    if (!below_minimum) return S;  // other errors, if any, surface at the real compile
-  }
-  return 0;
-}
 
 AneRuntime::AneRuntime(const std::string& driver_name, const std::string& chip)
     : driver(runtime::make_driver(driver_name, {&compiler::chip_profile(chip)})),
@@ -78,11 +50,15 @@ AneModel::AneModel(const ModelWeights& w, runtime::ProgramCache& cache, AneModel
       max_seq_(opt_.max_seq > 0 ? std::min(opt_.max_seq, w.config.seq_len) : w.config.seq_len),
       kv_dim_(w.config.kv_dim()) {
   const ModelConfig& c = w_.config;
-  attn_min_ = smallest_legal_bucket(w_, cache_.driver().chip(), is_gpt2(c) ? build_gpt2_prefill_attn : build_stories_fwd_attn);
+  const compiler::ChipProfile& chip = cache_.driver().chip();
+  const Build attn = is_gpt2(c) ? build_gpt2_prefill_attn : build_stories_fwd_attn;
+  attn_min_ = compiler::smallest_legal_bucket(compiler::kSmallestSequenceBucket, chip, [&](int S) {
+    return std::vector<ir::Graph>{attn(w_, 0, S)};
+  });
   if (attn_min_ == 0)
     throw Error(ErrorKind::Runtime,
                 fmt::format("no sequence bucket up to {} lets the attention kernel of {} reach the {}-byte minimum buffer (C7)",
-                            kMaxBucket, opt_.model_name, cache_.driver().chip().min_buffer_bytes),
+                            chip.max_sequence_bucket, opt_.model_name, chip.min_buffer_bytes),
                 {opt_.model_name, "backend", -1, "use --backend cpu for this model"});
   const size_t L = size_t(c.n_layers), Q = size_t(c.n_heads) * c.head_dim();
   q_.resize(Q), att_.resize(Q), o_.resize(size_t(c.dim));
@@ -91,9 +67,9 @@ AneModel::AneModel(const ModelWeights& w, runtime::ProgramCache& cache, AneModel
 }
 
 int AneModel::prefill_bucket(int n) const {
-  int S = 16;
-  while (S < n) S *= 2;
-  return std::max(S, attn_min_);
+  const int64_t S = compiler::sequence_bucket_at_least(n, cache_.driver().chip());
+  ORION_CHECK(S > 0, "a prompt of {} tokens is beyond the largest sequence bucket", n);
+  return std::max(int(S), attn_min_);
 }
 
 // --- programs ------------------------------------------------------------------------------------
@@ -247,27 +223,27 @@ void AneModel::decode(int pos) {
 
 // ANE: y = x + attention(ln1(x)) with k, v for the cache; then y + ffn(ln2(y)).
 void AneModel::gpt2_prefill_layer(int l, int n, int S) {
-  TensorMap a = attn_prefill(l, S)->run(with_lora(l, {{"x", to_ane(x_.data(), n, w_.config.dim, S)}}));
-  from_ane(a.at("k"), n, k_cache(l, 0));  // rows 0..n−1 of the cache, [n, C]
-  from_ane(a.at("v"), n, v_cache(l, 0));
+  TensorMap a = attn_prefill(l, S)->run(with_lora(l, {{"x", rows_to_ane(x_.data(), n, w_.config.dim, S)}}));
+  ane_to_rows(a.at("k"), n, k_cache(l, 0));  // rows 0..n−1 of the cache, [n, C]
+  ane_to_rows(a.at("v"), n, v_cache(l, 0));
   // The FFN is position-wise, so y's padding columns (finite, meaningless) cannot reach real ones.
   TensorMap f = ffn_prefill(l, S)->run({{"x", std::move(a.at("y"))}});
-  from_ane(f.at("y"), n, x_.data());
+  ane_to_rows(f.at("y"), n, x_.data());
 }
 
 // ANE: o = Wo·attention(rmsnorm(x)) with k, v after RoPE; CPU: h = x + o; ANE: y = ffn(h);
 // CPU: x = h + y (the training kernels leave the residual adds to the CPU).
 void AneModel::llama_prefill_layer(int l, int n, int S) {
   const int C = w_.config.dim;
-  TensorMap a = attn_prefill(l, S)->run(with_lora(l, {{"x", to_ane(x_.data(), n, C, S)}}));
-  from_ane(a.at("k"), n, k_cache(l, 0));
-  from_ane(a.at("v"), n, v_cache(l, 0));
+  TensorMap a = attn_prefill(l, S)->run(with_lora(l, {{"x", rows_to_ane(x_.data(), n, C, S)}}));
+  ane_to_rows(a.at("k"), n, k_cache(l, 0));
+  ane_to_rows(a.at("v"), n, v_cache(l, 0));
   if (lora_slot_ > 0)
-    from_ane(a.at("y"), n, x_.data());  // the LoRA kernel returns h = x + o itself
+    ane_to_rows(a.at("y"), n, x_.data());  // the LoRA kernel returns h = x + o itself
   else
-    from_ane(a.at("o"), n, x_.data(), /*accumulate=*/true);
-  TensorMap f = ffn_prefill(l, S)->run({{"x", to_ane(x_.data(), n, C, S)}});
-  from_ane(f.at("y"), n, x_.data(), /*accumulate=*/true);
+    ane_to_rows(a.at("o"), n, x_.data(), /*accumulate=*/true);
+  TensorMap f = ffn_prefill(l, S)->run({{"x", rows_to_ane(x_.data(), n, C, S)}});
+  ane_to_rows(f.at("y"), n, x_.data(), /*accumulate=*/true);
 }
 
 // ANE: q, k, v = W·ln1(x) + b; CPU: k, v into the cache, att = softmax(q·Kᵀ/√HS)·V over
@@ -276,13 +252,13 @@ void AneModel::gpt2_decode_layer(int l, int pos) {
   const ModelConfig& c = w_.config;
   const int C = c.dim, S = kDecodeBucket;
   float* x = x_.data();
-  TensorMap p = attn_decode(l)->run(with_lora(l, {{"x", to_ane(x, 1, C, decode_qkv_bucket())}}));
-  from_ane(p.at("q"), 1, q_.data());
-  from_ane(p.at("k"), 1, k_cache(l, pos));
-  from_ane(p.at("v"), 1, v_cache(l, pos));
+  TensorMap p = attn_decode(l)->run(with_lora(l, {{"x", rows_to_ane(x, 1, C, decode_qkv_bucket())}}));
+  ane_to_rows(p.at("q"), 1, q_.data());
+  ane_to_rows(p.at("k"), 1, k_cache(l, pos));
+  ane_to_rows(p.at("v"), 1, v_cache(l, pos));
   cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, c.head_dim(), kv_dim_);
-  TensorMap f = ffn_decode(l)->run({{"x", to_ane(x, 1, C, S)}, {"att", to_ane(att_.data(), 1, C, S)}});
-  from_ane(f.at("y"), 1, x);
+  TensorMap f = ffn_decode(l)->run({{"x", rows_to_ane(x, 1, C, S)}, {"att", rows_to_ane(att_.data(), 1, C, S)}});
+  ane_to_rows(f.at("y"), 1, x);
 }
 
 // ANE: fwd_attn with the token in column 0 — position 0, where RoPE is the identity — gives the
@@ -293,17 +269,17 @@ void AneModel::llama_decode_layer(int l, int pos) {
   const LayerWeights& lw = w_.layers[size_t(l)];
   const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS;
   float* x = x_.data();
-  TensorMap p = attn_decode(l)->run(with_lora(l, {{"x", to_ane(x, 1, C, attn_min_)}}));
-  from_ane(p.at("q"), 1, q_.data());
-  from_ane(p.at("k"), 1, k_cache(l, pos));
-  from_ane(p.at("v"), 1, v_cache(l, pos));
+  TensorMap p = attn_decode(l)->run(with_lora(l, {{"x", rows_to_ane(x, 1, C, attn_min_)}}));
+  ane_to_rows(p.at("q"), 1, q_.data());
+  ane_to_rows(p.at("k"), 1, k_cache(l, pos));
+  ane_to_rows(p.at("v"), 1, v_cache(l, pos));
   cpu::rope(q_.data(), c.n_heads, HS, pos, c.rope_theta);
   cpu::rope(k_cache(l, pos), c.n_kv_heads, HS, pos, c.rope_theta);
   cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, HS, kv_dim_);
   cpu::matmul(o_.data(), att_.data(), lw.wo.data, lw.wo.dtype, nullptr, 1, Q, C);  // Wo·att  [C]
   cpu::add_inplace(x, o_.data(), size_t(C));                                       // h = x + Wo·att
-  TensorMap f = ffn_decode(l)->run({{"x", to_ane(x, 1, C, kDecodeBucket)}});
-  from_ane(f.at("y"), 1, x, /*accumulate=*/true);
+  TensorMap f = ffn_decode(l)->run({{"x", rows_to_ane(x, 1, C, kDecodeBucket)}});
+  ane_to_rows(f.at("y"), 1, x, /*accumulate=*/true);
 }
 
 // ANE: the final norm of one row (column 0 of the decode bucket). CPU: logits = W_cls·xnorm over
@@ -311,8 +287,8 @@ void AneModel::llama_decode_layer(int l, int pos) {
 void AneModel::logits_of_row(int row) {
   const ModelConfig& c = w_.config;
   const int C = c.dim;
-  TensorMap y = norm_final()->run({{"x", to_ane(x_.data() + size_t(row) * C, 1, C, kDecodeBucket)}});
-  from_ane(y.at("y"), 1, o_.data());
+  TensorMap y = norm_final()->run({{"x", rows_to_ane(x_.data() + size_t(row) * C, 1, C, kDecodeBucket)}});
+  ane_to_rows(y.at("y"), 1, o_.data());
   cpu::matmul(logits_.data(), o_.data(), w_.classifier.data, w_.classifier.dtype, nullptr, 1, C, c.vocab_size);
 }
 

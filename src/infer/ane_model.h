@@ -133,9 +133,4 @@ struct AneRuntime {
   std::string summary() const;
 };
 
-// The smallest sequence bucket (16, 32, ...) at which `build(w, 0, S)` passes the chip's checks
-// as far as the C7 minimum buffer is concerned; 0 when no bucket up to 16384 does.
-int smallest_legal_bucket(const ModelWeights& w, const compiler::ChipProfile& chip,
-                          const std::function<ir::Graph(const ModelWeights&, int, int)>& build);
-
 }  // namespace orion

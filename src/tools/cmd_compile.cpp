@@ -13,6 +13,7 @@
 #include "compiler/compile.h"
 #include "compiler/mil/parse_mil.h"
 #include "compiler/pipeline.h"
+#include "compiler/sequence_bucket.h"
 #include "ir/text.h"
 #include "model/frontends/program_set.h"
 #include "model/io/model_io.h"
@@ -115,18 +116,12 @@ bool only_buffer_size_errors(ir::Graph g, const compiler::ChipProfile& chip) {
   return any;
 }
 
-// The sequence bucket after S: 16, 32, 64, ... (legalize-ane pads with the same buckets).
-int next_bucket(int S) {
-  int b = 16;
-  while (b <= S) b *= 2;
-  return b;
-}
-constexpr int kMaxBucket = 8192;  // beyond this an attention kernel's [S, S] scores stop making sense
 
 // Every program of the model, built for `seq` tokens. Attention mixes sequence positions, so
 // legalize-ane cannot pad its buffers up to the C7 minimum (49,152 bytes) the way it pads
 // position-wise kernels; a narrow model (64 channels: 64·64·2 = 8 KB at seq 64) is therefore built
-// for a wider bucket instead — the smallest of 16, 32, 64, ... at which no program breaks C7. The
+// for a wider bucket instead — the smallest bucket (compiler/sequence_bucket.h) at which no program
+// breaks C7. The
 // tokens occupy columns 0..seq−1, the rest is padding that causal attention never lets into them.
 // Returns the bucket used.
 int compile_model(const ModelWeights& w, int seq, ProgramWriter& out) {
@@ -141,8 +136,9 @@ int compile_model(const ModelWeights& w, int seq, ProgramWriter& out) {
         out.add(specs[i].name, specs[i].build());
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::Input) throw;
-        if (next_bucket(S) > kMaxBucket || !only_buffer_size_errors(specs[i].build(), out.chip)) throw;
-        S = next_bucket(S), widened = true;
+        const int next = int(compiler::sequence_bucket_at_least(int64_t(S) + 1, out.chip));  // 0 beyond the cap
+        if (next == 0 || !only_buffer_size_errors(specs[i].build(), out.chip)) throw;
+        S = next, widened = true;
       }
     }
     if (tty) std::fprintf(stderr, "\r%60s\r", "");

@@ -9,6 +9,8 @@
 
 #include "base/error.h"
 #include "compiler/compile.h"
+#include "compiler/sequence_bucket.h"
+#include "runtime/ane_layout.h"
 #include "runtime/anesim/anesim_driver.h"
 #include "train/ane_blocks_impl.h"
 #include "train/guards.h"
@@ -68,28 +70,22 @@ void AneBlocksBase::note(const std::string& line) const {
 
 // The smallest S ≥ T at which every program of a group is legal: position-wise kernels are padded
 // by legalize-ane and pass at S = T; kernels whose positions mix (attention) need their narrowest
-// boundary tensor to reach the minimum buffer (C7) by themselves, so S grows by powers of two.
+// boundary tensor to reach the minimum buffer (C7) by themselves (compiler/sequence_bucket.h).
 void AneBlocksBase::choose_buckets() {
-  auto legal = [&](const KernelSpec& s, int S) {
-    ir::Graph g = s.build(view_, 0, S);
-    for (const compiler::Diagnostic& d : compiler::check_graph(g, driver_->chip()))
-      if (d.level == compiler::Diagnostic::Level::Error && d.rule == "C7") return false;
-    return true;  // other errors, if any, surface at the real compile
-  };
+  const compiler::ChipProfile& chip = driver_->chip();
   auto bucket = [&](bool attention) {
-    std::vector<int> candidates = {T_};
-    for (int S = 16; S <= 16384; S *= 2)
-      if (S > T_) candidates.push_back(S);
-    for (int S : candidates) {
-      bool ok = true;
+    const int S = compiler::smallest_legal_bucket(T_, chip, [&](int S) {
+      std::vector<ir::Graph> group;
       for (const KernelSpec& s : specs_)
-        if (s.attention == attention) ok = ok && legal(s, S);
-      if (ok) return S;
-    }
-    throw Error(ErrorKind::Runtime,
-                fmt::format("no sequence bucket up to 16384 lets the {} kernels reach the {}-byte minimum buffer (C7)",
-                            attention ? "attention" : "feed-forward", driver_->chip().min_buffer_bytes),
-                {"", "backend", -1, "use --backend cpu for this model, or a wider model (dim) or longer --seq"});
+        if (s.attention == attention) group.push_back(s.build(view_, 0, S));
+      return group;
+    });
+    if (S == 0)
+      throw Error(ErrorKind::Runtime,
+                  fmt::format("no sequence bucket up to {} lets the {} kernels reach the {}-byte minimum buffer (C7)",
+                              chip.max_sequence_bucket, attention ? "attention" : "feed-forward", chip.min_buffer_bytes),
+                  {"", "backend", -1, "use --backend cpu for this model, or a wider model (dim) or longer --seq"});
+    return S;
   };
   Sa_ = bucket(true), Sf_ = bucket(false);
 }
@@ -188,23 +184,14 @@ TensorMap AneBlocksBase::run(KernelRole role, int layer, const TensorMap& inputs
 
 ir::Tensor32 AneBlocksBase::to_ane(const float* rows, int n, int C, int S, float scale) {
   Timer t;
-  ir::Tensor32 x({1, C, 1, S});
-  for (int s = 0; s < n; s++)
-    for (int c = 0; c < C; c++) x.data[size_t(c) * S + s] = rows[size_t(s) * C + c] * scale;
-  clamp_fp16_range(x.data.data(), x.data.size());  // a residual past 65504 would become ±Inf
+  ir::Tensor32 x = runtime::rows_to_ane(rows, n, C, S, scale);
   ph_.surface_copy_s += t.seconds();
   return x;
 }
 
 void AneBlocksBase::from_ane(const ir::Tensor32& t, int n, float* rows, bool accumulate, float scale) {
   Timer timer;
-  const int64_t C = t.shape[1], S = t.shape[3];
-  for (int s = 0; s < n; s++)
-    for (int64_t c = 0; c < C; c++) {
-      const float v = t.data[size_t(c * S + s)] * scale;
-      float& r = rows[size_t(s * C + c)];
-      r = accumulate ? r + v : v;
-    }
+  runtime::ane_to_rows(t, n, rows, accumulate, scale);
   ph_.surface_copy_s += timer.seconds();
 }
 

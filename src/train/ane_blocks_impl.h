@@ -93,9 +93,8 @@ class AneBlocksBase : public AneBlocks {
   // The weights never change (a frozen base, baked as constants): no delta-reload probe, every
   // program compiled once with its weights baked, and weights_updated() touches no program.
   bool frozen_weights_ = false;
-  // Rows [n, C] (times scale) → [1, C, 1, S] with zeros in columns n..S−1, clamped to the fp16 range.
+  // runtime::rows_to_ane / ane_to_rows (runtime/ane_layout.h), timed as surface copies.
   ir::Tensor32 to_ane(const float* rows, int n, int C, int S, float scale = 1.0f);
-  // Columns 0..n−1 of [1, C, 1, S] (times scale) → rows [n, C] (assigned, or added when accumulate).
   void from_ane(const ir::Tensor32& t, int n, float* rows, bool accumulate = false, float scale = 1.0f);
   // Gradient scaling at the programs' boundary. A layer's backward is linear in its upstream
   // gradient dy, so the programs may run on s·dy and their gradient outputs be divided by s on the

@@ -359,11 +359,11 @@ TEST(LegalizeAne, C14_BoundaryTensorsDeclaredAsC1S) {
 
 TEST(LegalizeAne, C7_SequenceBuckets) {
   // C·S·2 ≥ 49,152: 768 channels need S = 32, 1536 channels S = 16, 64 channels S = 512.
-  EXPECT_EQ(ane::sequence_bucket(8, 768 * 2, 49152), 32);
-  EXPECT_EQ(ane::sequence_bucket(1, 1536 * 2, 49152), 16);
-  EXPECT_EQ(ane::sequence_bucket(100, 768 * 2, 49152), 128);
-  EXPECT_EQ(ane::sequence_bucket(3, 64 * 2, 49152), 512);
-  EXPECT_EQ(ane::sequence_bucket(8, 1 * 2, 49152), 0);  // would need S = 32768: beyond the largest bucket
+  EXPECT_EQ(ane::sequence_bucket(8, 768 * 2, default_chip()), 32);
+  EXPECT_EQ(ane::sequence_bucket(1, 1536 * 2, default_chip()), 16);
+  EXPECT_EQ(ane::sequence_bucket(100, 768 * 2, default_chip()), 128);
+  EXPECT_EQ(ane::sequence_bucket(3, 64 * 2, default_chip()), 512);
+  EXPECT_EQ(ane::sequence_bucket(8, 1 * 2, default_chip()), 0);  // would need S = 32768: beyond the largest bucket
 }
 
 TEST(LegalizeAne, C7_SmallInputSequencePaddedToBucket) {

@@ -35,9 +35,8 @@ bool pad_sequence_to_min_buffer(ir::Graph& g, PassContext& ctx);
 // C5, C13: records the uniform input and output allocation sizes (never changes the graph).
 void record_allocation_sizes(const ir::Graph& g, PassContext& ctx);
 
-// Smallest sequence bucket (16, 32, 64, ... up to kMaxSequenceBucket) at least `seq` long whose
-// buffer of `bytes_per_position` bytes per position reaches min_bytes; 0 when none does.
-constexpr int64_t kMaxSequenceBucket = 16384;
-int64_t sequence_bucket(int64_t seq, int64_t bytes_per_position, int64_t min_bytes);
+// Smallest sequence bucket (compiler/sequence_bucket.h) at least `seq` long whose buffer of
+// `bytes_per_position` bytes per position reaches the chip's minimum (C7); 0 when none does.
+int64_t sequence_bucket(int64_t seq, int64_t bytes_per_position, const ChipProfile& chip);
 
 }  // namespace orion::compiler::ane

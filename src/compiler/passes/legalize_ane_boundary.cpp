@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "compiler/passes/legalize_ane.h"
+#include "compiler/sequence_bucket.h"
 
 namespace orion::compiler::ane {
 
@@ -113,11 +114,10 @@ bool flatten_boundary_to_ane_layout(Graph& g, PassContext& ctx) {
   return changed;
 }
 
-int64_t sequence_bucket(int64_t seq, int64_t bytes_per_position, int64_t min_bytes) {
-  int64_t b = 16;
-  while (b < seq) b *= 2;
-  while (b * bytes_per_position < min_bytes) b *= 2;
-  return b <= kMaxSequenceBucket ? b : 0;
+int64_t sequence_bucket(int64_t seq, int64_t bytes_per_position, const ChipProfile& chip) {
+  int64_t b = sequence_bucket_at_least(seq, chip);
+  while (b != 0 && b * bytes_per_position < chip.min_buffer_bytes) b = sequence_bucket_at_least(b + 1, chip);
+  return b;
 }
 
 namespace {
@@ -206,7 +206,7 @@ bool sequence_stays_local(const Graph& g, const std::set<int>& padded, std::vect
 // C·S'·elem ≥ the minimum; every input of the same S is padded with it so shapes still agree. Only
 // done when no op mixes sequence positions (the real positions' results are then unchanged and
 // the runtime fills the padding with zeros and drops it from the outputs). Otherwise, or when no
-// bucket up to kMaxSequenceBucket is enough, the graph is left for validate-ane.
+// bucket up to the chip's max_sequence_bucket is enough, the graph is left for validate-ane.
 //   x: fp16[1, 768, 1, 8] → relu → y   →   x: fp16[1, 768, 1, 32] → relu → y   (+ changes x, y)
 bool pad_sequence_to_min_buffer(Graph& g, PassContext& ctx) {
   const int64_t min_bytes = ctx.chip->min_buffer_bytes;
@@ -228,7 +228,7 @@ bool pad_sequence_to_min_buffer(Graph& g, PassContext& ctx) {
   for (int i : d.input_nodes()) {
     ir::Type& t = d.node_mut(i).results[0];
     if (!is_ane_4d(t) || !small_per_position.count(t.shape[3])) continue;
-    int64_t bucket = sequence_bucket(t.shape[3], small_per_position[t.shape[3]], min_bytes);
+    int64_t bucket = sequence_bucket(t.shape[3], small_per_position[t.shape[3]], *ctx.chip);
     if (!bucket) return false;
     t.shape[3] = bucket;
     padded.insert(i);
