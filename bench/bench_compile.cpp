@@ -31,7 +31,8 @@ const ProgramSet& gpt2_124m() {
   static const ProgramSet set = [] {
     ProgramSet s;
     s.weights = random_weights(config_preset("gpt2-124m"), 1, DType::F16);
-    s.specs = frontends::model_programs(s.weights, kSeq, compiler::default_chip().max_conv_channels);
+    const compiler::ChipProfile& chip = compiler::default_chip();  // the programs of generation with a kSeq prompt
+    s.specs = frontends::inference_programs(s.weights, kSeq, frontends::inference_attention_bucket(s.weights, chip), chip);
     for (const auto& spec : s.specs) s.graphs.push_back(spec.build());
     return s;
   }();

@@ -10,6 +10,7 @@
 #include "compiler/sequence_bucket.h"
 #include "model/frontends/frontends.h"
 #include "model/frontends/lora_frontends.h"
+#include "model/frontends/program_set.h"
 #include "model/lora/lora.h"
 #include "runtime/ane_layout.h"
 #include "runtime/cpu/kernels.h"
@@ -20,15 +21,6 @@ namespace {
 using runtime::TensorMap;
 using runtime::ane_to_rows;
 using runtime::rows_to_ane;
-
-// The graph builders by role, with the frontends' default options (fp16 activations).
-ir::Graph build_gpt2_prefill_attn(const ModelWeights& w, int l, int S) { return frontends::gpt2_prefill_attn(w, l, S); }
-ir::Graph build_gpt2_prefill_ffn(const ModelWeights& w, int l, int S) { return frontends::gpt2_prefill_ffn(w, l, S); }
-ir::Graph build_gpt2_decode_qkv(const ModelWeights& w, int l, int S) { return frontends::gpt2_decode_qkv(w, l, S); }
-ir::Graph build_gpt2_decode_ffn(const ModelWeights& w, int l, int S) { return frontends::gpt2_decode_ffn(w, l, S); }
-ir::Graph build_stories_fwd_attn(const ModelWeights& w, int l, int S) { return frontends::stories_fwd_attn(w, l, S); }
-ir::Graph build_stories_fwd_ffn(const ModelWeights& w, int l, int S) { return frontends::stories_fwd_ffn(w, l, S); }
-ir::Graph build_final_norm(const ModelWeights& w, int, int S) { return frontends::final_norm(w, S); }
 
 bool is_gpt2(const ModelConfig& c) { return c.arch == Arch::GPT2; }
 
@@ -51,10 +43,8 @@ AneModel::AneModel(const ModelWeights& w, runtime::ProgramCache& cache, AneModel
       kv_dim_(w.config.kv_dim()) {
   const ModelConfig& c = w_.config;
   const compiler::ChipProfile& chip = cache_.driver().chip();
-  const Build attn = is_gpt2(c) ? build_gpt2_prefill_attn : build_stories_fwd_attn;
-  attn_min_ = compiler::smallest_legal_bucket(compiler::kSmallestSequenceBucket, chip, [&](int S) {
-    return std::vector<ir::Graph>{attn(w_, 0, S)};
-  });
+  kernels_ = frontends::inference_kernels(c.arch);
+  attn_min_ = frontends::inference_attention_bucket(w_, chip);
   if (attn_min_ == 0)
     throw Error(ErrorKind::Runtime,
                 fmt::format("no sequence bucket up to {} lets the attention kernel of {} reach the {}-byte minimum buffer (C7)",
@@ -66,52 +56,23 @@ AneModel::AneModel(const ModelWeights& w, runtime::ProgramCache& cache, AneModel
   logits_.resize(size_t(c.vocab_size));
 }
 
-int AneModel::prefill_bucket(int n) const {
-  const int64_t S = compiler::sequence_bucket_at_least(n, cache_.driver().chip());
-  ORION_CHECK(S > 0, "a prompt of {} tokens is beyond the largest sequence bucket", n);
-  return std::max(int(S), attn_min_);
-}
+int AneModel::prefill_bucket(int n) const { return frontends::prefill_bucket(n, attn_min_, cache_.driver().chip()); }
 
 // --- programs ------------------------------------------------------------------------------------
 
-AneModel::Kernel AneModel::program(const std::string& kernel, int layer, int S, const Build& build) {
-  runtime::ProgramKey key{opt_.model_name, kernel, layer, S, opt_.weights_version};
-  return cache_.get(key, [&] { return build(w_, layer, S); });
+AneModel::Kernel AneModel::program(frontends::InferenceRole role, int layer, int S) {
+  const frontends::KernelSpec& k = kernels_[size_t(role)];
+  if (!k.per_layer) layer = -1;
+  runtime::ProgramKey key{opt_.model_name, k.kernel, layer, S, opt_.weights_version};
+  return cache_.get(key, [&] { return k.build(w_, layer, S); });
 }
 
-AneModel::Kernel AneModel::attn_prefill(int l, int S) {
-  if (lora_slot_ > 0) {
-    const int slot = lora_slot_;
-    return program(fmt::format("lora_prefill_attn_r{}", slot), l, S,
-                   [slot](const ModelWeights& w, int layer, int s) { return frontends::lora_prefill_attn(w, layer, s, slot); });
-  }
-  return is_gpt2(w_.config) ? program("gpt2_prefill_attn", l, S, build_gpt2_prefill_attn)
-                            : program("stories_fwd_attn", l, S, build_stories_fwd_attn);
-}
-AneModel::Kernel AneModel::ffn_prefill(int l, int S) {
-  return is_gpt2(w_.config) ? program("gpt2_prefill_ffn", l, S, build_gpt2_prefill_ffn)
-                            : program("stories_fwd_ffn", l, S, build_stories_fwd_ffn);
-}
-AneModel::Kernel AneModel::attn_decode(int l) {
-  if (lora_slot_ > 0) {  // at the attention bucket: its buffers reach the minimum without padding
-    const int slot = lora_slot_;
-    return program(fmt::format("lora_decode_qkv_r{}", slot), l, attn_min_,
-                   [slot](const ModelWeights& w, int layer, int s) { return frontends::lora_decode_qkv(w, layer, s, slot); });
-  }
-  return is_gpt2(w_.config) ? program("gpt2_decode_qkv", l, kDecodeBucket, build_gpt2_decode_qkv)
-                            : program("stories_fwd_attn", l, attn_min_, build_stories_fwd_attn);
-}
-AneModel::Kernel AneModel::ffn_decode(int l) {
-  return is_gpt2(w_.config) ? program("gpt2_decode_ffn", l, kDecodeBucket, build_gpt2_decode_ffn)
-                            : program("stories_fwd_ffn", l, kDecodeBucket, build_stories_fwd_ffn);
-}
-AneModel::Kernel AneModel::norm_final() { return program("final_norm", -1, kDecodeBucket, build_final_norm); }
-
-int AneModel::decode_qkv_bucket() const { return lora_slot_ > 0 || !is_gpt2(w_.config) ? attn_min_ : kDecodeBucket; }
+int AneModel::decode_qkv_bucket() const { return frontends::decode_attention_bucket(w_.config.arch, lora_slot_, attn_min_); }
 
 void AneModel::enable_lora(int rank_slot) {
   if (rank_slot < 1) throw_usage_error(fmt::format("LoRA rank slot {} must be at least 1", rank_slot), "--lora");
   lora_slot_ = rank_slot;
+  kernels_ = frontends::inference_kernels(w_.config.arch, lora_slot_);
   set_lora(nullptr);
 }
 
@@ -144,18 +105,14 @@ TensorMap AneModel::with_lora(int layer, TensorMap inputs) const {
   return inputs;
 }
 
+std::vector<frontends::ProgramSpec> AneModel::programs(int prompt_tokens) const {
+  return frontends::inference_programs(w_, std::min(prompt_tokens, max_seq_), attn_min_, cache_.driver().chip(), lora_slot_);
+}
+
 int AneModel::prepare(int prompt_tokens) {
-  std::vector<Kernel> used;
-  for (int l = 0; l < w_.config.n_layers; l++) {
-    if (prompt_tokens > 1) {
-      int S = prefill_bucket(std::min(prompt_tokens, max_seq_));
-      used.push_back(attn_prefill(l, S)), used.push_back(ffn_prefill(l, S));
-    }
-    used.push_back(attn_decode(l)), used.push_back(ffn_decode(l));
-  }
-  used.push_back(norm_final());
-  std::sort(used.begin(), used.end());
-  return int(std::unique(used.begin(), used.end()) - used.begin());
+  const std::vector<frontends::ProgramSpec> specs = programs(prompt_tokens);
+  for (const frontends::ProgramSpec& p : specs) program(frontends::InferenceRole(p.role), p.layer, p.S);
+  return int(specs.size());
 }
 
 // --- forward -------------------------------------------------------------------------------------
@@ -223,11 +180,11 @@ void AneModel::decode(int pos) {
 
 // ANE: y = x + attention(ln1(x)) with k, v for the cache; then y + ffn(ln2(y)).
 void AneModel::gpt2_prefill_layer(int l, int n, int S) {
-  TensorMap a = attn_prefill(l, S)->run(with_lora(l, {{"x", rows_to_ane(x_.data(), n, w_.config.dim, S)}}));
+  TensorMap a = program(frontends::kPrefillAttn, l, S)->run(with_lora(l, {{"x", rows_to_ane(x_.data(), n, w_.config.dim, S)}}));
   ane_to_rows(a.at("k"), n, k_cache(l, 0));  // rows 0..n−1 of the cache, [n, C]
   ane_to_rows(a.at("v"), n, v_cache(l, 0));
   // The FFN is position-wise, so y's padding columns (finite, meaningless) cannot reach real ones.
-  TensorMap f = ffn_prefill(l, S)->run({{"x", std::move(a.at("y"))}});
+  TensorMap f = program(frontends::kPrefillFfn, l, S)->run({{"x", std::move(a.at("y"))}});
   ane_to_rows(f.at("y"), n, x_.data());
 }
 
@@ -235,14 +192,14 @@ void AneModel::gpt2_prefill_layer(int l, int n, int S) {
 // CPU: x = h + y (the training kernels leave the residual adds to the CPU).
 void AneModel::llama_prefill_layer(int l, int n, int S) {
   const int C = w_.config.dim;
-  TensorMap a = attn_prefill(l, S)->run(with_lora(l, {{"x", rows_to_ane(x_.data(), n, C, S)}}));
+  TensorMap a = program(frontends::kPrefillAttn, l, S)->run(with_lora(l, {{"x", rows_to_ane(x_.data(), n, C, S)}}));
   ane_to_rows(a.at("k"), n, k_cache(l, 0));
   ane_to_rows(a.at("v"), n, v_cache(l, 0));
   if (lora_slot_ > 0)
     ane_to_rows(a.at("y"), n, x_.data());  // the LoRA kernel returns h = x + o itself
   else
     ane_to_rows(a.at("o"), n, x_.data(), /*accumulate=*/true);
-  TensorMap f = ffn_prefill(l, S)->run({{"x", rows_to_ane(x_.data(), n, C, S)}});
+  TensorMap f = program(frontends::kPrefillFfn, l, S)->run({{"x", rows_to_ane(x_.data(), n, C, S)}});
   ane_to_rows(f.at("y"), n, x_.data(), /*accumulate=*/true);
 }
 
@@ -250,14 +207,15 @@ void AneModel::llama_prefill_layer(int l, int n, int S) {
 // positions 0..pos; ANE: x = h + ffn(ln2(h)) with h = x + Wo·att + bo.
 void AneModel::gpt2_decode_layer(int l, int pos) {
   const ModelConfig& c = w_.config;
-  const int C = c.dim, S = kDecodeBucket;
+  const int C = c.dim, S = frontends::kDecodeBucket;
   float* x = x_.data();
-  TensorMap p = attn_decode(l)->run(with_lora(l, {{"x", rows_to_ane(x, 1, C, decode_qkv_bucket())}}));
+  const int Sq = decode_qkv_bucket();
+  TensorMap p = program(frontends::kDecodeAttn, l, Sq)->run(with_lora(l, {{"x", rows_to_ane(x, 1, C, Sq)}}));
   ane_to_rows(p.at("q"), 1, q_.data());
   ane_to_rows(p.at("k"), 1, k_cache(l, pos));
   ane_to_rows(p.at("v"), 1, v_cache(l, pos));
   cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, c.head_dim(), kv_dim_);
-  TensorMap f = ffn_decode(l)->run({{"x", rows_to_ane(x, 1, C, S)}, {"att", rows_to_ane(att_.data(), 1, C, S)}});
+  TensorMap f = program(frontends::kDecodeFfn, l, S)->run({{"x", rows_to_ane(x, 1, C, S)}, {"att", rows_to_ane(att_.data(), 1, C, S)}});
   ane_to_rows(f.at("y"), 1, x);
 }
 
@@ -269,7 +227,7 @@ void AneModel::llama_decode_layer(int l, int pos) {
   const LayerWeights& lw = w_.layers[size_t(l)];
   const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS;
   float* x = x_.data();
-  TensorMap p = attn_decode(l)->run(with_lora(l, {{"x", rows_to_ane(x, 1, C, attn_min_)}}));
+  TensorMap p = program(frontends::kDecodeAttn, l, attn_min_)->run(with_lora(l, {{"x", rows_to_ane(x, 1, C, attn_min_)}}));
   ane_to_rows(p.at("q"), 1, q_.data());
   ane_to_rows(p.at("k"), 1, k_cache(l, pos));
   ane_to_rows(p.at("v"), 1, v_cache(l, pos));
@@ -278,7 +236,8 @@ void AneModel::llama_decode_layer(int l, int pos) {
   cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, HS, kv_dim_);
   cpu::matmul(o_.data(), att_.data(), lw.wo.data, lw.wo.dtype, nullptr, 1, Q, C);  // Wo·att  [C]
   cpu::add_inplace(x, o_.data(), size_t(C));                                       // h = x + Wo·att
-  TensorMap f = ffn_decode(l)->run({{"x", rows_to_ane(x, 1, C, kDecodeBucket)}});
+  constexpr int S = frontends::kDecodeBucket;
+  TensorMap f = program(frontends::kDecodeFfn, l, S)->run({{"x", rows_to_ane(x, 1, C, S)}});
   ane_to_rows(f.at("y"), 1, x, /*accumulate=*/true);
 }
 
@@ -287,7 +246,8 @@ void AneModel::llama_decode_layer(int l, int pos) {
 void AneModel::logits_of_row(int row) {
   const ModelConfig& c = w_.config;
   const int C = c.dim;
-  TensorMap y = norm_final()->run({{"x", rows_to_ane(x_.data() + size_t(row) * C, 1, C, kDecodeBucket)}});
+  constexpr int S = frontends::kDecodeBucket;
+  TensorMap y = program(frontends::kFinalNorm, -1, S)->run({{"x", rows_to_ane(x_.data() + size_t(row) * C, 1, C, S)}});
   ane_to_rows(y.at("y"), 1, o_.data());
   cpu::matmul(logits_.data(), o_.data(), w_.classifier.data, w_.classifier.dtype, nullptr, 1, C, c.vocab_size);
 }

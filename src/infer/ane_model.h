@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "infer/language_model.h"
+#include "model/frontends/program_set.h"
 #include "runtime/program_cache.h"
 
 namespace orion {
@@ -53,8 +54,6 @@ struct AneModelOptions {
 
 class AneModel final : public LanguageModel {
  public:
-  static constexpr int kDecodeBucket = 16;  // position-wise kernels for one token (C7 pads them)
-
   // The weights and the cache (with its driver and compile budget) must outlive the model. Finds
   // the smallest attention bucket the driver's chip accepts; compiles nothing yet.
   AneModel(const ModelWeights& w, runtime::ProgramCache& cache, AneModelOptions opt = {});
@@ -64,8 +63,10 @@ class AneModel final : public LanguageModel {
   int vocab_size() const override { return w_.config.vocab_size; }
   const ModelConfig& config() const { return w_.config; }
 
-  // Compiles (or finds) every program that a prompt of `prompt_tokens` and the decode after it
-  // use, so that later timings exclude compiles. Returns the number of programs.
+  // The programs a prompt of `prompt_tokens` and the decode after it use (model/frontends/
+  // program_set.h: the list `orion compile` writes), and prepare() compiles (or finds) them all,
+  // so that later timings exclude compiles. Returns the number of programs.
+  std::vector<frontends::ProgramSpec> programs(int prompt_tokens) const;
   int prepare(int prompt_tokens);
   // The bucket a prefill of n tokens runs in: 16, 32, ... ≥ n, and ≥ attention_min_bucket().
   int prefill_bucket(int n) const;
@@ -84,14 +85,8 @@ class AneModel final : public LanguageModel {
 
  private:
   using Kernel = std::shared_ptr<runtime::AneKernel>;
-  using Build = std::function<ir::Graph(const ModelWeights&, int layer, int S)>;
-  Kernel program(const std::string& kernel, int layer, int S, const Build& build);
-  // The kernels of this model's family, by role.
-  Kernel attn_prefill(int layer, int S);
-  Kernel ffn_prefill(int layer, int S);
-  Kernel attn_decode(int layer);  // GPT-2: decode_qkv; Llama: fwd_attn at attention_min_bucket()
-  Kernel ffn_decode(int layer);   // GPT-2: decode_ffn; Llama: fwd_ffn
-  Kernel norm_final();
+  // The program of a role of this family's inference kernels (kernels_), from the cache.
+  Kernel program(frontends::InferenceRole role, int layer, int S);
   runtime::TensorMap with_lora(int layer, runtime::TensorMap inputs) const;  // + the layer's adapter inputs
   int decode_qkv_bucket() const;  // the sequence bucket attn_decode runs at
 
@@ -117,6 +112,7 @@ class AneModel final : public LanguageModel {
   std::vector<float> key_cache_, value_cache_;  // [L, max_seq, NKV·HS], as the Transformer's
   std::vector<float> logits_;                   // [V]
   int lora_slot_ = 0;                           // > 0: attention programs take adapter inputs
+  std::vector<frontends::KernelSpec> kernels_;  // by InferenceRole, for lora_slot_
   std::vector<runtime::TensorMap> lora_inputs_; // [L] lora_a_q, lora_b_q, lora_a_v, lora_b_v
 };
 

@@ -56,4 +56,11 @@ CacheStats ProgramCache::stats() const {
   return s;
 }
 
+std::vector<ProgramKey> ProgramCache::keys() const {
+  std::vector<ProgramKey> out;
+  for (const auto& [slot, e] : entries_)
+    out.push_back({std::get<0>(slot), std::get<1>(slot), std::get<2>(slot), std::get<3>(slot), e.weights_version});
+  return out;
+}
+
 }  // namespace orion::runtime

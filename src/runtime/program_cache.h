@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "runtime/ane_kernel.h"
 #include "runtime/compile_budget.h"
@@ -44,6 +45,7 @@ class ProgramCache {
   // The resident program for `key` (same weights version), or nullptr; changes no statistics.
   std::shared_ptr<AneKernel> find(const ProgramKey& key) const;
   void clear();  // unloads every program
+  std::vector<ProgramKey> keys() const;  // the resident programs, in slot order
 
   CacheStats stats() const;
   Driver& driver() { return driver_; }

@@ -2,6 +2,7 @@
 // and manifest.json. orion mil check: parse a MIL file and list every ANE rule it breaks.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -70,6 +71,7 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 struct CompileArgs {
   std::string model, config, ir_file, out, chip = "m4";
   int seq = 64;
+  std::string use = "generate";
   uint64_t seed = 1;
 };
 
@@ -83,7 +85,8 @@ struct ProgramWriter {
 
   // Throws the compiler's Error, which names every rule broken and its node, in the context of
   // the program (`source`: the IR file it came from, if any).
-  void add(const std::string& name, ir::Graph g, const std::string& source = {}) {
+  // `extra` fields are added to the program's manifest.
+  void add(const std::string& name, ir::Graph g, const std::string& source = {}, const nlohmann::json& extra = {}) {
     Timer t;
     compiler::CompileResult r;
     try {
@@ -96,6 +99,7 @@ struct ProgramWriter {
     std::string dir = (fs::path(out) / name).string();
     compiler::save_program(r.program, dir);
     nlohmann::json m = manifest_json(name, r, ms);
+    if (extra.is_object()) m.update(extra);
     write_json(dir + "/manifest.json", m);
     warnings += r.diagnostics.size();
     for (auto& d : r.diagnostics) std::fprintf(stderr, "%s: %s\n", name.c_str(), compiler::format_diagnostic(d).c_str());
@@ -104,50 +108,46 @@ struct ProgramWriter {
   void restart() { all = nlohmann::json::array(), total_ms = 0, warnings = 0; }
 };
 
-// Whether every rule g breaks is C7 (a boundary buffer below the minimum), i.e. a wider sequence
-// bucket would make it legal.
-bool only_buffer_size_errors(ir::Graph g, const compiler::ChipProfile& chip) {
-  bool any = false;
-  for (const compiler::Diagnostic& d : compiler::check_graph(g, chip)) {
-    if (d.level != compiler::Diagnostic::Level::Error) continue;
-    if (d.rule != "C7") return false;
-    any = true;
+// The programs of the model for `seq` tokens — exactly the list the runner of `use` loads
+// (model/frontends/program_set.h): "generate", a prompt of seq tokens and the decode after it;
+// "train", training on sequences of seq tokens. Attention mixes sequence positions, so legalize-ane
+// cannot pad its buffers up to the C7 minimum the way it pads position-wise kernels; a narrow model
+// gets its attention programs built for a wider sequence bucket, as the runners do.
+std::vector<frontends::ProgramSpec> model_program_list(const ModelWeights& w, int seq, const std::string& use,
+                                                       const compiler::ChipProfile& chip) {
+  auto no_bucket = [&] {
+    return Error(ErrorKind::Input,
+                 fmt::format("no sequence bucket up to {} lets this model's attention kernels reach the {}-byte minimum buffer (C7)",
+                             chip.max_sequence_bucket, chip.min_buffer_bytes),
+                 {"", "--model", -1, "the model is too narrow for the ANE path; use the CPU backend"});
+  };
+  if (use == "train") {
+    const frontends::TrainingBuckets b = frontends::training_buckets(w, seq, chip);
+    if (b.attention == 0 || b.ffn == 0) throw no_bucket();
+    return frontends::training_programs(w, b);
   }
-  return any;
+  const int attention_min = frontends::inference_attention_bucket(w, chip);
+  if (attention_min == 0) throw no_bucket();
+  return frontends::inference_programs(w, seq, attention_min, chip);
 }
 
-
-// Every program of the model, built for `seq` tokens. Attention mixes sequence positions, so
-// legalize-ane cannot pad its buffers up to the C7 minimum (49,152 bytes) the way it pads
-// position-wise kernels; a narrow model (64 channels: 64·64·2 = 8 KB at seq 64) is therefore built
-// for a wider bucket instead — the smallest bucket (compiler/sequence_bucket.h) at which no program
-// breaks C7. The
-// tokens occupy columns 0..seq−1, the rest is padding that causal attention never lets into them.
-// Returns the bucket used.
-int compile_model(const ModelWeights& w, int seq, ProgramWriter& out) {
-  bool tty = isatty(2);
-  for (int S = seq;;) {
-    auto specs = frontends::model_programs(w, S, out.chip.max_conv_channels);
-    out.restart();
-    bool widened = false;
-    for (size_t i = 0; i < specs.size() && !widened; i++) {
-      if (tty) std::fprintf(stderr, "\r[%zu/%zu] %-28s", i + 1, specs.size(), specs[i].name.c_str());
-      try {
-        out.add(specs[i].name, specs[i].build());
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::Input) throw;
-        const int next = int(compiler::sequence_bucket_at_least(int64_t(S) + 1, out.chip));  // 0 beyond the cap
-        if (next == 0 || !only_buffer_size_errors(specs[i].build(), out.chip)) throw;
-        S = next, widened = true;
-      }
-    }
-    if (tty) std::fprintf(stderr, "\r%60s\r", "");
-    if (widened) continue;
-    if (S != seq)
-      std::fprintf(stderr, "orion compile: built for sequence bucket %d: at --seq %d some buffers are below the %lld-byte minimum (C7)\n",
-                   S, seq, static_cast<long long>(out.chip.min_buffer_bytes));
-    return S;
+void compile_model(const ModelWeights& w, int seq, const std::string& use, ProgramWriter& out, nlohmann::json& summary) {
+  const std::vector<frontends::ProgramSpec> specs = model_program_list(w, seq, use, out.chip);
+  const bool tty = isatty(2);
+  nlohmann::json buckets = nlohmann::json::array();
+  for (size_t i = 0; i < specs.size(); i++) {
+    if (tty) std::fprintf(stderr, "\r[%zu/%zu] %-40s", i + 1, specs.size(), specs[i].name.c_str());
+    out.add(specs[i].name, specs[i].build(), {},
+            {{"kernel", specs[i].kernel}, {"layer", specs[i].layer}, {"seq_bucket", specs[i].S}});
+    if (std::find(buckets.begin(), buckets.end(), specs[i].S) == buckets.end()) buckets.push_back(specs[i].S);
   }
+  if (tty) std::fprintf(stderr, "\r%70s\r", "");
+  const int widest = std::max_element(specs.begin(), specs.end(), [](auto& a, auto& b) { return a.S < b.S; })->S;
+  if (widest > compiler::sequence_bucket_at_least(seq, out.chip))
+    std::fprintf(stderr, "orion compile: attention programs built for sequence bucket %d: at --seq %d their buffers are below the %lld-byte minimum (C7)\n",
+                 widest, seq, static_cast<long long>(out.chip.min_buffer_bytes));
+  summary["use"] = use;
+  summary["seq_buckets"] = buckets;
 }
 
 void run_compile(const CompileArgs& a) {
@@ -167,7 +167,7 @@ void run_compile(const CompileArgs& a) {
       throw_usage_error(fmt::format("must be in 1..{} (the model's context)", w.config.seq_len), "--seq");
     fs::create_directories(a.out);
     summary["seq"] = a.seq;
-    summary["seq_bucket"] = compile_model(w, a.seq, out);
+    compile_model(w, a.seq, a.use, out, summary);
   }
   summary["programs"] = out.all;
   summary["compile_ms"] = out.total_ms;
@@ -228,7 +228,10 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--ir", a->ir_file, "compile one graph written in Orion's IR text form");
   cmd->add_option("--chip", a->chip, "ANE generation whose rules and syntax to use")
       ->capture_default_str()->check(CLI::IsMember(compiler::chip_names()));
-  cmd->add_option("--seq", a->seq, "sequence bucket the programs are built for")->capture_default_str();
+  cmd->add_option("--seq", a->seq, "tokens: the prompt length (generate) or the training sequence length (train)")
+      ->capture_default_str();
+  cmd->add_option("--for", a->use, "the program set of `orion generate --backend anesim` or `orion train --backend anesim`")
+      ->capture_default_str()->check(CLI::IsMember({"generate", "train"}));
   cmd->add_option("--out,-o", a->out, "output folder (one sub-folder per program)")->required();
   cmd->callback([a] { run_compile(*a); });
 }

@@ -9,7 +9,6 @@
 
 #include "base/error.h"
 #include "compiler/compile.h"
-#include "compiler/sequence_bucket.h"
 #include "runtime/ane_layout.h"
 #include "runtime/anesim/anesim_driver.h"
 #include "train/ane_blocks_impl.h"
@@ -46,9 +45,9 @@ namespace ane {
 using runtime::UpdatableKernel;
 using runtime::UpdateStrategy;
 
-AneBlocksBase::AneBlocksBase(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, std::vector<KernelSpec> specs)
-    : p_(p), g_(g), B_(B), T_(T), view_(p.view()), opt_(o), specs_(std::move(specs)) {
-  ORION_CHECK(specs_.size() == size_t(kRoles), "a runner declares all {} kernel roles", int(kRoles));
+AneBlocksBase::AneBlocksBase(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, int lora_slot)
+    : p_(p), g_(g), B_(B), T_(T), view_(p.view()), opt_(o), lora_slot_(lora_slot),
+      specs_(frontends::training_kernels(p.config().arch, lora_slot)) {
   runtime::DriverOptions d;
   d.chip = &compiler::chip_profile(o.chip);
   d.reload_takes_effect = o.reload_takes_effect;
@@ -68,26 +67,24 @@ void AneBlocksBase::note(const std::string& line) const {
 
 // --- compiling ---------------------------------------------------------------------------------
 
-// The smallest S ≥ T at which every program of a group is legal: position-wise kernels are padded
-// by legalize-ane and pass at S = T; kernels whose positions mix (attention) need their narrowest
-// boundary tensor to reach the minimum buffer (C7) by themselves (compiler/sequence_bucket.h).
+// The smallest S ≥ T at which every program of a group is legal (model/frontends/program_set.h).
 void AneBlocksBase::choose_buckets() {
   const compiler::ChipProfile& chip = driver_->chip();
-  auto bucket = [&](bool attention) {
-    const int S = compiler::smallest_legal_bucket(T_, chip, [&](int S) {
-      std::vector<ir::Graph> group;
-      for (const KernelSpec& s : specs_)
-        if (s.attention == attention) group.push_back(s.build(view_, 0, S));
-      return group;
-    });
-    if (S == 0)
+  const frontends::TrainingBuckets b = frontends::training_buckets(view_, T_, chip, lora_slot_);
+  for (bool attention : {true, false})
+    if ((attention ? b.attention : b.ffn) == 0)
       throw Error(ErrorKind::Runtime,
                   fmt::format("no sequence bucket up to {} lets the {} kernels reach the {}-byte minimum buffer (C7)",
                               chip.max_sequence_bucket, attention ? "attention" : "feed-forward", chip.min_buffer_bytes),
                   {"", "backend", -1, "use --backend cpu for this model, or a wider model (dim) or longer --seq"});
-    return S;
-  };
-  Sa_ = bucket(true), Sf_ = bucket(false);
+  Sa_ = b.attention, Sf_ = b.ffn;
+}
+
+std::vector<frontends::ProgramSpec> AneBlocksBase::program_list() const {
+  std::vector<frontends::ProgramSpec> out;
+  for (const Program& p : programs_)
+    out.push_back({"", p.spec->kernel, int(p.spec - specs_.data()), p.spec->per_layer ? p.layer : -1, p.S, {}});
+  return out;
 }
 
 // On one throw-away program (layer 0's fwd_ffn): compile it, reload it with other weights (every
@@ -119,18 +116,18 @@ void AneBlocksBase::compile_all(UpdatableKernel::Mode mode) {
   const UpdateStrategy as = mode == UpdatableKernel::Mode::WeightsAsInputs ? UpdateStrategy::WeightsAsInputs
                           : opt_.weight_update == UpdateStrategy::Auto   ? UpdateStrategy::DeltaReload
                                                                          : opt_.weight_update;
-  programs_.reserve(size_t(kRoles) * L);
-  for (int r = 0; r < kRoles; r++) {
-    const KernelSpec& s = specs_[size_t(r)];
-    for (int l = 0; l < (s.weighted ? L : 1); l++) {
-      Program p;
-      p.spec = &s, p.layer = l, p.S = s.attention ? Sa_ : Sf_;
-      p.k = std::make_unique<UpdatableKernel>(*driver_, *budget_, s.build(view_, l, p.S),
-                                              s.weighted ? mode : UpdatableKernel::Mode::BakedWeights);
-      p.strategy = as;
-      programs_.push_back(std::move(p));
-      for (int ll = l; ll < (s.weighted ? l + 1 : L); ll++) index_[size_t(r) * L + ll] = int(programs_.size()) - 1;
-    }
+  const std::vector<frontends::ProgramSpec> list = frontends::training_programs(view_, {Sa_, Sf_}, lora_slot_);
+  programs_.reserve(list.size());
+  for (const frontends::ProgramSpec& ps : list) {
+    const KernelSpec& s = specs_[size_t(ps.role)];
+    Program p;
+    p.spec = &s, p.layer = std::max(ps.layer, 0), p.S = ps.S;
+    p.k = std::make_unique<UpdatableKernel>(*driver_, *budget_, ps.build(), s.per_layer ? mode : UpdatableKernel::Mode::BakedWeights);
+    p.strategy = as;
+    programs_.push_back(std::move(p));
+    // a per-layer program serves its layer; a shared one every layer
+    for (int l = s.per_layer ? ps.layer : 0; l < (s.per_layer ? ps.layer + 1 : L); l++)
+      index_[size_t(ps.role) * L + l] = int(programs_.size()) - 1;
   }
 }
 
@@ -297,12 +294,12 @@ void AneBlocksBase::update_program(Program& p) {
 // weights as inputs (one compile per program) still fits with a step to spare, it is made.
 void AneBlocksBase::switch_to_weights_as_inputs() {
   int recompiling = 0;
-  for (const Program& p : programs_) recompiling += p.spec->weighted && p.strategy == UpdateStrategy::Recompile;
+  for (const Program& p : programs_) recompiling += p.spec->per_layer && p.strategy == UpdateStrategy::Recompile;
   if (recompiling == 0 || budget_->remaining() >= 2 * recompiling) return;
   note(fmt::format("{} left, fewer than two rounds of {} recompiles: switching to weights as inputs (compiled once)",
                    budget_->str(), recompiling));
   for (Program& p : programs_)
-    if (p.spec->weighted && p.strategy == UpdateStrategy::Recompile) p.strategy = UpdateStrategy::WeightsAsInputs, p.verify_next = true;
+    if (p.spec->per_layer && p.strategy == UpdateStrategy::Recompile) p.strategy = UpdateStrategy::WeightsAsInputs, p.verify_next = true;
   up_.budget_switches++;
 }
 
@@ -326,7 +323,7 @@ void AneBlocksBase::weights_updated() {
   Timer t;
   switch_to_weights_as_inputs();
   for (Program& p : programs_)
-    if (p.spec->weighted) update_program(p);
+    if (p.spec->per_layer) update_program(p);
   up_.strategy = strategies_in_use();
   ph_.weight_update_s += t.seconds();
 }
@@ -334,7 +331,7 @@ void AneBlocksBase::weights_updated() {
 std::string AneBlocksBase::strategies_in_use() const {
   std::vector<std::string> names;
   for (const Program& p : programs_) {
-    if (!p.spec->weighted) continue;
+    if (!p.spec->per_layer) continue;
     std::string n = runtime::strategy_name(p.strategy);
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   }

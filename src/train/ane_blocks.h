@@ -41,6 +41,7 @@
 #include <memory>
 #include <string>
 
+#include "model/frontends/program_set.h"
 #include "runtime/compile_budget.h"
 #include "runtime/driver.h"
 #include "runtime/weight_update.h"
@@ -103,6 +104,9 @@ class AneBlocks : public BlockRunner {
   virtual runtime::Driver& driver() = 0;
   virtual runtime::CompileBudget& budget() = 0;
   virtual int programs() const = 0;          // programs resident (0 before the first forward)
+  // The programs compiled at the first forward, as (kernel, layer, S) — layer −1 for one shared by
+  // every layer; empty before it. model/frontends/program_set.h is where the list comes from.
+  virtual std::vector<frontends::ProgramSpec> program_list() const = 0;
   virtual int attention_bucket() const = 0;  // S of the attention kernels (0 before compiling)
   virtual int ffn_bucket() const = 0;        // S of the feed-forward kernels
   virtual size_t sanitized() const = 0;      // gradient values repaired (NaN/Inf from fp16)

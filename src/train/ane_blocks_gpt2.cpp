@@ -33,28 +33,6 @@
 namespace orion::train::ane {
 namespace {
 
-// lora_slot > 0: fwd_attn and qkv_bwd with q, v adapter inputs of that rank slot.
-std::vector<KernelSpec> gpt2_kernels(int lora_slot) {
-  namespace fe = frontends;
-  std::vector<KernelSpec> k = {
-      {"gpt2_fwd_attn", [](const ModelWeights& w, int l, int S) { return fe::gpt2_fwd_attn(w, l, S); }, true, true},
-      {"gpt2_fwd_ffn", [](const ModelWeights& w, int l, int S) { return fe::gpt2_fwd_ffn(w, l, S); }, false, true},
-      {"gpt2_ffn_bwd", [](const ModelWeights& w, int l, int S) { return fe::gpt2_ffn_bwd(w, l, S); }, false, true},
-      {"stories_sdpa_bwd1", [](const ModelWeights& w, int l, int S) { return fe::stories_sdpa_bwd1(w, l, S); }, true, true},
-      {"stories_sdpa_bwd2", [](const ModelWeights& w, int, int S) { return fe::stories_sdpa_bwd2(w.config, S); }, true, false},
-      {"gpt2_qkv_bwd", [](const ModelWeights& w, int l, int S) { return fe::gpt2_qkv_bwd(w, l, S); }, true, true},
-  };
-  if (lora_slot > 0) {
-    k[kFwdAttn] = {"gpt2_lora_fwd_attn",
-                   [lora_slot](const ModelWeights& w, int l, int S) { return fe::gpt2_lora_fwd_attn(w, l, S, lora_slot); },
-                   true, true};
-    k[kQkvBwd] = {"gpt2_lora_qkv_bwd",
-                  [lora_slot](const ModelWeights& w, int l, int S) { return fe::gpt2_lora_qkv_bwd(w, l, S, lora_slot); },
-                  true, true};
-  }
-  return k;
-}
-
 // As LlamaSaved: program-layout tensors for the backward kernels, rows for the weight gradients.
 struct Gpt2Saved {
   std::vector<ir::Tensor32> q, k, v, fc;        // [B] of [1, C|H, 1, S]
@@ -66,7 +44,7 @@ class Gpt2AneBlocks final : public AneBlocksBase {
   // lora: adapter training with the base baked (lora's targets ⊆ {q, v}; its gradients go to sink).
   Gpt2AneBlocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, const LoraAdapter* lora = nullptr,
                 AdapterGradSink* sink = nullptr)
-      : AneBlocksBase(p, g, B, T, o, gpt2_kernels(lora ? lora->rank() : 0)) {
+      : AneBlocksBase(p, g, B, T, o, lora ? lora->rank() : 0) {
     const ModelConfig& c = p.config();
     const size_t N = size_t(B) * T, C = c.dim, H = c.hidden_dim;
     saved_.resize(size_t(c.n_layers));

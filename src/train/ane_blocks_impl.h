@@ -9,6 +9,7 @@
 
 #include "base/timer.h"
 #include "ir/interpret.h"
+#include "model/frontends/program_set.h"
 #include "runtime/weight_update.h"
 #include "train/ane_blocks.h"
 #include "train/ordered_worker.h"
@@ -16,17 +17,15 @@
 namespace orion::train::ane {
 
 using runtime::TensorMap;
-using GraphBuilder = std::function<ir::Graph(const ModelWeights& w, int layer, int S)>;
 
-// The six training kernels of a layer, in the order of a step (frontends.h).
-enum KernelRole { kFwdAttn, kFwdFfn, kFfnBwd, kSdpaBwd1, kSdpaBwd2, kQkvBwd, kRoles };
-
-struct KernelSpec {
-  std::string kernel;     // "stories_fwd_attn", ...
-  GraphBuilder build;
-  bool attention = false; // runs at the attention bucket (positions mix) rather than the FFN bucket
-  bool weighted = true;   // false: one program for every layer, never updated (sdpa_bwd2)
-};
+// The six training kernels of a layer, in the order of a step, from the one description of a
+// model's programs (model/frontends/program_set.h). A kernel that is not per layer (sdpa_bwd2) has
+// no weights: one program serves every layer and is never updated.
+using KernelRole = frontends::TrainingRole;
+using frontends::kFfnBwd, frontends::kFwdAttn, frontends::kFwdFfn, frontends::kQkvBwd, frontends::kSdpaBwd1,
+    frontends::kSdpaBwd2;
+constexpr int kRoles = frontends::kTrainingRoles;
+using frontends::KernelSpec;
 
 // One compiled program and its update record.
 struct Program {
@@ -60,7 +59,9 @@ class QvAdapterInputs {
 
 class AneBlocksBase : public AneBlocks {
  public:
-  AneBlocksBase(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, std::vector<KernelSpec> specs);
+  // lora_slot > 0: fwd_attn and qkv_bwd are the LoRA kernels of that rank slot (adapter inputs).
+  AneBlocksBase(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, int lora_slot);
+  std::vector<frontends::ProgramSpec> program_list() const override;
 
   void weights_updated() override;  // also: the adapter inputs are rebuilt at their next use
   bool freeze_base(AdapterGradSink* sink) override;
@@ -152,7 +153,8 @@ class AneBlocksBase : public AneBlocks {
   AneTrainOptions opt_;
   std::unique_ptr<runtime::Driver> driver_;
   std::unique_ptr<runtime::CompileBudget> budget_;
-  std::vector<KernelSpec> specs_;
+  int lora_slot_ = 0;
+  std::vector<KernelSpec> specs_;  // by KernelRole
   std::vector<Program> programs_;  // weighted: [role][layer]; weight-free: one per role
   std::vector<int> index_;         // role·L + layer → programs_ index
   bool compiled_ = false;

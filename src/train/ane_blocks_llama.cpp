@@ -35,28 +35,6 @@
 namespace orion::train::ane {
 namespace {
 
-// lora_slot > 0: fwd_attn and qkv_bwd with q, v adapter inputs of that rank slot.
-std::vector<KernelSpec> llama_kernels(int lora_slot) {
-  namespace fe = frontends;
-  std::vector<KernelSpec> k = {
-      {"stories_fwd_attn", [](const ModelWeights& w, int l, int S) { return fe::stories_fwd_attn(w, l, S); }, true, true},
-      {"stories_fwd_ffn", [](const ModelWeights& w, int l, int S) { return fe::stories_fwd_ffn(w, l, S); }, false, true},
-      {"stories_ffn_bwd", [](const ModelWeights& w, int l, int S) { return fe::stories_ffn_bwd(w, l, S); }, false, true},
-      {"stories_sdpa_bwd1", [](const ModelWeights& w, int l, int S) { return fe::stories_sdpa_bwd1(w, l, S); }, true, true},
-      {"stories_sdpa_bwd2", [](const ModelWeights& w, int, int S) { return fe::stories_sdpa_bwd2(w.config, S); }, true, false},
-      {"stories_qkv_bwd", [](const ModelWeights& w, int l, int S) { return fe::stories_qkv_bwd(w, l, S); }, true, true},
-  };
-  if (lora_slot > 0) {
-    k[kFwdAttn] = {"stories_lora_fwd_attn",
-                   [lora_slot](const ModelWeights& w, int l, int S) { return fe::stories_lora_fwd_attn(w, l, S, lora_slot); },
-                   true, true};
-    k[kQkvBwd] = {"stories_lora_qkv_bwd",
-                  [lora_slot](const ModelWeights& w, int l, int S) { return fe::stories_lora_qkv_bwd(w, l, S, lora_slot); },
-                  true, true};
-  }
-  return k;
-}
-
 // What one layer keeps from its forward: kernel outputs that feed a backward kernel stay in the
 // programs' layout (one tensor per sequence); those that feed a weight gradient become rows.
 struct LlamaSaved {
@@ -69,7 +47,7 @@ class LlamaAneBlocks final : public AneBlocksBase {
   // lora: adapter training with the base baked (lora's targets ⊆ {q, v}; its gradients go to sink).
   LlamaAneBlocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, const LoraAdapter* lora = nullptr,
                  AdapterGradSink* sink = nullptr)
-      : AneBlocksBase(p, g, B, T, o, llama_kernels(lora ? lora->rank() : 0)) {
+      : AneBlocksBase(p, g, B, T, o, lora ? lora->rank() : 0) {
     const ModelConfig& c = p.config();
     const size_t N = size_t(B) * T, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
     saved_.resize(size_t(c.n_layers));

@@ -1,16 +1,24 @@
 // orion compile and orion mil check, end to end through the binary: the files a model compile
 // writes (per program model.mil, weights/*.bin, manifest.json; a top manifest.json), compiling an
 // IR-text file, programs that break an ANE rule (exit 3, one line naming the rule and the node),
-// and checking MIL files as written.
+// and checking MIL files as written; and that a model compile writes exactly the programs the
+// inference and training runners load.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
+#include "infer/ane_model.h"
+#include "model/config.h"
 #include "support.h"
+#include "train/ane_blocks.h"
+#include "train/trainer_api.h"
 
 namespace orion {
 namespace {
@@ -90,30 +98,38 @@ size_t check_compile_output(const std::string& dir, const std::string& chip) {
   return top["programs"].size();
 }
 
-TEST(CliCompile, Stories260kWritesEveryProgram) {
+TEST(CliCompile, Stories260kWritesEveryTrainingProgram) {
   std::string dir = temp_dir(), out, err;
-  ASSERT_EQ(run_orion("compile --config stories260k --seq 64 --out " + dir, &out, &err), 0) << err;
-  EXPECT_TRUE(contains(out, "compiled 32 program(s) for m4")) << out;
-  // 5 layers × 6 training kernels + final norm + classifier (512 tokens fit the channel limit, C12).
-  EXPECT_EQ(check_compile_output(dir, "m4"), 32u);
-  EXPECT_TRUE(fs::exists(dir + "/layer04.qkv_bwd/model.mil"));
-  EXPECT_TRUE(fs::exists(dir + "/classifier/weights"));
-  // 64 channels × 64 positions is below the minimum buffer and attention cannot be padded, so the
-  // programs are built for a wider sequence bucket, and the manifest says which.
+  ASSERT_EQ(run_orion("compile --config stories260k --seq 64 --for train --out " + dir, &out, &err), 0) << err;
+  EXPECT_TRUE(contains(out, "compiled 26 program(s) for m4")) << out;
+  // 5 layers × 5 training kernels with weights + the weight-free sdpa_bwd2 shared by every layer.
+  // The classifier is not among them: every runner keeps it on the CPU.
+  EXPECT_EQ(check_compile_output(dir, "m4"), 26u);
   json top = json::parse(slurp(dir + "/manifest.json"));
   EXPECT_EQ(top["seq"], 64);
-  EXPECT_GT(top["seq_bucket"].get<int>(), 64);
+  EXPECT_EQ(top["use"], "train");
+  int qkv_bwd_4 = 0, attention_S = 0;
+  for (const json& p : top["programs"]) {
+    EXPECT_FALSE(contains(p["name"], "classifier"));
+    if (p["kernel"] == "stories_qkv_bwd" && p["layer"] == 4) qkv_bwd_4++, attention_S = p["seq_bucket"];
+    if (p["kernel"] == "stories_fwd_ffn") EXPECT_EQ(p["seq_bucket"], 64) << "position-wise kernels are padded (C7)";
+  }
+  EXPECT_EQ(qkv_bwd_4, 1);
+  // 64 channels × 64 positions is below the minimum buffer and attention cannot be padded, so the
+  // attention programs are built for a wider sequence bucket, and the manifest and stderr say so.
+  EXPECT_GT(attention_S, 64);
+  EXPECT_TRUE(fs::exists(dir + fmt::format("/layer04.stories_qkv_bwd.s{}/model.mil", attention_S)));
   EXPECT_TRUE(contains(err, "sequence bucket")) << err;
 }
 
-TEST(CliCompile, Gpt2TinyWritesEveryProgram) {
+TEST(CliCompile, Gpt2TinyWritesEveryGenerationProgram) {
   std::string dir = temp_dir(), out, err;
   ASSERT_EQ(run_orion("compile --config gpt2-tiny --seq 64 --out " + dir, &out, &err), 0) << err;
   // 2 layers × (prefill attn, ffn, decode qkv, ffn) + final norm; the 50257-token classifier stays
   // on the CPU (C12).
   EXPECT_EQ(check_compile_output(dir, "m4"), 9u);
   EXPECT_FALSE(fs::exists(dir + "/classifier"));
-  json qkv = json::parse(slurp(dir + "/layer01.decode_qkv/manifest.json"));
+  json qkv = json::parse(slurp(dir + "/layer01.gpt2_decode_qkv.s16/manifest.json"));
   std::vector<std::string> outs;
   for (const json& b : qkv["outputs"]) outs.push_back(b["name"]);
   EXPECT_EQ(outs, (std::vector<std::string>{"k", "q", "v"}));  // alphabetical (C6), not q, k, v
@@ -123,10 +139,68 @@ TEST(CliCompile, Gpt2TinyWritesEveryProgram) {
   EXPECT_EQ(qkv["boundary"]["changes"][0]["rules"], json::array({"C7"}));
 }
 
+// (kernel, layer, S) of every program: what `orion compile` wrote, and what a runner loaded.
+using ProgramSet = std::set<std::tuple<std::string, int, int>>;
+
+ProgramSet compiled_programs(const std::string& model_args, int seq, const std::string& use) {
+  std::string dir = temp_dir(), out, err;
+  EXPECT_EQ(run_orion(fmt::format("compile {} --seq {} --for {} --out {}", model_args, seq, use, dir), &out, &err), 0) << err;
+  ProgramSet s;
+  const json top = json::parse(slurp(dir + "/manifest.json"));  // named: a range-for over a temporary's member dangles
+  for (const json& p : top["programs"])
+    s.insert(std::make_tuple(p["kernel"].get<std::string>(), p["layer"].get<int>(), p["seq_bucket"].get<int>()));
+  return s;
+}
+
+// Generation through programs on anesim: a prompt of `seq` tokens, then one decoded token.
+TEST(CliCompile, WritesExactlyTheProgramsGenerationLoads) {
+  for (const char* config : {"gpt2-tiny", "stories260k"}) {
+    SCOPED_TRACE(config);
+    const int seq = 24;
+    ModelWeights w = random_weights(config_preset(config), 1);
+    AneRuntime rt("anesim");
+    AneModel m(w, rt.cache, {.model_name = config});
+    std::vector<int> tokens(seq);
+    for (int i = 0; i < seq; i++) tokens[size_t(i)] = (i * 7 + 3) % w.config.vocab_size;
+    m.forward(tokens.data(), seq, 0);
+    m.forward(tokens.data(), 1, seq);
+    ProgramSet loaded;
+    for (const runtime::ProgramKey& k : rt.cache.keys()) loaded.insert({k.kernel, k.layer, k.bucket});
+    EXPECT_EQ(compiled_programs(fmt::format("--config {}", config), seq, "generate"), loaded);
+    EXPECT_EQ(int(loaded.size()), m.prepare(seq)) << "prepare() compiles the same list";
+  }
+}
+
+// Training through programs on anesim: every program is compiled before the first forward's first
+// evaluation (one forward of B = 1 sequence of `seq` tokens).
+TEST(CliCompile, WritesExactlyTheProgramsTrainingLoads) {
+  for (const char* config : {"gpt2-tiny", "stories260k"}) {
+    SCOPED_TRACE(config);
+    const int seq = 32;
+    const ModelConfig c = config_preset(config);
+    train::Params p(c);
+    train::init_params(p, 3);
+    train::Grads g(c);
+    train::TrainModel model(p, &g, 1, seq);
+    train::AneTrainOptions o;
+    o.quiet = true;
+    auto blocks = train::make_ane_blocks(p, &g, 1, seq, o);
+    train::AneBlocks* runner = blocks.get();
+    model.set_blocks(std::move(blocks));
+    std::vector<int> tokens(seq + 1);
+    for (int i = 0; i <= seq; i++) tokens[size_t(i)] = (i * 5 + 1) % c.vocab_size;
+    model.forward(tokens.data(), tokens.data() + 1);
+    ProgramSet loaded;
+    for (const frontends::ProgramSpec& s : runner->program_list()) loaded.insert({s.kernel, s.layer, s.S});
+    EXPECT_EQ(int(loaded.size()), runner->programs()) << "every program listed is loaded, once";
+    EXPECT_EQ(compiled_programs(fmt::format("--config {}", config), seq, "train"), loaded);
+  }
+}
+
 TEST(CliCompile, ChipSelectsSyntax) {
   std::string dir = temp_dir(), out, err;
   ASSERT_EQ(run_orion("compile --config gpt2-tiny --chip m1 --out " + dir, &out, &err), 0) << err;
-  std::string mil = slurp(dir + "/final_norm/model.mil");
+  std::string mil = slurp(dir + "/final_norm.s16/model.mil");
   EXPECT_EQ(mil.rfind("program(1.0)\n", 0), 0u);
   EXPECT_TRUE(contains(mil, "func main<ios16>("));
 }

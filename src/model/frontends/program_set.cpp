@@ -2,38 +2,157 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "base/error.h"
+#include "compiler/sequence_bucket.h"
 #include "model/frontends/frontends.h"
+#include "model/frontends/lora_frontends.h"
 
 namespace orion::frontends {
+namespace {
 
-std::vector<ProgramSpec> model_programs(const ModelWeights& w, int S, int64_t max_conv_channels) {
-  std::vector<ProgramSpec> out;
-  const ModelConfig& c = w.config;
-  auto add = [&](int layer, const char* kernel, std::function<ir::Graph()> build) {
-    std::string name = layer >= 0 ? fmt::format("layer{:02}.{}", layer, kernel) : std::string(kernel);
-    out.push_back({name, kernel, layer, std::move(build)});
+// A kernel built by a frontend function of the usual (weights, layer, S) form.
+#define ORION_KERNEL(fn) [](const ModelWeights& w, int l, int S) { return fn(w, l, S); }
+// A LoRA kernel at a rank slot.
+#define ORION_LORA_KERNEL(fn, slot) [slot](const ModelWeights& w, int l, int S) { return fn(w, l, S, slot); }
+
+std::string program_name(const std::string& kernel, int layer, int S) {
+  return layer >= 0 ? fmt::format("layer{:02}.{}.s{}", layer, kernel, S) : fmt::format("{}.s{}", kernel, S);
+}
+
+}  // namespace
+
+std::vector<KernelSpec> training_kernels(Arch arch, int slot) {
+  const GraphBuilder sdpa_bwd2 = [](const ModelWeights& w, int, int S) { return stories_sdpa_bwd2(w.config, S); };
+  std::vector<KernelSpec> k;
+  switch (arch) {
+    case Arch::Llama:
+      k = {{"stories_fwd_attn", ORION_KERNEL(stories_fwd_attn), true},
+           {"stories_fwd_ffn", ORION_KERNEL(stories_fwd_ffn), false},
+           {"stories_ffn_bwd", ORION_KERNEL(stories_ffn_bwd), false},
+           {"stories_sdpa_bwd1", ORION_KERNEL(stories_sdpa_bwd1), true},
+           {"stories_sdpa_bwd2", sdpa_bwd2, true, false},
+           {"stories_qkv_bwd", ORION_KERNEL(stories_qkv_bwd), true}};
+      if (slot > 0) {
+        k[kFwdAttn] = {"stories_lora_fwd_attn", ORION_LORA_KERNEL(stories_lora_fwd_attn, slot), true};
+        k[kQkvBwd] = {"stories_lora_qkv_bwd", ORION_LORA_KERNEL(stories_lora_qkv_bwd, slot), true};
+      }
+      break;
+    case Arch::GPT2:  // the attention backward's two middle kernels are the family-independent ones
+      k = {{"gpt2_fwd_attn", ORION_KERNEL(gpt2_fwd_attn), true},
+           {"gpt2_fwd_ffn", ORION_KERNEL(gpt2_fwd_ffn), false},
+           {"gpt2_ffn_bwd", ORION_KERNEL(gpt2_ffn_bwd), false},
+           {"stories_sdpa_bwd1", ORION_KERNEL(stories_sdpa_bwd1), true},
+           {"stories_sdpa_bwd2", sdpa_bwd2, true, false},
+           {"gpt2_qkv_bwd", ORION_KERNEL(gpt2_qkv_bwd), true}};
+      if (slot > 0) {
+        k[kFwdAttn] = {"gpt2_lora_fwd_attn", ORION_LORA_KERNEL(gpt2_lora_fwd_attn, slot), true};
+        k[kQkvBwd] = {"gpt2_lora_qkv_bwd", ORION_LORA_KERNEL(gpt2_lora_qkv_bwd, slot), true};
+      }
+      break;
+  }
+  ORION_CHECK(k.size() == size_t(kTrainingRoles), "no training kernels for this architecture");
+  return k;
+}
+
+std::vector<KernelSpec> inference_kernels(Arch arch, int slot) {
+  const GraphBuilder final_norm_fn = [](const ModelWeights& w, int, int S) { return final_norm(w, S); };
+  std::vector<KernelSpec> k;
+  switch (arch) {
+    case Arch::GPT2:
+      k = {{"gpt2_prefill_attn", ORION_KERNEL(gpt2_prefill_attn), true},
+           {"gpt2_prefill_ffn", ORION_KERNEL(gpt2_prefill_ffn), false},
+           {"gpt2_decode_qkv", ORION_KERNEL(gpt2_decode_qkv), false},
+           {"gpt2_decode_ffn", ORION_KERNEL(gpt2_decode_ffn), false},
+           {"final_norm", final_norm_fn, false, false}};
+      break;
+    case Arch::Llama:  // no decode kernels: fwd_attn at position 0 gives q, k, v (infer/ane_model.h)
+      k = {{"stories_fwd_attn", ORION_KERNEL(stories_fwd_attn), true},
+           {"stories_fwd_ffn", ORION_KERNEL(stories_fwd_ffn), false},
+           {"stories_fwd_attn", ORION_KERNEL(stories_fwd_attn), true},
+           {"stories_fwd_ffn", ORION_KERNEL(stories_fwd_ffn), false},
+           {"final_norm", final_norm_fn, false, false}};
+      break;
+  }
+  ORION_CHECK(k.size() == size_t(kInferenceRoles), "no inference kernels for this architecture");
+  if (slot > 0) {  // both families: the LoRA kernels take the family from the weights
+    k[kPrefillAttn] = {fmt::format("lora_prefill_attn_r{}", slot), ORION_LORA_KERNEL(lora_prefill_attn, slot), true};
+    k[kDecodeAttn] = {fmt::format("lora_decode_qkv_r{}", slot), ORION_LORA_KERNEL(lora_decode_qkv, slot), true};
+  }
+  return k;
+}
+
+int inference_attention_bucket(const ModelWeights& w, const compiler::ChipProfile& chip) {
+  const KernelSpec attn = inference_kernels(w.config.arch)[kPrefillAttn];
+  return compiler::smallest_legal_bucket(compiler::kSmallestSequenceBucket, chip,
+                                         [&](int S) { return std::vector<ir::Graph>{attn.build(w, 0, S)}; });
+}
+
+int prefill_bucket(int n, int attention_min, const compiler::ChipProfile& chip) {
+  const int64_t S = compiler::sequence_bucket_at_least(n, chip);
+  ORION_CHECK(S > 0, "a prompt of {} tokens is beyond the largest sequence bucket", n);
+  return std::max(int(S), attention_min);
+}
+
+int decode_attention_bucket(Arch arch, int lora_slot, int attention_min) {
+  return lora_slot > 0 || arch != Arch::GPT2 ? attention_min : kDecodeBucket;
+}
+
+TrainingBuckets training_buckets(const ModelWeights& w, int T, const compiler::ChipProfile& chip, int lora_slot) {
+  const std::vector<KernelSpec> kernels = training_kernels(w.config.arch, lora_slot);
+  auto bucket = [&](bool attention) {
+    return compiler::smallest_legal_bucket(T, chip, [&](int S) {
+      std::vector<ir::Graph> group;
+      for (const KernelSpec& k : kernels)
+        if (k.attention == attention) group.push_back(k.build(w, 0, S));
+      return group;
+    });
   };
+  return {bucket(true), bucket(false)};
+}
+
+std::vector<ProgramSpec> inference_programs(const ModelWeights& w, int prompt_tokens, int attention_min,
+                                            const compiler::ChipProfile& chip, int lora_slot) {
+  const ModelConfig& c = w.config;
+  const std::vector<KernelSpec> kernels = inference_kernels(c.arch, lora_slot);
+  std::vector<ProgramSpec> out;
+  std::set<std::tuple<std::string, int, int>> seen;  // (kernel, layer, S)
   const ModelWeights* pw = &w;
-  if (c.arch == Arch::GPT2) {
-    const int decode_S = 16;  // one token in column 0 of the smallest bucket (C7)
-    for (int l = 0; l < c.n_layers; l++) {
-      add(l, "prefill_attn", [=] { return gpt2_prefill_attn(*pw, l, S); });
-      add(l, "prefill_ffn", [=] { return gpt2_prefill_ffn(*pw, l, S); });
-      add(l, "decode_qkv", [=] { return gpt2_decode_qkv(*pw, l, decode_S); });
-      add(l, "decode_ffn", [=] { return gpt2_decode_ffn(*pw, l, decode_S); });
+  auto add = [&](InferenceRole role, int layer, int S) {
+    const KernelSpec& k = kernels[size_t(role)];
+    if (!k.per_layer) layer = -1;
+    if (!seen.insert({k.kernel, layer, S}).second) return;
+    GraphBuilder build = k.build;
+    out.push_back({program_name(k.kernel, layer, S), k.kernel, int(role), layer, S, [pw, build, layer, S] { return build(*pw, layer, S); }});
+  };
+  const int decode_attn = decode_attention_bucket(c.arch, lora_slot, attention_min);
+  for (int l = 0; l < c.n_layers; l++) {
+    if (prompt_tokens > 1) {
+      const int S = prefill_bucket(prompt_tokens, attention_min, chip);
+      add(kPrefillAttn, l, S), add(kPrefillFfn, l, S);
     }
-  } else {
-    for (int l = 0; l < c.n_layers; l++) {
-      add(l, "fwd_attn", [=] { return stories_fwd_attn(*pw, l, S); });
-      add(l, "fwd_ffn", [=] { return stories_fwd_ffn(*pw, l, S); });
-      add(l, "ffn_bwd", [=] { return stories_ffn_bwd(*pw, l, S); });
-      add(l, "sdpa_bwd1", [=] { return stories_sdpa_bwd1(*pw, l, S); });
-      add(l, "sdpa_bwd2", [=] { return stories_sdpa_bwd2(pw->config, S); });
-      add(l, "qkv_bwd", [=] { return stories_qkv_bwd(*pw, l, S); });
+    add(kDecodeAttn, l, decode_attn), add(kDecodeFfn, l, kDecodeBucket);
+  }
+  add(kFinalNorm, -1, kDecodeBucket);
+  return out;
+}
+
+std::vector<ProgramSpec> training_programs(const ModelWeights& w, TrainingBuckets b, int lora_slot) {
+  const std::vector<KernelSpec> kernels = training_kernels(w.config.arch, lora_slot);
+  std::vector<ProgramSpec> out;
+  const ModelWeights* pw = &w;
+  for (int r = 0; r < kTrainingRoles; r++) {
+    const KernelSpec& k = kernels[size_t(r)];
+    const int S = k.attention ? b.attention : b.ffn;
+    for (int l = 0; l < (k.per_layer ? w.config.n_layers : 1); l++) {
+      const int layer = k.per_layer ? l : -1;
+      GraphBuilder build = k.build;
+      out.push_back({program_name(k.kernel, layer, S), k.kernel, r, layer, S, [pw, build, l, S] { return build(*pw, l, S); }});
     }
   }
-  add(-1, "final_norm", [=] { return final_norm(*pw, S); });
-  if (c.vocab_size <= max_conv_channels) add(-1, "classifier", [=] { return classifier_fwd(*pw, S); });
   return out;
 }
 

@@ -1,27 +1,73 @@
-// The set of ANE programs a model needs, by family (DESIGN.md §3):
-//   GPT-2 inference: per layer prefill attention + FFN and decode projections + FFN, then the
-//                    final LayerNorm (4·L + 1 programs);
-//   Llama / Stories training: per layer fwd_attn, fwd_ffn, ffn_bwd, sdpa_bwd1, sdpa_bwd2, qkv_bwd,
-//                    then the final RMSNorm (6·L + 1), plus the classifier when the vocabulary fits
-//                    the ANE's channel limit (C12) — otherwise it stays on the CPU.
+// The one description of a model's ANE programs: which kernels each family runs, at which sequence
+// buckets, and the resulting list of programs. `orion compile` writes exactly the list that the
+// inference runner (infer/ane_model.h) and the training runner (train/ane_blocks.h) load, because
+// all three take it from here (tests/model/test_program_set.cpp compares them).
+//
+// Inference (generation through programs), per layer:
+//   prefill_attn, prefill_ffn at the prefill bucket (a prompt of n > 1 tokens; the smallest bucket
+//   ≥ n and ≥ the smallest legal attention bucket), decode_attn (GPT-2: decode_qkv at the decode
+//   bucket 16; Llama and LoRA: the attention kernel at the smallest legal attention bucket),
+//   decode_ffn at 16; then final_norm at 16. The classifier stays on the CPU (C12).
+// Training, per layer: fwd_attn, fwd_ffn, ffn_bwd, sdpa_bwd1, sdpa_bwd2 (weight-free: one program
+//   for every layer), qkv_bwd; the attention kernels at the attention bucket, the others at the
+//   feed-forward bucket (compiler/sequence_bucket.h: the smallest legal S ≥ T of each group).
+// A LoRA rank slot > 0 replaces the kernels an adapter on q and v changes by their LoRA versions,
+// whose adapter matrices are program inputs (lora_frontends.h).
 #pragma once
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "compiler/chip.h"
 #include "ir/graph.h"
 #include "model/weights.h"
 
 namespace orion::frontends {
 
-struct ProgramSpec {
-  std::string name;   // "layer03.prefill_attn", ...: unique, usable as a folder name
-  std::string kernel; // "gpt2_prefill_attn", ...
-  int layer = -1;     // −1 for whole-model kernels
-  std::function<ir::Graph()> build;  // builds the IR on demand (weights are baked in as constants)
+using GraphBuilder = std::function<ir::Graph(const ModelWeights& w, int layer, int S)>;
+
+struct KernelSpec {
+  std::string kernel;      // the program's kernel name: "stories_fwd_attn", "lora_prefill_attn_r8", ...
+  GraphBuilder build;
+  bool attention = false;  // positions mix (no padding by legalize-ane): runs at an attention bucket
+  bool per_layer = true;   // false: weight-free, one program serves every layer (layer −1)
 };
 
-// S is the sequence bucket the programs are built for (decode kernels use the minimum bucket).
-std::vector<ProgramSpec> model_programs(const ModelWeights& w, int S, int64_t max_conv_channels);
+enum TrainingRole { kFwdAttn, kFwdFfn, kFfnBwd, kSdpaBwd1, kSdpaBwd2, kQkvBwd, kTrainingRoles };
+enum InferenceRole { kPrefillAttn, kPrefillFfn, kDecodeAttn, kDecodeFfn, kFinalNorm, kInferenceRoles };
+
+// The kernels of a family by role (index = the role's enum value).
+std::vector<KernelSpec> training_kernels(Arch arch, int lora_slot = 0);
+std::vector<KernelSpec> inference_kernels(Arch arch, int lora_slot = 0);
+
+constexpr int kDecodeBucket = 16;  // position-wise kernels for one token (legalize-ane pads them, C7)
+
+// Inference buckets. attention_min: the smallest bucket at which the prefill attention kernel
+// reaches the minimum buffer (0 when none does).
+int inference_attention_bucket(const ModelWeights& w, const compiler::ChipProfile& chip);
+int prefill_bucket(int n, int attention_min, const compiler::ChipProfile& chip);
+int decode_attention_bucket(Arch arch, int lora_slot, int attention_min);
+
+// Training buckets for T tokens (0 in a field when no bucket up to the cap is legal).
+struct TrainingBuckets {
+  int attention = 0, ffn = 0;
+};
+TrainingBuckets training_buckets(const ModelWeights& w, int T, const compiler::ChipProfile& chip, int lora_slot = 0);
+
+struct ProgramSpec {
+  std::string name;    // "layer03.gpt2_prefill_attn.s64": unique, usable as a folder name
+  std::string kernel;  // KernelSpec::kernel
+  int role = 0;        // index into the kernel table it came from
+  int layer = -1;      // −1: whole-model or shared by every layer
+  int S = 0;           // the sequence bucket
+  std::function<ir::Graph()> build;  // the IR, weights baked in as constants
+};
+
+// The programs a prompt of prompt_tokens and the decode after it use (duplicates removed), in the
+// order the runner first uses them. attention_min as inference_attention_bucket (must be > 0).
+std::vector<ProgramSpec> inference_programs(const ModelWeights& w, int prompt_tokens, int attention_min,
+                                            const compiler::ChipProfile& chip, int lora_slot = 0);
+// The programs of training on T tokens at the given buckets, role by role, layer by layer.
+std::vector<ProgramSpec> training_programs(const ModelWeights& w, TrainingBuckets b, int lora_slot = 0);
 
 }  // namespace orion::frontends
