@@ -1,6 +1,6 @@
-// Plain-text documents (train/data/text_documents): every document of the file.
+// Plain-text documents (data/text_documents): every document of the file.
+#include "data/text_documents.h"
 #include "support.h"
-#include "train/data/text_documents.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace orion;

@@ -1,6 +1,6 @@
-// TinyStories JSON shards (train/data/tinystories_json): every story of the streamed array.
+// TinyStories JSON shards (data/tinystories_json): every story of the streamed array.
+#include "data/tinystories_json.h"
 #include "support.h"
-#include "train/data/tinystories_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace orion;

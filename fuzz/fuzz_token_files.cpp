@@ -1,7 +1,7 @@
-// Pretokenized data (train/data/token_files): llama2.c shards and llm.c token files, opened with and
+// Pretokenized data (data/token_files): llama2.c shards and llm.c token files, opened with and
 // without a vocabulary bound, then split into sequences.
+#include "data/token_files.h"
 #include "support.h"
-#include "train/data/token_files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace orion;

@@ -1,7 +1,7 @@
 // Writes the binary seed corpora of the fuzz targets: small valid files made by Orion's own
 // writers (so a seed is always a file the reader accepts), one folder per target under <out>.
 // Text seeds are committed in fuzz/corpus/<target>/; scripts/fuzz.sh passes both.
-//   make_seeds <out> <repo>    (<repo>: for the IR graphs of tests/data that become MIL programs)
+//   make_seeds <out> <repo>    (<repo>: for tests/testdata's IR graphs that become MIL programs)
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,12 +10,12 @@
 #include "base/file.h"
 #include "compiler/blob/blob_file.h"
 #include "compiler/mil/emit_mil.h"
+#include "data/token_files.h"
 #include "ir/text.h"
 #include "model/io/model_io.h"
 #include "model/weights.h"
 #include "support.h"
 #include "train/checkpoint.h"
-#include "train/data/token_files.h"
 #if __has_include("model/lora/lora_io.h")
 #include "model/lora/lora_io.h"
 #define ORION_HAVE_LORA 1
@@ -98,7 +98,7 @@ void blob_and_mil_seeds(const std::string& repo) {
   // Every small IR graph of the pass tests, emitted as MIL with its weights in one weight.bin.
   compiler::EmitOptions single;
   single.weight_files = compiler::EmitOptions::WeightFiles::Single;
-  for (const auto& entry : fs::recursive_directory_iterator(repo + "/tests/data/compiler/passes")) {
+  for (const auto& entry : fs::recursive_directory_iterator(repo + "/tests/testdata/compiler/passes")) {
     if (entry.path().extension() != ".ir" || entry.file_size() > 4096) continue;
     try {
       ir::Graph g = ir::parse_graph_file(entry.path().string());
@@ -114,7 +114,7 @@ void blob_and_mil_seeds(const std::string& repo) {
 }
 
 void tokenizer_seeds(const std::string& repo) {
-  std::string gpt2 = repo + "/tests/data/tokenizer/small_gpt2/";
+  std::string gpt2 = repo + "/tests/testdata/tokenizer/small_gpt2/";
   put("tokenizer_gpt2", "small.seed", joined(slurp(gpt2 + "vocab.json"), slurp(gpt2 + "merges.txt")));
 }
 

@@ -8,9 +8,10 @@
 # The targets live in the sanitizer build (build-asan, configured with -DORION_FUZZ=ON by
 # scripts/test.sh; this script configures and builds it when they are missing). Each target starts
 # from its seeds: binary files made by Orion's writers (make_seeds), the text seeds committed in
-# fuzz/corpus/<target>/, and matching files of tests/data. First the files of fuzz/regressions/<target>/
-# (inputs that once broke a reader) are replayed. New coverage is kept in build-asan/fuzz/corpus/,
-# a failing input is saved in build-asan/fuzz/findings/ and its report printed.
+# fuzz/corpus/<target>/, and matching files of tests/testdata. First the files of
+# fuzz/regressions/<target>/ (inputs that once broke a reader) are replayed. New coverage is kept
+# in build-asan/fuzz/corpus/, a failing input is saved in build-asan/fuzz/findings/ and its report
+# printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -50,11 +51,11 @@ add_seeds() {  # add_seeds <target> <files or folders...>
   for f in "$@"; do cp -r "$f" "$work/seeds/$t/"; done
 }
 for d in fuzz/corpus/*/; do t=$(basename "$d"); add_seeds "$t" "$d"; done
-add_seeds mil tests/data/compiler/mil
-add_seeds ir_text tests/data/compiler/passes
-add_seeds tokenizer_llama2c tests/data/tokenizer/spm_stories/tokenizer.bin
-add_seeds sentencepiece tests/data/tokenizer/spm_stories/tokenizer.model
-add_seeds tokenizer_json tests/data/tokenizer/small_gpt2/tokenizer.json
+add_seeds mil tests/testdata/compiler/mil
+add_seeds ir_text tests/testdata/compiler/passes
+add_seeds tokenizer_llama2c tests/testdata/tokenizer/spm_stories/tokenizer.bin
+add_seeds sentencepiece tests/testdata/tokenizer/spm_stories/tokenizer.model
+add_seeds tokenizer_json tests/testdata/tokenizer/small_gpt2/tokenizer.json
 
 run_target() {  # run_target <name>: replay regressions, then fuzz; prints one summary line
   local t=$1 bin="$work/fuzz_$1" log="$work/logs/$1.log"

@@ -6,7 +6,7 @@
 
 namespace orion::test {
 
-std::string data_path(const std::string& rel);  // tests/data/<rel>
+std::string data_path(const std::string& rel);  // tests/testdata/<rel>
 // ../shared/<rel>, or "" when ../shared is absent (callers GTEST_SKIP with the reason).
 std::string shared_path(const std::string& rel);
 // A fresh empty folder under the system temp dir, removed at process exit.

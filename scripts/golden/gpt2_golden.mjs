@@ -1,5 +1,5 @@
 // Golden pairs for GPT-2 byte-level BPE, computed by an independent implementation (js-tiktoken).
-// Writes tests/data/tokenizer/gpt2_golden.json: [{"text": ..., "ids": [...]}, ...].
+// Writes tests/testdata/tokenizer/gpt2_golden.json: [{"text": ..., "ids": [...]}, ...].
 //
 //   mkdir -p /tmp/jst && cd /tmp/jst && npm install js-tiktoken
 //   NODE_PATH=/tmp/jst/node_modules node scripts/golden/gpt2_golden.mjs   (from the repo root)
@@ -78,5 +78,5 @@ const texts = [
 
 const enc = getEncoding("gpt2");
 const pairs = texts.map((text) => ({ text, ids: Array.from(enc.encode(text, "all")) }));
-writeFileSync("tests/data/tokenizer/gpt2_golden.json", JSON.stringify(pairs, null, 0).replace(/\},\{/g, "},\n{") + "\n");
+writeFileSync("tests/testdata/tokenizer/gpt2_golden.json", JSON.stringify(pairs, null, 0).replace(/\},\{/g, "},\n{") + "\n");
 console.log(`wrote ${pairs.length} pairs`);

@@ -25,7 +25,7 @@ What this script does (from the repo root):
      steps 0..40 with B=4, T=64, and records every printed loss into golden.json.
 
 Usage: python3 scripts/golden/make_llmc_reference.py --llmc /tmp/llmc [--orion build/orion]
-Output: tests/data/train/llmc/{model.bin, tiny_train.bin, tiny_val.bin, golden.json}
+Output: tests/testdata/train/llmc/{model.bin, tiny_train.bin, tiny_val.bin, golden.json}
 """
 import argparse
 import json
@@ -35,7 +35,7 @@ import struct
 import subprocess
 import sys
 
-OUT = "tests/data/train/llmc"
+OUT = "tests/testdata/train/llmc"
 V, VP, L, NH, C, MAXT = 256, 320, 2, 4, 32, 64
 B, T, LAST_STEP = 4, 64, 40
 

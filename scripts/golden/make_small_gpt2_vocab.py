@@ -3,7 +3,8 @@
 
 From OpenAI's GPT-2 files (../shared/tokenizers/gpt2/encoder.json + vocab.bpe) it keeps the 256
 byte tokens and the first N merges (GPT-2's id of a merge result is 256 + its rank, so the ids stay
-the real ones), plus <|endoftext|> as id 256 + N, and writes to tests/data/tokenizer/small_gpt2/:
+the real ones), plus <|endoftext|> as id 256 + N, and writes to
+tests/testdata/tokenizer/small_gpt2/:
 
     vocab.json, merges.txt        Hugging Face names
     tokenizer.json                Hugging Face single-file form (merges as [left, right] arrays)
@@ -24,7 +25,7 @@ import sys
 import regex
 
 SHARED = os.path.join(os.path.dirname(__file__), "../../../shared/tokenizers/gpt2")
-OUT = "tests/data/tokenizer/small_gpt2"
+OUT = "tests/testdata/tokenizer/small_gpt2"
 PAT = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
 SPECIAL = "<|endoftext|>"
 
@@ -84,7 +85,7 @@ def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     full_vocab = json.load(open(f"{SHARED}/encoder.json", encoding="utf-8"))
     full_merges = read_merges(f"{SHARED}/vocab.bpe")
-    golden = json.load(open("tests/data/tokenizer/gpt2_golden.json", encoding="utf-8"))
+    golden = json.load(open("tests/testdata/tokenizer/gpt2_golden.json", encoding="utf-8"))
     texts = [g["text"] for g in golden]
 
     full_ranks = {m: i for i, m in enumerate(full_merges)}

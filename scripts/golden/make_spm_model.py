@@ -3,9 +3,9 @@
 
 1. Writes a few hundred lines of simple English stories from templates (seeded, reproducible) to a
    temporary corpus.
-2. Trains tests/data/tokenizer/spm_stories/tokenizer.model with the spm_train binary: BPE, 512
+2. Trains tests/testdata/tokenizer/spm_stories/tokenizer.model with the spm_train binary: BPE, 512
    pieces, byte fallback, Llama's settings (no normalisation, extra whitespace kept, digits split).
-3. Exports it as tests/data/tokenizer/spm_stories/tokenizer.bin the way llama2.c's tokenizer.py
+3. Exports it as tests/testdata/tokenizer/spm_stories/tokenizer.bin the way llama2.c's tokenizer.py
    does: each piece with ▁ replaced by ' ', <s> and </s> written as "\\n<s>\\n" and "\\n</s>\\n", the
    piece's score; file = uint32 max_token_length, then per piece float32 score, uint32 length, bytes.
    The .model file is a protobuf (ModelProto); the few fields needed are read by hand below, so
@@ -21,7 +21,7 @@ import struct
 import subprocess
 import tempfile
 
-OUT = "tests/data/tokenizer/spm_stories"
+OUT = "tests/testdata/tokenizer/spm_stories"
 
 NAMES = ["Lily", "Tom", "Sam", "Mia", "Ben", "Anna", "Max", "Lucy", "Tim", "Sara"]
 ANIMALS = ["cat", "dog", "bird", "fish", "frog", "bunny", "duck", "bear"]

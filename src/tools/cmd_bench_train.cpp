@@ -9,11 +9,11 @@
 
 #include "base/error.h"
 #include "base/timer.h"
+#include "data/rng.h"
 #include "runtime/cpu/kernels.h"
 #include "tools/command.h"
 #include "tools/options.h"
 #include "train/ane_blocks.h"
-#include "train/data/rng.h"
 #include "train/trainer.h"
 
 namespace orion::tools {

@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "base/error.h"
-#include "train/data/download.h"
-#include "train/data/prepare.h"
-#include "train/data/token_files.h"
+#include "data/download.h"
+#include "data/prepare.h"
+#include "data/token_files.h"
 #include "tools/command.h"
 
 extern char** environ;

@@ -4,9 +4,9 @@
 
 #include "base/error.h"
 #include "base/timer.h"
+#include "data/bpe_trainer.h"
+#include "data/document_stream.h"
 #include "model/tokenizer/tokenizer.h"
-#include "train/data/bpe_trainer.h"
-#include "train/data/document_stream.h"
 #include "tools/command.h"
 
 namespace orion::tools {

@@ -12,13 +12,13 @@
 
 #include "base/file.h"
 #include "base/timer.h"
+#include "data/progress.h"
+#include "data/rng.h"
+#include "data/token_dataset.h"
 #include "infer/generate.h"
 #include "model/io/model_io.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/transformer.h"
-#include "train/data/progress.h"
-#include "train/data/rng.h"
-#include "train/data/token_dataset.h"
 #include "train/dist/data_parallel.h"
 #include "train/guards.h"
 

@@ -6,13 +6,13 @@
 
 #include "base/file.h"
 #include "base/json_error.h"
+#include "data/bpe_trainer.h"
+#include "data/document_stream.h"
+#include "data/prepare.h"
+#include "data/rng.h"
+#include "data/token_dataset.h"
 #include "model/io/model_io.h"
 #include "model/tokenizer/tokenizer.h"
-#include "train/data/bpe_trainer.h"
-#include "train/data/document_stream.h"
-#include "train/data/prepare.h"
-#include "train/data/rng.h"
-#include "train/data/token_dataset.h"
 #include "train/dist/data_parallel.h"
 #include "train/trainer.h"
 

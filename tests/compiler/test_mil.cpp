@@ -2,7 +2,7 @@
 // transpose flags (C3), binding tables (C5/C6/C7/C13), refusals, and emit → parse → emit identity
 // for every test graph on every chip profile.
 //
-// Golden files: tests/data/compiler/mil/<graph>_<chip>.mil. They change only on purpose:
+// Golden files: tests/testdata/compiler/mil/<graph>_<chip>.mil. They change only on purpose:
 //   ORION_UPDATE_GOLDEN=1 ./build/tests/compiler_test_mil   (then review the diff and commit it)
 #include <gtest/gtest.h>
 

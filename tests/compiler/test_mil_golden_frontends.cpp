@@ -1,11 +1,11 @@
 // Golden MIL for real frontend kernels: each case builds one kernel on a tiny model with
 // deterministic weights, runs the standard pipeline for a chip and emits MIL; the text must equal
-// tests/data/compiler/mil_frontends/<case>.mil byte for byte, and the weight files must match the
-// sizes and FNV-1a hashes listed in <case>.blobs — so a change in the emitted text, in the
+// tests/testdata/compiler/mil_frontends/<case>.mil byte for byte, and the weight files must match
+// the sizes and FNV-1a hashes listed in <case>.blobs — so a change in the emitted text, in the
 // pipeline's rewrites or in a single weight byte fails here.
 //
 // A second test prints every kernel the frontends build, before any pass, as IR text and compares
-// it with tests/data/compiler/frontend_ir/<kernel>.ir: the graphs must not depend on the C++
+// it with tests/testdata/compiler/frontend_ir/<kernel>.ir: the graphs must not depend on the C++
 // compiler (e.g. on the unspecified order in which it evaluates the arguments of one call, which
 // decides which node is created — and named — first).
 //

@@ -1,7 +1,7 @@
 // Compiler passes and the pipeline.
 //
-// Golden tests: every tests/data/compiler/passes/<pass>/<case>.ir is parsed, the pass named by the
-// folder runs once, and the result must equal <case>.expected.ir exactly: the canonical IR text
+// Golden tests: every tests/testdata/compiler/passes/<pass>/<case>.ir is parsed, the pass named by
+// the folder runs once, and the result must equal <case>.expected.ir exactly: the canonical IR text
 // (ir/text.h), preceded by one comment line per diagnostic ("// warning C20 at 'node': ...") and,
 // when the pass set one, the SRAM estimate ("// sram-estimate: N bytes"). A case whose input is
 // invalid has <case>.expected.err instead: the exact error line. A second run of the pass must
@@ -142,7 +142,7 @@ TEST(PassGoldenFiles, EveryRegisteredPassHasCases) {
   auto cases = golden_cases();
   for (const std::string& pass : pass_names()) {
     int n = int(std::count_if(cases.begin(), cases.end(), [&](const GoldenCase& c) { return c.pass == pass; }));
-    EXPECT_GE(n, 2) << "pass " << pass << " needs golden cases in tests/data/compiler/passes/" << pass;
+    EXPECT_GE(n, 2) << "pass " << pass << " needs golden cases in tests/testdata/compiler/passes/" << pass;
   }
   for (const GoldenCase& c : cases)
     EXPECT_NO_THROW(make_pass(c.pass)) << "folder " << c.pass << " names no registered pass";

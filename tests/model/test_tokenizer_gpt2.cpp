@@ -119,7 +119,7 @@ TEST(Gpt2Bpe, ByteTableMatchesGpt2) {
   EXPECT_EQ(t[0xAD], 0x143u);  // soft hyphen is the last shifted byte
 }
 
-// ---- the small vocabulary in tests/data (no ../shared needed) ---------------------------------
+// ---- the small vocabulary in tests/testdata (no ../shared needed) -----------------------------
 
 TEST(Gpt2Bpe, SmallVocabJsonAndMergesMatchNaiveReference) {
   auto tok = load_tokenizer(small("vocab.json"));

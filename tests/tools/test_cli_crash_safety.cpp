@@ -27,9 +27,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "data/token_files.h"
 #include "support.h"
 #include "train/checkpoint.h"
-#include "train/data/token_files.h"
 
 namespace fs = std::filesystem;
 using orion::test::run_orion;

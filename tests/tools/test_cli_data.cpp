@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../train/loopback_http.h"
+#include "../data/loopback_http.h"
 #include "base/file.h"
+#include "data/token_files.h"
 #include "model/tokenizer/tokenizer.h"
 #include "support.h"
-#include "train/data/token_files.h"
 
 namespace orion {
 namespace {

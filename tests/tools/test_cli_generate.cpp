@@ -1,4 +1,4 @@
-// orion generate end to end: model files written here, tokenizers from tests/data.
+// orion generate end to end: model files written here, tokenizers from tests/testdata.
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -1,6 +1,6 @@
 // Orion's trainer reproduces llm.c's printed losses step by step.
 //
-// tests/data/train/llmc/ holds what llm.c's CPU reference (train_gpt2.c) saw — a small random
+// tests/testdata/train/llmc/ holds what llm.c's CPU reference (train_gpt2.c) saw — a small random
 // GPT-2 checkpoint in llm.c's v3 format (written by Orion's llm.c writer; V 256 padded to Vp 320,
 // so the padding rows are exercised) and llm.c token files (magic 20240520) — and the losses it
 // printed: golden.json, made by scripts/golden/make_llmc_reference.py (which says how llm.c was

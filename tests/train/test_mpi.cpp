@@ -21,11 +21,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "data/token_dataset.h"
 #include "model/io/model_io.h"
 #include "model/lora/lora_io.h"
 #include "support.h"
 #include "train/checkpoint.h"
-#include "train/data/token_dataset.h"
 #include "train/dist/communicator.h"
 #include "train/dist/data_parallel.h"
 #include "train/params.h"

@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "data/token_dataset.h"
 #include "train/checkpoint.h"
-#include "train/data/token_dataset.h"
 
 namespace orion::train::dist {
 

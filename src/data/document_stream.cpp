@@ -1,13 +1,13 @@
-#include "train/data/document_stream.h"
+#include "data/document_stream.h"
 
 #include <algorithm>
 #include <filesystem>
 
 #include "base/error.h"
 #include "base/file.h"
-#include "train/data/builtin_corpus.h"
-#include "train/data/text_documents.h"
-#include "train/data/tinystories_json.h"
+#include "data/builtin_corpus.h"
+#include "data/text_documents.h"
+#include "data/tinystories_json.h"
 
 namespace orion::data {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "train/data/download.h"
+#include "data/download.h"
 
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 
 #include "base/error.h"
 #include "base/timer.h"
-#include "train/data/progress.h"
+#include "data/progress.h"
 
 namespace orion::data {
 namespace fs = std::filesystem;

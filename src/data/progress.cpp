@@ -1,4 +1,4 @@
-#include "train/data/progress.h"
+#include "data/progress.h"
 
 #include <unistd.h>
 

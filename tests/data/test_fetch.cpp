@@ -9,9 +9,9 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "data/download.h"
 #include "loopback_http.h"
 #include "support.h"
-#include "train/data/download.h"
 
 namespace orion::data {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/data/text_documents.h"
+#include "data/text_documents.h"
 
 #include "base/error.h"
 

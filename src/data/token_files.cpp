@@ -1,4 +1,4 @@
-#include "train/data/token_files.h"
+#include "data/token_files.h"
 
 #include <algorithm>
 

@@ -9,11 +9,11 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "data/builtin_corpus.h"
+#include "data/prepare.h"
+#include "data/token_dataset.h"
 #include "model/tokenizer/tokenizer.h"
 #include "support.h"
-#include "train/data/builtin_corpus.h"
-#include "train/data/prepare.h"
-#include "train/data/token_dataset.h"
 
 namespace orion::data {
 namespace {

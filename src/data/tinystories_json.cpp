@@ -1,4 +1,4 @@
-#include "train/data/tinystories_json.h"
+#include "data/tinystories_json.h"
 #include "base/json_error.h"
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "train/data/builtin_corpus_words.h"
+#include "data/builtin_corpus_words.h"
 
 namespace orion::data::corpus {
 

@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "train/data/builtin_corpus.h"
-#include "train/data/rng.h"
+#include "data/builtin_corpus.h"
+#include "data/rng.h"
 
 namespace orion::data {
 namespace {

@@ -1,11 +1,11 @@
-#include "train/data/token_dataset.h"
+#include "data/token_dataset.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <numeric>
 
 #include "base/error.h"
-#include "train/data/rng.h"
+#include "data/rng.h"
 
 namespace orion::data {
 namespace fs = std::filesystem;

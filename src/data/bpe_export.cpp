@@ -3,8 +3,8 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "data/bpe_trainer.h"
 #include "model/tokenizer/gpt2_bpe.h"
-#include "train/data/bpe_trainer.h"
 
 namespace orion::data {
 namespace {

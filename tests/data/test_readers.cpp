@@ -7,11 +7,11 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "data/document_stream.h"
+#include "data/text_documents.h"
+#include "data/tinystories_json.h"
+#include "data/token_files.h"
 #include "support.h"
-#include "train/data/document_stream.h"
-#include "train/data/text_documents.h"
-#include "train/data/tinystories_json.h"
-#include "train/data/token_files.h"
 
 namespace orion::data {
 namespace {

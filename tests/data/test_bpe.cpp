@@ -5,12 +5,12 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "data/bpe_trainer.h"
+#include "data/builtin_corpus.h"
+#include "data/document_stream.h"
 #include "model/tokenizer/llama2c_tokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 #include "support.h"
-#include "train/data/bpe_trainer.h"
-#include "train/data/builtin_corpus.h"
-#include "train/data/document_stream.h"
 
 namespace orion::data {
 namespace {

@@ -7,13 +7,13 @@
 // number of distinct sentences is the product of variants × the words filling them (tens of
 // thousands), while the stories keep a real structure for a model to learn: who did what, why,
 // and what happened next.
-#include "train/data/builtin_corpus.h"
+#include "data/builtin_corpus.h"
 
 #include <utility>
 
 #include "base/error.h"
-#include "train/data/builtin_corpus_words.h"
-#include "train/data/rng.h"
+#include "data/builtin_corpus_words.h"
+#include "data/rng.h"
 
 namespace orion::data {
 namespace {

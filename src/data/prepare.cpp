@@ -1,4 +1,4 @@
-#include "train/data/prepare.h"
+#include "data/prepare.h"
 
 #include <omp.h>
 
@@ -9,9 +9,9 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "data/document_stream.h"
+#include "data/progress.h"
 #include "model/tokenizer/tokenizer.h"
-#include "train/data/document_stream.h"
-#include "train/data/progress.h"
 
 namespace orion::data {
 namespace fs = std::filesystem;

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "train/data/token_files.h"
+#include "data/token_files.h"
 
 namespace orion::data {
 

@@ -1,5 +1,5 @@
 // Word counting (parallel) and the merge loop of BPE training.
-#include "train/data/bpe_trainer.h"
+#include "data/bpe_trainer.h"
 
 #include <omp.h>
 
@@ -7,9 +7,9 @@
 #include <queue>
 
 #include "base/error.h"
+#include "data/document_stream.h"
+#include "data/progress.h"
 #include "model/tokenizer/gpt2_pretokenize.h"
-#include "train/data/document_stream.h"
-#include "train/data/progress.h"
 
 namespace orion::data {
 namespace {
