@@ -1,4 +1,4 @@
-// Compile speed (issue 3): IR → MIL text + weight blob images for GPT-2 124M's whole program set
+// Compile speed: IR → MIL text + weight blob images for GPT-2 124M's whole program set
 // — 12 layers × (prefill attention, prefill FFN, decode QKV, decode FFN) + final norm = 49
 // programs — through compile_graph (standard pipeline incl. validation, then emission). Weight I/O
 // is excluded: the weights are random fp16, the IR graphs are built once outside the timed loop,

@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "train/trainer_api.h"
+#include "train/model/trainer_api.h"
 
 using namespace orion;
 using namespace orion::train;

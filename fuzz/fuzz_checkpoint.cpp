@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "support.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace orion;

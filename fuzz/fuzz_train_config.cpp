@@ -2,7 +2,7 @@
 // train resolve_model_config reads them (without linking the trainer).
 #include "base/file.h"
 #include "support.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace orion;

@@ -15,7 +15,7 @@
 #include "model/io/model_io.h"
 #include "model/weights.h"
 #include "support.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #if __has_include("model/lora/lora_io.h")
 #include "model/lora/lora_io.h"
 #define ORION_HAVE_LORA 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles the Apple driver's Objective-C++ half (src/runtime/ane/ane_driver.mm) for syntax and types
-# against GNUstep's Foundation headers, so it cannot rot on machines without a Mac (issue 4, item 7).
+# against GNUstep's Foundation headers, so it cannot rot on machines without a Mac.
 # Run by ctest as runtime.ane_driver_syntax_anesim; needs clang and libgnustep-base-dev
 # (scripts/setup.sh installs both) and fails — never skips — without them.
 #

@@ -1,5 +1,5 @@
-// AneModel: inference with the transformer blocks running as compiled ANE programs (DESIGN.md §3,
-// issue 4 item 8) — on the Apple Neural Engine, or on anesim, the software ANE, anywhere.
+// AneModel: inference with the transformer blocks running as compiled ANE programs (DESIGN.md §3)
+// — on the Apple Neural Engine, or on anesim, the software ANE, anywhere.
 //
 // Who computes what (Orion's split):
 //   CPU  token (+ position) embedding: table lookups;

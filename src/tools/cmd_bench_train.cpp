@@ -3,7 +3,7 @@
 // (with OMP_WAIT_POLICY=passive: the work done, which a busy machine does not inflate as it does
 // wall time). Registered under `orion bench` by
 // add_all_commands, after add_bench_command. --backend anesim|ane runs the blocks as ANE programs
-// (train/ane_blocks.h) and reports the step's phases (ANE evaluation, surface copies, CPU dW,
+// (train/ane/ane_blocks.h) and reports the step's phases (ANE evaluation, surface copies, CPU dW,
 // AdamW, weight update, compile) and, on anesim, the timing model's predicted ANE time per step.
 #include <cstdio>
 
@@ -13,8 +13,8 @@
 #include "runtime/cpu/kernels.h"
 #include "tools/command.h"
 #include "tools/options.h"
-#include "train/ane_blocks.h"
-#include "train/trainer.h"
+#include "train/ane/ane_blocks.h"
+#include "train/loop/trainer.h"
 
 namespace orion::tools {
 namespace {

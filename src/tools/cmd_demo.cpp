@@ -16,7 +16,7 @@
 #include "runtime/cpu/kernels.h"
 #include "tools/command.h"
 #include "tools/options.h"
-#include "train/trainer.h"
+#include "train/loop/trainer.h"
 
 namespace orion::tools {
 namespace {

@@ -10,7 +10,7 @@
 #include "base/error.h"
 #include "model/io/model_io.h"
 #include "tools/command.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 
 namespace orion::tools {
 namespace {

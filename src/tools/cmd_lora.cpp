@@ -1,4 +1,4 @@
-// orion lora train | merge | convert | info: LoRA adapters (model/lora/lora.h, train/lora_train.h).
+// orion lora train | merge | convert | info: LoRA adapters (model/lora/lora.h, train/lora/lora_train.h).
 #include <cstdio>
 #include <filesystem>
 
@@ -9,7 +9,7 @@
 #include "tools/command.h"
 #include "tools/options.h"
 #include "train/dist/communicator.h"
-#include "train/lora_train.h"
+#include "train/lora/lora_train.h"
 
 namespace orion::tools {
 namespace {

@@ -1,4 +1,4 @@
-// orion train: train a model on the CPU (train/trainer.h does the work).
+// orion train: train a model on the CPU (train/loop/trainer.h does the work).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 #include "tools/command.h"
 #include "tools/options.h"
 #include "train/dist/communicator.h"
-#include "train/trainer.h"
+#include "train/loop/trainer.h"
 
 namespace orion::tools {
 namespace {

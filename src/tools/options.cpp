@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "runtime/cpu/kernels.h"
-#include "train/ane_blocks.h"
+#include "train/ane/ane_blocks.h"
 #include "train/dist/communicator.h"
 
 namespace orion::tools {

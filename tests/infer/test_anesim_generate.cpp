@@ -1,4 +1,4 @@
-// Generation through ANE programs on anesim against the CPU reference (issue 4, item 8): greedy
+// Generation through ANE programs on anesim against the CPU reference: greedy
 // agreement per position, prefill logits within fp16 tolerance, the program cache reused across
 // prompts, and `orion generate / bench generate --backend anesim` end to end.
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // The Apple driver's shared C++ (runtime/ane/ane_plan.h, ane_core.h): everything it hands the
 // private framework and how it reads the answers, tested here with a fake framework, since only
 // the Objective-C calls of ane_driver.mm need a Mac. Suites carry "anesim" so `ctest -R anesim`
-// runs them with the rest of the ANE-runtime work (issue 4).
+// runs them with the rest of the ANE-runtime work.
 #include <gtest/gtest.h>
 
 #include <filesystem>

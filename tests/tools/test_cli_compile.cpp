@@ -17,8 +17,8 @@
 #include "infer/ane_model.h"
 #include "model/config.h"
 #include "support.h"
-#include "train/ane_blocks.h"
-#include "train/trainer_api.h"
+#include "train/ane/ane_blocks.h"
+#include "train/model/trainer_api.h"
 
 namespace orion {
 namespace {

@@ -29,7 +29,7 @@
 #include "base/error.h"
 #include "data/token_files.h"
 #include "support.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 
 namespace fs = std::filesystem;
 using orion::test::run_orion;

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "runtime/cpu/kernels.h"
-#include "train/adamw.h"
+#include "train/loop/adamw.h"
 
 using namespace orion;
 using namespace orion::train;

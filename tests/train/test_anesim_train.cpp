@@ -1,4 +1,4 @@
-// Training through the ANE path on anesim (train/ane_blocks.h, issue 6): the same steps as the CPU
+// Training through the ANE path on anesim (train/ane/ane_blocks.h): the same steps as the CPU
 // trainer, with the blocks' forward and input gradients run as compiled programs in fp16, must
 // give the CPU's losses within fp16 tolerance; weight updates must be verified — a stale delta
 // reload (anesim's default, like M3–M5 hardware) detected and recovered from — and must respect
@@ -25,8 +25,8 @@
 #include <numeric>
 #include <random>
 
-#include "train/ane_blocks.h"
-#include "train/trainer_api.h"
+#include "train/ane/ane_blocks.h"
+#include "train/model/trainer_api.h"
 
 using namespace orion;
 using namespace orion::train;

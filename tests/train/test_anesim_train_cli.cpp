@@ -5,7 +5,7 @@
 // parameters); no NaN/Inf, the loss falls. Also: the progress output names the weight-update
 // strategy and the per-phase times.
 //
-// The full 5 × 5 of issue 6 (24 s on an idle machine: every fresh process compiles its 13 programs
+// The full 5 × 5 chain (24 s on an idle machine: every fresh process compiles its 13 programs
 // and verifies its first update); ORION_ANESIM_CHAIN=CxS another shape (scripts/sanitize.sh: 2x2).
 #include <gtest/gtest.h>
 

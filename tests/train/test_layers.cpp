@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "runtime/cpu/kernels.h"
-#include "train/layers.h"
+#include "train/cpu/layers.h"
 
 using namespace orion;
 using namespace orion::train;

@@ -25,7 +25,7 @@
 
 #include "base/file.h"
 #include "support.h"
-#include "train/trainer.h"
+#include "train/loop/trainer.h"
 
 using namespace orion;
 using namespace orion::train;

@@ -14,8 +14,8 @@
 #include "model/io/model_io.h"
 #include "model/lora/lora_io.h"
 #include "support.h"
-#include "train/checkpoint.h"
-#include "train/lora_train.h"
+#include "train/loop/checkpoint.h"
+#include "train/lora/lora_train.h"
 
 namespace orion::train {
 namespace {
@@ -315,7 +315,7 @@ TEST(lora_anesim_train, Gpt2MergedPathFollowsTheCpu) {
   }
 }
 
-// The ANE path as issue 7 designs it (adapters on q and v): the base baked into the programs once,
+// The ANE path as designed for adapters (adapters on q and v): the base baked into the programs once,
 // A and s·B program inputs, dA and dB on the CPU from the ANE's xnorm, dq (before RoPE) and dv. Over
 // `steps` steps the losses and adapter gradients follow the CPU run within fp16 tolerance, the compile
 // count after the first step never moves (the adapter changes every step, and a swapped-in adapter

@@ -15,7 +15,7 @@
 #include "base/error.h"
 #include "model/transformer.h"
 #include "runtime/cpu/kernels.h"
-#include "train/trainer_api.h"
+#include "train/model/trainer_api.h"
 
 using namespace orion;
 using namespace orion::train;

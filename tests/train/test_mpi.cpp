@@ -25,11 +25,11 @@
 #include "model/io/model_io.h"
 #include "model/lora/lora_io.h"
 #include "support.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #include "train/dist/communicator.h"
 #include "train/dist/data_parallel.h"
-#include "train/params.h"
-#include "train/trainer_api.h"
+#include "train/model/params.h"
+#include "train/model/trainer_api.h"
 
 using namespace orion;
 using namespace orion::train;

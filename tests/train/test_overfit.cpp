@@ -7,7 +7,7 @@
 #include <random>
 
 #include "model/transformer.h"
-#include "train/trainer_api.h"
+#include "train/model/trainer_api.h"
 
 using namespace orion;
 using namespace orion::train;

@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 #include "model/transformer.h"
-#include "train/params.h"
+#include "train/model/params.h"
 
 using namespace orion;
 using namespace orion::train;

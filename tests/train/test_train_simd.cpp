@@ -16,8 +16,8 @@
 
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/train_kernels.h"
-#include "train/adamw.h"
-#include "train/layers.h"
+#include "train/loop/adamw.h"
+#include "train/cpu/layers.h"
 
 using namespace orion;
 using namespace orion::train;

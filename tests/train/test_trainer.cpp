@@ -9,8 +9,8 @@
 
 #include "base/error.h"
 #include "support.h"
-#include "train/guards.h"
-#include "train/trainer.h"
+#include "train/model/guards.h"
+#include "train/loop/trainer.h"
 
 using namespace orion;
 using namespace orion::train;

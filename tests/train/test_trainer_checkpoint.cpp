@@ -10,8 +10,8 @@
 
 #include "base/error.h"
 #include "support.h"
-#include "train/checkpoint.h"
-#include "train/trainer.h"
+#include "train/loop/checkpoint.h"
+#include "train/loop/trainer.h"
 
 using namespace orion;
 using namespace orion::train;

@@ -1,6 +1,6 @@
 // The one description of a model's ANE programs: which kernels each family runs, at which sequence
 // buckets, and the resulting list of programs. `orion compile` writes exactly the list that the
-// inference runner (infer/ane_model.h) and the training runner (train/ane_blocks.h) load, because
+// inference runner (infer/ane_model.h) and the training runner (train/ane/ane_blocks.h) load, because
 // all three take it from here (tests/model/test_program_set.cpp compares them).
 //
 // Inference (generation through programs), per layer:

@@ -10,7 +10,7 @@
 //             GPT-2: w1 = mlp.c_fc [H, C], w2 = mlp.c_proj [C, H], no w3)
 // parse_lora_targets also takes the Hugging Face names (q_proj, gate_proj, up_proj, down_proj, …).
 //
-// All adapter parameters live in ONE fp32 buffer (as train/params.h does for models): the
+// All adapter parameters live in ONE fp32 buffer (as train/model/params.h does for models): the
 // optimiser is one loop over it and a checkpoint one write. Tensors are ordered layer by layer,
 // target by target, A then B, each starting on a 16-float boundary.
 //
@@ -36,7 +36,7 @@ std::vector<LoraTarget> parse_lora_targets(const std::string& csv, Arch arch);
 // [out, in] of the base matrix the target adapts.
 std::pair<int64_t, int64_t> lora_target_shape(const ModelConfig& c, LoraTarget t);
 // The member of a layer that a target adapts: of LayerWeights (a Tensor) or of any struct with the
-// same member names (train/params.h LayerParams: float*).
+// same member names (train/model/params.h LayerParams: float*).
 template <typename Layer>
 auto& lora_target_member(Layer& l, LoraTarget t) {
   switch (t) {

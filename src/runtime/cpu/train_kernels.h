@@ -46,7 +46,7 @@ void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, cons
 // (callers split the work) and documents how its bits relate to the portable loop it replaces.
 bool train_simd_available();
 
-// One AdamW update of n elements (see train/adamw.h for the formula): bit-identical to the loop
+// One AdamW update of n elements (see train/loop/adamw.h for the formula): bit-identical to the loop
 //   g' = g·gscale; m = β1·m + (1−β1)·g'; v = β2·v + (1−β2)·g'·g'; p −= lr·((m/c1)/(√(v/c2) + ε) + decay·p)
 struct AdamWScalars {
   float gscale, beta1, beta2, c1, c2, eps, lr, decay;

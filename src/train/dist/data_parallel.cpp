@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 #include "data/token_dataset.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 
 namespace orion::train::dist {
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/params.h"
+#include "train/model/params.h"
 
 namespace orion::train {
 

@@ -1,6 +1,6 @@
 // LoRA training with a 16-bit frozen base (lora_base16.h): the base's block matrices widened one
 // layer at a time, with the adapter merged, for the ordinary CPU block runner.
-#include "train/lora_base16.h"
+#include "train/lora/lora_base16.h"
 
 #include "base/dtype.h"
 #include "base/error.h"

@@ -47,7 +47,7 @@ class ParamBuffer {
   explicit ParamBuffer(const ModelConfig& config);
   // layer_matrices = false: the same layout without the blocks' matrices (wq … w3 get no memory and
   // null pointers): embeddings, norms and biases only — for a runner that brings the frozen block
-  // matrices itself (LoRA with a 16-bit base, train/lora_base16.h). view()/to_weights() then lack them.
+  // matrices itself (LoRA with a 16-bit base, train/lora/lora_base16.h). view()/to_weights() then lack them.
   ParamBuffer(const ModelConfig& config, bool layer_matrices);
   // The weights converted to fp32 (f16/bf16 matrices widened): fine-tuning from a loaded file.
   // The weights are validated first (Input error naming the tensor on a mismatch).

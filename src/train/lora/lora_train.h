@@ -39,9 +39,9 @@
 #include <string>
 
 #include "model/lora/lora.h"
-#include "train/ane_blocks.h"
-#include "train/lora_base16.h"
-#include "train/trainer.h"
+#include "train/ane/ane_blocks.h"
+#include "train/lora/lora_base16.h"
+#include "train/loop/trainer.h"
 
 namespace orion::train {
 

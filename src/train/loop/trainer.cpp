@@ -1,5 +1,5 @@
 // The training loop proper: guarded steps, evaluation, progress, metrics, checkpoints, export.
-#include "train/trainer.h"
+#include "train/loop/trainer.h"
 
 #include <atomic>
 #include <cmath>
@@ -20,7 +20,7 @@
 #include "model/tokenizer/tokenizer.h"
 #include "model/transformer.h"
 #include "train/dist/data_parallel.h"
-#include "train/guards.h"
+#include "train/model/guards.h"
 
 namespace orion::train {
 namespace fs = std::filesystem;

@@ -1,10 +1,10 @@
-// Adapter training on the ANE with the base baked (ane_blocks.h make_lora_ane_blocks, issue 7): the
+// Adapter training on the ANE with the base baked (ane_blocks.h make_lora_ane_blocks): the
 // family runners in LoRA mode, and the adapter inputs they share (QvAdapterInputs, ane_blocks_impl.h).
 #include <fmt/format.h>
 
 #include "base/error.h"
 #include "model/frontends/lora_frontends.h"
-#include "train/ane_blocks_impl.h"
+#include "train/ane/ane_blocks_impl.h"
 
 namespace orion::train {
 

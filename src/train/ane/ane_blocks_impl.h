@@ -11,8 +11,8 @@
 #include "ir/interpret.h"
 #include "model/frontends/program_set.h"
 #include "runtime/weight_update.h"
-#include "train/ane_blocks.h"
-#include "train/ordered_worker.h"
+#include "train/ane/ane_blocks.h"
+#include "train/ane/ordered_worker.h"
 
 namespace orion::train::ane {
 

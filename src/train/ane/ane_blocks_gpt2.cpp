@@ -17,7 +17,7 @@
 //       dWo, dbo from dx1 and att;  dWq, dbq from dq;  dWk, dbk from dk;  dWv, dbv from dv (with xn1);
 //       ln1 from dxn1, x.   (A bias's gradient is the column sum of its output's gradient.)
 //
-// Adapter training (make_lora_ane_blocks, issue 7), as the Llama runner's: the base is frozen and
+// Adapter training (make_lora_ane_blocks), as the Llama runner's: the base is frozen and
 // baked into the programs once; fwd_attn and qkv_bwd are gpt2_lora_fwd_attn / gpt2_lora_qkv_bwd
 // (lora_frontends.h) with A and s·B of the q and v adapters as program inputs, rebuilt on the host
 // after each step (no compile); no weight or bias gradient is computed, and the sink gets xn1 (the
@@ -27,8 +27,8 @@
 
 #include "model/frontends/frontends.h"
 #include "model/frontends/lora_frontends.h"
-#include "train/ane_blocks_impl.h"
-#include "train/layers.h"
+#include "train/ane/ane_blocks_impl.h"
+#include "train/cpu/layers.h"
 
 namespace orion::train::ane {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/ordered_worker.h"
+#include "train/ane/ordered_worker.h"
 
 #include "runtime/cpu/kernels.h"
 

@@ -1,5 +1,5 @@
 // LoRA fine-tuning: the exact adapter gradient from the merged weight's, and the loop (lora_train.h).
-#include "train/lora_train.h"
+#include "train/lora/lora_train.h"
 
 #include <cmath>
 #include <cstdio>
@@ -15,10 +15,10 @@
 #include "model/lora/lora_io.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/train_kernels.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #include "train/dist/communicator.h"
 #include "train/dist/data_parallel.h"
-#include "train/guards.h"
+#include "train/model/guards.h"
 
 namespace orion::train {
 namespace fs = std::filesystem;

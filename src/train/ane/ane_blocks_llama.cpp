@@ -18,7 +18,7 @@
 //       dW2 += dyᵀ·gate   dW1 += dh1ᵀ·xn2   dW3 += dh3ᵀ·xn2   dffn_norm from dxn2, x1
 //       dWo += dx1ᵀ·att   dWq += dq_linᵀ·xn1   dWk += dk_linᵀ·xn1   dWv += dvᵀ·xn1   dattn_norm from dxn1, x
 //
-// Adapter training (make_lora_ane_blocks, issue 7): the base is frozen, so it is baked into the
+// Adapter training (make_lora_ane_blocks): the base is frozen, so it is baked into the
 // programs once and never updated; fwd_attn and qkv_bwd are the LoRA variants (lora_frontends.h)
 // with A and s·B of the q and v adapters as program inputs, rebuilt on the host after each step
 // (no compile). No weight gradient is computed: the sink (the LoRA trainer) gets xn1 and dq_lin,
@@ -29,8 +29,8 @@
 
 #include "model/frontends/frontends.h"
 #include "model/frontends/lora_frontends.h"
-#include "train/ane_blocks_impl.h"
-#include "train/layers.h"
+#include "train/ane/ane_blocks_impl.h"
+#include "train/cpu/layers.h"
 
 namespace orion::train::ane {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/adamw.h"
+#include "train/loop/adamw.h"
 
 #include <cmath>
 

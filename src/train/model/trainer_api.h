@@ -36,12 +36,12 @@
 #include <vector>
 
 #include "model/lora/lora.h"
-#include "train/adamw.h"
-#include "train/params.h"
+#include "train/loop/adamw.h"
+#include "train/model/params.h"
 
 namespace orion::train {
 
-// Adapter training (train/lora_train.h) with a frozen base: the blocks compute no weight gradient at
+// Adapter training (train/lora/lora_train.h) with a frozen base: the blocks compute no weight gradient at
 // all, and for every projection the sink adapts they report its input X [N, in] and the gradient of
 // its output dY [N, out] (rows, N = B·T) — all an adapter needs for its exact gradients
 // (dB = s·dYᵀ·(X·Aᵀ), dA = s·(dY·B)ᵀ·X), at O(N·r·(in + out)) instead of dW's O(N·in·out).

@@ -4,7 +4,7 @@
 // the code. Sums that cross rows (weight and bias gradients, keys shared by many queries) are
 // split over threads by OUTPUT element and summed in a fixed order inside, never reduced across
 // threads, so the bits do not depend on the thread count.
-#include "train/layers.h"
+#include "train/cpu/layers.h"
 
 #include <algorithm>
 #include <cmath>

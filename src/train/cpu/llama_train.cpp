@@ -18,8 +18,8 @@
 #include <cstring>
 
 #include "base/error.h"
-#include "train/layers.h"
-#include "train/trainer_api.h"
+#include "train/cpu/layers.h"
+#include "train/model/trainer_api.h"
 
 namespace orion::train {
 namespace {

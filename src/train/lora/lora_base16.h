@@ -17,7 +17,7 @@
 #include <memory>
 
 #include "model/lora/lora.h"
-#include "train/trainer_api.h"
+#include "train/model/trainer_api.h"
 
 namespace orion::train {
 

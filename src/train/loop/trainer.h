@@ -27,9 +27,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/checkpoint.h"
-#include "train/ane_blocks.h"
-#include "train/trainer_api.h"
+#include "train/loop/checkpoint.h"
+#include "train/ane/ane_blocks.h"
+#include "train/model/trainer_api.h"
 
 namespace orion {
 class Tokenizer;
@@ -65,7 +65,7 @@ struct TrainOptions {
   // Guards.
   int max_bad_steps = 5;                // stop after this many consecutive skipped steps
   bool sanitize_grads = false;          // NaN → 0, ±Inf → ±65504 in the gradients instead of skipping
-  // Where the transformer blocks run: cpu, or anesim / ane — ANE programs (train/ane_blocks.h),
+  // Where the transformer blocks run: cpu, or anesim / ane — ANE programs (train/ane/ane_blocks.h),
   // with `ane` holding the chip, the weight-update strategy and how often updates are verified.
   std::string backend = "cpu";
   AneTrainOptions ane;

@@ -1,4 +1,4 @@
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Training through the ANE path: a BlockRunner whose transformer blocks run as compiled programs
-// on a runtime::Driver (anesim anywhere, the Apple `ane` driver on a Mac) — DESIGN.md §3, issue 6.
+// on a runtime::Driver (anesim anywhere, the Apple `ane` driver on a Mac) — DESIGN.md §3.
 //
 //   AneTrainOptions o;  o.driver = "anesim";                      // or "ane"
 //   model.set_blocks(make_ane_blocks(params, &grads, B, T, o));   // TrainModel (trainer_api.h)
@@ -22,7 +22,7 @@
 //        ffn_bwd, sdpa_bwd1, sdpa_bwd2 (weight-free: one program for all layers), qkv_bwd — the
 //        input gradients; Stories kernels for Llama, gpt2_* kernels for GPT-2 (frontends.h).
 //   CPU  the residual adds, every weight and bias gradient dW = dYᵀ·X as multithreaded sgemm over
-//        all B·T rows (train/layers.h matmul_backward), the norm weights' gradients, fp16 range
+//        all B·T rows (train/cpu/layers.h matmul_backward), the norm weights' gradients, fp16 range
 //        clamps of what goes into a program and sanitising of the gradients that come back.
 //        Layer l's dW runs on a worker thread while layer l−1's backward programs run (overlap_dw;
 //        the backward's scratch buffers alternate between two sets so the two never share one).
@@ -45,7 +45,7 @@
 #include "runtime/compile_budget.h"
 #include "runtime/driver.h"
 #include "runtime/weight_update.h"
-#include "train/trainer_api.h"
+#include "train/model/trainer_api.h"
 
 namespace orion::train {
 
@@ -116,7 +116,7 @@ class AneBlocks : public BlockRunner {
 // grads may be null (forward only). Makes its own driver and compile budget.
 std::unique_ptr<AneBlocks> make_ane_blocks(const Params& params, Grads* grads, int B, int T, const AneTrainOptions& options = {});
 
-// Adapter training with the base baked (issue 7): the runner of the base's family (Llama or GPT-2)
+// Adapter training with the base baked: the runner of the base's family (Llama or GPT-2)
 // with fwd_attn and qkv_bwd taking the q and v adapters (targets ⊆ {q, v}; A and s·B of `adapter`, read again after every
 // weights_updated()) as program inputs. base never changes: it is compiled into the programs once,
 // the compile count stays constant for the whole run, and switching or updating the adapter

@@ -4,7 +4,7 @@
 // is not applied, AdamW's step count does not advance, the batch is consumed, and the skip is
 // counted (trainer.cpp). Nothing non-finite ever reaches the parameters or a checkpoint.
 //
-// The ANE path (the next issue's BlockRunner) computes blocks in fp16, whose largest finite value
+// The ANE path (train/ane/ane_blocks.h) computes blocks in fp16, whose largest finite value
 // is 65504. Two places need these helpers there, and nowhere on the CPU path:
 //   * activations handed to an fp16 program: clamp_fp16_range before the cast, or a large
 //     residual becomes ±Inf and poisons the whole step;

@@ -1,4 +1,4 @@
-#include "train/params.h"
+#include "train/model/params.h"
 
 #include <algorithm>
 #include <cmath>

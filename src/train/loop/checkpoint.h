@@ -25,8 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/adamw.h"
-#include "train/params.h"
+#include "train/loop/adamw.h"
+#include "train/model/params.h"
 
 namespace orion::train {
 

@@ -11,8 +11,8 @@
 #include "compiler/compile.h"
 #include "runtime/ane_layout.h"
 #include "runtime/anesim/anesim_driver.h"
-#include "train/ane_blocks_impl.h"
-#include "train/guards.h"
+#include "train/ane/ane_blocks_impl.h"
+#include "train/model/guards.h"
 
 namespace orion::train {
 

@@ -17,8 +17,8 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "train/layers.h"
-#include "train/trainer_api.h"
+#include "train/cpu/layers.h"
+#include "train/model/trainer_api.h"
 
 namespace orion::train {
 namespace {

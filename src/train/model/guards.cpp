@@ -1,4 +1,4 @@
-#include "train/guards.h"
+#include "train/model/guards.h"
 
 #include <cmath>
 

@@ -14,7 +14,7 @@
 #include "model/io/model_io.h"
 #include "model/tokenizer/tokenizer.h"
 #include "train/dist/data_parallel.h"
-#include "train/trainer.h"
+#include "train/loop/trainer.h"
 
 namespace orion::train {
 namespace fs = std::filesystem;

@@ -1,7 +1,6 @@
 // One background thread that runs jobs one at a time, in the order they were submitted. The ANE
 // block runner gives it each layer's weight gradients (dW = dYᵀ·X as sgemm on the CPU) so that they
-// are computed while the main thread already drives the next layer's backward programs on the ANE
-// (issue 6: "dW overlapped with the ANE's work").
+// are computed while the main thread already drives the next layer's backward programs on the ANE.
 //
 //   OrderedWorker w;
 //   w.submit([&] { dW(l); });     // returns at once
