@@ -34,6 +34,7 @@ inline uint16_t f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);                                         // round to nearest even
   return uint16_t(u >> 16);
 }
+constexpr float kFp16Max = 65504.0f;  // the largest finite fp16 value
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);  // round to nearest even, overflow to ±inf
 

@@ -5,11 +5,10 @@
 //   sequence bucket of S ≥ n columns with tokens in columns 0..n−1 and zeros after them (padding
 //   that causal attention never lets into a real column).
 #pragma once
+#include "base/dtype.h"
 #include "ir/interpret.h"
 
 namespace orion::runtime {
-
-constexpr float kFp16Max = 65504.0f;  // the largest finite fp16 value
 
 // rows [n, C] (each value times scale) → [1, C, 1, S], clamped to ±65504: a value past the fp16
 // range would become ±Inf in the surface and poison everything computed from it. NaN stays NaN.

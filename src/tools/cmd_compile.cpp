@@ -105,7 +105,6 @@ struct ProgramWriter {
     for (auto& d : r.diagnostics) std::fprintf(stderr, "%s: %s\n", name.c_str(), compiler::format_diagnostic(d).c_str());
     all.push_back(std::move(m));
   }
-  void restart() { all = nlohmann::json::array(), total_ms = 0, warnings = 0; }
 };
 
 // The programs of the model for `seq` tokens — exactly the list the runner of `use` loads

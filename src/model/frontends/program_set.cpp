@@ -157,3 +157,6 @@ std::vector<ProgramSpec> training_programs(const ModelWeights& w, TrainingBucket
 }
 
 }  // namespace orion::frontends
+
+#undef ORION_KERNEL
+#undef ORION_LORA_KERNEL

@@ -15,9 +15,9 @@
 #pragma once
 #include <cstddef>
 
-namespace orion::train {
+#include "base/dtype.h"  // kFp16Max
 
-constexpr float kFp16Max = 65504.0f;
+namespace orion::train {
 
 size_t count_nonfinite(const float* x, size_t n);
 // x = clamp(x, −65504, 65504); NaN is left as it is (see sanitize_fp16). Returns values changed.
