@@ -1,5 +1,5 @@
-// One CPU training step (zero_grad, forward, backward, AdamW) per iteration, for the configs the
-// issue measures: GPT-2 124M at batch 4 × 64 tokens (llm.c's train_gpt2.c: ~6.3 s/step on 2 threads)
+// One CPU training step (zero_grad, forward, backward, AdamW) per iteration, for the configs whose
+// step time is tracked: GPT-2 124M at batch 4 × 64 tokens (llm.c's train_gpt2.c: ~6.3 s/step on 2 threads)
 // and the Stories models. Run: bench_train --benchmark_filter=gpt2 (the 124M case needs ~2.5 GB).
 #include <benchmark/benchmark.h>
 

@@ -13,13 +13,13 @@ struct Entry {
   std::unique_ptr<Pass> (*make)();
 };
 
-// Rewrites first, then analyses (the pipeline order is standard_pipeline(), pipeline.cpp).
+// Listed in this order by pass_names() and the "known passes" hint; a compile runs them in the
+// order of standard_pipeline() (pipeline.cpp). Each pass's summary() is its one-line description.
 const Entry kPasses[] = {
     {"dce", make_dce_pass},
     {"fold-identity", make_fold_identity_pass},
     {"fuse-casts", make_fuse_casts_pass},
     {"annotate-sram", make_annotate_sram_pass},
-    // --- ANE legalisation and validation (legalize_ane.cpp, validate_ane.cpp) register here: ---
     {"legalize-ane", make_legalize_ane_pass},
     {"validate-ane", make_validate_ane_pass},
 };
@@ -39,7 +39,7 @@ std::unique_ptr<Pass> make_pass(const std::string& name) {
       ORION_CHECK(name == p->name(), "pass registered as '{}' calls itself '{}'", name, p->name());
       return p;
     }
-  throw_usage_error(fmt::format("unknown pass '{}'", name), "--passes",
+  throw_usage_error(fmt::format("unknown pass '{}'", name), "pass",
                     fmt::format("known passes: {}", fmt::join(pass_names(), ", ")));
 }
 

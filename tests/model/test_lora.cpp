@@ -322,6 +322,8 @@ TEST(lora_files, TargetNamesAndUsageErrors) {
   EXPECT_EQ(parse_lora_targets("v,q,q", Arch::Llama), (std::vector<LoraTarget>{LoraTarget::Q, LoraTarget::V}));
   EXPECT_EQ(parse_lora_targets("all", Arch::GPT2).size(), 6u);
   EXPECT_EQ(parse_lora_targets("all", Arch::Llama).size(), 7u);
+  for (LoraTarget t : kAllLoraTargets)  // every canonical name parses back to its own target
+    EXPECT_EQ(parse_lora_targets(lora_target_name(t), Arch::Llama), std::vector<LoraTarget>{t}) << lora_target_name(t);
   EXPECT_THROW(parse_lora_targets("q,x", Arch::Llama), Error);
   EXPECT_THROW(LoraAdapter(tiny(Arch::GPT2), 4, 8.0f, {LoraTarget::W3}), Error);
   EXPECT_THROW(LoraAdapter(tiny(Arch::Llama), 0, 8.0f, {LoraTarget::Q}), Error);

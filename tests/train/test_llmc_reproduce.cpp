@@ -14,7 +14,7 @@
 // Orion runs the same with TrainOptions::plain() (constant lr, no warmup, no clipping, no weight
 // decay, sequential batches) and --init from the llm.c file. Both compute in fp32 but in different
 // summation orders (llm.c's loops vs Orion's tiled GEMMs), so the losses agree to rounding, not to
-// the bit: the issue asks for |Δ| ≤ 1e-4 on every step.
+// the bit: the test asks for |Δ| ≤ 1e-4 on every step.
 #include <gtest/gtest.h>
 
 #include <algorithm>

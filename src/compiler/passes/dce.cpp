@@ -13,7 +13,9 @@ namespace {
 class Dce final : public Pass {
  public:
   const char* name() const override { return "dce"; }
-  const char* summary() const override { return "remove nodes whose results reach no graph output"; }
+  const char* summary() const override {
+    return "remove nodes whose results reach no graph output (inputs stay: they are the program's interface)";
+  }
 
   bool run(ir::Graph& g, PassContext&) override {
     std::vector<bool> live = live_nodes(g);

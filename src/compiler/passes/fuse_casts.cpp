@@ -23,7 +23,9 @@ bool is_exact(ElemType from, ElemType to) {
 class FuseCasts final : public Pass {
  public:
   const char* name() const override { return "fuse-casts"; }
-  const char* summary() const override { return "fold cast round trips and chains whose first cast is exact"; }
+  const char* summary() const override {
+    return "fold cast(cast(x)) whose first cast is exact (fp16→fp32, from bool): cast x directly, or drop a round trip";
+  }
 
   bool run(ir::Graph& g, PassContext&) override {
     bool changed = false;

@@ -320,8 +320,8 @@ class LegalizeAne final : public Pass {
  public:
   const char* name() const override { return "legalize-ane"; }
   const char* summary() const override {
-    return "rewrite ops the ANE rejects (gelu, silu, neg, conv bias, rsqrt, attention, casts on M1/M2, output "
-           "concats) and pad small inputs to the minimum buffer; record splits, padding and allocation sizes";
+    return "rewrite what the ANE rejects (gelu, silu, neg, conv bias, rsqrt, attention, casts on M1/M2, output concats, "
+           "non-[1, C, 1, S] boundaries), pad short sequences to a bucket; record what the runtime must do";
   }
   bool run(ir::Graph& g, PassContext& ctx) override {
     bool changed = ane::rewrite_ops(g, *ctx.chip);

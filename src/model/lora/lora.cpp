@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "base/error.h"
@@ -9,13 +10,12 @@
 namespace orion {
 
 namespace {
-constexpr const char* kNames[kLoraTargetCount] = {"q", "k", "v", "o", "w1", "w2", "w3"};
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
-// Hugging Face module names (Llama and GPT-2) and Orion's role names for each target.
-int target_from_name(const std::string& s, Arch arch) {
-  for (int t = 0; t < kLoraTargetCount; t++)
-    if (s == kNames[t]) return t;
+// Orion's names (q, k, v, o, w1, w2, w3), then the Hugging Face module names (Llama and GPT-2).
+std::optional<LoraTarget> target_from_name(const std::string& s) {
+  for (LoraTarget t : kAllLoraTargets)
+    if (s == lora_target_name(t)) return t;
   static const std::pair<const char*, LoraTarget> kAliases[] = {
       {"q_proj", LoraTarget::Q},    {"k_proj", LoraTarget::K},  {"v_proj", LoraTarget::V},
       {"o_proj", LoraTarget::O},    {"gate_proj", LoraTarget::W1}, {"gate", LoraTarget::W1},
@@ -23,16 +23,26 @@ int target_from_name(const std::string& s, Arch arch) {
       {"up", LoraTarget::W3},       {"attn.c_proj", LoraTarget::O}, {"c_fc", LoraTarget::W1},
       {"fc", LoraTarget::W1},       {"mlp.c_proj", LoraTarget::W2}};
   for (auto& [name, t] : kAliases)
-    if (s == name) return int(t);
-  (void)arch;
-  return -1;
+    if (s == name) return t;
+  return std::nullopt;
 }
 }  // namespace
 
-const char* lora_target_name(LoraTarget t) { return kNames[int(t)]; }
+const char* lora_target_name(LoraTarget t) {
+  switch (t) {
+    case LoraTarget::Q: return "q";
+    case LoraTarget::K: return "k";
+    case LoraTarget::V: return "v";
+    case LoraTarget::O: return "o";
+    case LoraTarget::W1: return "w1";
+    case LoraTarget::W2: return "w2";
+    case LoraTarget::W3: return "w3";
+  }
+  return "?";
+}
 
 std::vector<LoraTarget> parse_lora_targets(const std::string& csv, Arch arch) {
-  bool want[kLoraTargetCount] = {};
+  LoraTargetSet want;
   size_t start = 0;
   while (start <= csv.size()) {
     size_t end = csv.find(',', start);
@@ -41,18 +51,17 @@ std::vector<LoraTarget> parse_lora_targets(const std::string& csv, Arch arch) {
     start = end + 1;
     if (s.empty()) continue;
     if (s == "all") {
-      for (int t = 0; t < kLoraTargetCount; t++) want[t] = arch == Arch::Llama || LoraTarget(t) != LoraTarget::W3;
+      for (LoraTarget t : kAllLoraTargets)
+        if (arch == Arch::Llama || t != LoraTarget::W3) want.add(t);
       continue;
     }
-    const int t = target_from_name(s, arch);
-    if (t < 0)
+    const std::optional<LoraTarget> t = target_from_name(s);
+    if (!t)
       throw_usage_error(fmt::format("unknown LoRA target '{}'", s), "--targets",
                         "use q, k, v, o, w1 (gate), w2 (down), w3 (up; Llama only) or all, comma-separated");
-    want[t] = true;
+    want.add(*t);
   }
-  std::vector<LoraTarget> out;
-  for (int t = 0; t < kLoraTargetCount; t++)
-    if (want[t]) out.push_back(LoraTarget(t));
+  std::vector<LoraTarget> out = want.list();
   if (out.empty()) throw_usage_error("no LoRA targets given", "--targets", "e.g. --targets q,v");
   return out;
 }

@@ -28,6 +28,25 @@ namespace orion {
 
 enum class LoraTarget : int { Q = 0, K, V, O, W1, W2, W3 };
 constexpr int kLoraTargetCount = 7;
+// Every target in canonical order: the enum's, and the order of the parameter buffer and the files.
+constexpr LoraTarget kAllLoraTargets[kLoraTargetCount] = {LoraTarget::Q,  LoraTarget::K,  LoraTarget::V, LoraTarget::O,
+                                                          LoraTarget::W1, LoraTarget::W2, LoraTarget::W3};
+
+// A set of targets, collected in any order and listed in canonical order without duplicates.
+class LoraTargetSet {
+ public:
+  void add(LoraTarget t) { bits_ |= 1u << int(t); }
+  bool has(LoraTarget t) const { return bits_ & (1u << int(t)); }
+  std::vector<LoraTarget> list() const {
+    std::vector<LoraTarget> out;
+    for (LoraTarget t : kAllLoraTargets)
+      if (has(t)) out.push_back(t);
+    return out;
+  }
+
+ private:
+  unsigned bits_ = 0;
+};
 
 const char* lora_target_name(LoraTarget t);  // "q", "k", "v", "o", "w1", "w2", "w3"
 // "q,v" / "q_proj,v_proj" / "all" (every projection of the family) → targets in canonical order,

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -170,12 +171,14 @@ std::string peft_module(Arch arch, int i, LoraTarget t) {
   static const char* llama[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
                                 "mlp.gate_proj",    "mlp.down_proj",    "mlp.up_proj"};
   static const char* gpt2[] = {"attn.c_attn", "attn.c_attn", "attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj", "?"};
+  static_assert(std::size(llama) == kLoraTargetCount && std::size(gpt2) == kLoraTargetCount, "one name per LoraTarget");
   return arch == Arch::Llama ? fmt::format("model.layers.{}.{}", i, llama[int(t)])
                              : fmt::format("transformer.h.{}.{}", i, gpt2[int(t)]);
 }
 std::string peft_target_module(Arch arch, LoraTarget t) {  // the target_modules entry
   static const char* llama[] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "down_proj", "up_proj"};
   static const char* gpt2[] = {"c_attn", "c_attn", "c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj", "?"};
+  static_assert(std::size(llama) == kLoraTargetCount && std::size(gpt2) == kLoraTargetCount, "one name per LoraTarget");
   return arch == Arch::Llama ? llama[int(t)] : gpt2[int(t)];
 }
 bool is_qkv(LoraTarget t) { return t == LoraTarget::Q || t == LoraTarget::K || t == LoraTarget::V; }

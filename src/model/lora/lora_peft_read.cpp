@@ -170,11 +170,10 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
     targets = parse_lora_targets(names, base.arch);
     rank = orion.value("rank", 0), out_alpha = orion.value("alpha", 0.0f);
   } else {
-    bool want[kLoraTargetCount] = {};
+    LoraTargetSet want;
     for (auto& [key, pm] : modules)
-      for (LoraTarget t : module_targets(base.arch, pm.name)) want[int(t)] = true;
-    for (int t = 0; t < kLoraTargetCount; t++)
-      if (want[t]) targets.push_back(LoraTarget(t));
+      for (LoraTarget t : module_targets(base.arch, pm.name)) want.add(t);
+    targets = want.list();
   }
   LoraAdapter a(base, rank, out_alpha, targets);
   const float s_out = a.scale();
