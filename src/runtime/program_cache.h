@@ -2,7 +2,9 @@
 // (model, kernel, layer, sequence bucket, weights version), so each is compiled once per process —
 // compiles are slow (~40 ms each) and limited (C9). A slot is (model, kernel, layer, bucket); it
 // holds one weights version at a time: asking for another version (after a training step, a new
-// adapter) compiles it and evicts — unloads — the program it replaces.
+// adapter) compiles it and evicts — unloads — the program it replaces. Generation looks its
+// programs up here on every call (infer/ane_model.h); training's programs are UpdatableKernels in
+// the slots of the training program list (weight_update.h, train/ane/ane_blocks.h).
 #pragma once
 #include <cstdint>
 #include <functional>

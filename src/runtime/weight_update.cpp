@@ -29,11 +29,14 @@ const char* strategy_name(UpdateStrategy s) {
 // ---- UpdatableKernel --------------------------------------------------------------------------
 
 UpdatableKernel::UpdatableKernel(Driver& driver, CompileBudget& budget, ir::Graph g, Mode mode)
-    : driver_(driver), budget_(budget), graph_(std::move(g)), mode_(mode) {
-  if (mode == Mode::BakedWeights)
-    compile_baked(graph_);
-  else
-    compile_weights_as_inputs(graph_);
+    : own_cache_(std::make_unique<ProgramCache>(driver, budget)), cache_(*own_cache_), key_{"", g.name()},
+      graph_(std::move(g)), mode_(mode) {
+  compile_first();
+}
+
+UpdatableKernel::UpdatableKernel(ProgramCache& cache, ProgramKey key, ir::Graph g, Mode mode)
+    : cache_(cache), key_(std::move(key)), graph_(std::move(g)), mode_(mode) {
+  compile_first();
 }
 
 TensorMap UpdatableKernel::run(const TensorMap& inputs) {
@@ -49,8 +52,22 @@ void UpdatableKernel::stream_weights(const ir::Graph& g) {
   graph_ = g;
 }
 
+void UpdatableKernel::compile_first() {
+  if (mode_ == Mode::BakedWeights)
+    compile_baked(graph_);
+  else
+    compile_weights_as_inputs(graph_);
+}
+
+void UpdatableKernel::compile(const ir::Graph& program) {
+  ProgramKey next = key_;
+  if (kernel_) next.weights_version++;
+  kernel_ = cache_.get(next, [&] { return program; });  // the old program is unloaded as it is replaced
+  key_ = std::move(next);
+}
+
 void UpdatableKernel::compile_baked(const ir::Graph& g) {
-  kernel_ = AneKernel::compile(driver_, budget_, g);  // the old program is unloaded as it is replaced
+  compile(g);
   mode_ = Mode::BakedWeights;
   weight_inputs_.clear();
   weight_tensors_.clear();
@@ -58,8 +75,8 @@ void UpdatableKernel::compile_baked(const ir::Graph& g) {
 
 void UpdatableKernel::compile_weights_as_inputs(const ir::Graph& g) {
   ir::Graph streamed = g;
-  std::vector<WeightInput> weights = weights_to_inputs(streamed, {.chip = &driver_.chip()});
-  kernel_ = AneKernel::compile(driver_, budget_, streamed);
+  std::vector<WeightInput> weights = weights_to_inputs(streamed, {.chip = &driver().chip()});
+  compile(streamed);
   mode_ = Mode::WeightsAsInputs;
   weight_inputs_ = std::move(weights);
   stream_weights_of(g);
@@ -99,7 +116,7 @@ class WeightUpdater {
     if (k_.mode_ != UpdatableKernel::Mode::BakedWeights)
       throw_runtime_error("the kernel streams its weights as inputs; it has no weight files to reload");
     ir::Graph work = g_;
-    compiler::CompileResult r = compiler::compile_graph(work, k_.driver_.chip());
+    compiler::CompileResult r = compiler::compile_graph(work, k_.driver().chip());
     if (r.program.mil_text != k_.kernel_->program().mil_text)
       throw_runtime_error("the new graph is not the same program with other weights (its MIL text differs)");
     k_.kernel_->reload_weights(r.program.weights);
@@ -117,11 +134,11 @@ class WeightUpdater {
 
   bool same_streamed_program() const {
     ir::Graph streamed = g_;
-    std::vector<WeightInput> w = weights_to_inputs(streamed, {.chip = &k_.driver_.chip()});
+    std::vector<WeightInput> w = weights_to_inputs(streamed, {.chip = &k_.driver().chip()});
     if (w.size() != k_.weight_inputs_.size()) return false;
     for (size_t i = 0; i < w.size(); i++)
       if (w[i].name != k_.weight_inputs_[i].name || w[i].declared != k_.weight_inputs_[i].declared) return false;
-    return compiler::compile_graph(streamed, k_.driver_.chip()).program.mil_text == k_.kernel_->program().mil_text;
+    return compiler::compile_graph(streamed, k_.driver().chip()).program.mil_text == k_.kernel_->program().mil_text;
   }
 
   UpdatableKernel& k_;

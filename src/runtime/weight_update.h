@@ -26,6 +26,7 @@
 #include "runtime/ane_kernel.h"
 #include "runtime/compile_budget.h"
 #include "runtime/driver.h"
+#include "runtime/program_cache.h"
 #include "runtime/weights_as_inputs.h"
 
 namespace orion::runtime {
@@ -35,10 +36,20 @@ const char* strategy_name(UpdateStrategy s);  // "auto", "delta-reload", "weight
 
 // A kernel whose weights can change: an AneKernel with its weights either baked in (compiled as
 // constants) or streamed as inputs. run() takes the graph's own inputs in either case.
+//
+// Its programs live in a ProgramCache slot (model, kernel, layer, bucket). Every compile — the
+// first, a recompile with new weights, the switch to weights as inputs — is the slot's next weights
+// version, which the cache compiles (a miss) while evicting the program it replaces; updates that
+// keep the program (weights streamed as inputs, a delta reload) keep the version. So the version
+// counts the programs compiled for the slot, and the cache's statistics are the kernel's compiles.
+// One UpdatableKernel per slot: two in one slot would evict each other's programs.
 class UpdatableKernel {
  public:
   enum class Mode { BakedWeights, WeightsAsInputs };
+  // A kernel in a program cache of its own (one slot, named after the graph).
   UpdatableKernel(Driver& driver, CompileBudget& budget, ir::Graph g, Mode mode = Mode::BakedWeights);
+  // A kernel in `cache`, in key's slot, starting at key's weights version.
+  UpdatableKernel(ProgramCache& cache, ProgramKey key, ir::Graph g, Mode mode = Mode::BakedWeights);
 
   TensorMap run(const TensorMap& inputs);
   // The unverified fast path of a weights-as-inputs update: streams g's weights from the next run
@@ -50,21 +61,25 @@ class UpdatableKernel {
   // The graph with the current weights baked in: what the kernel computes (the CPU reference).
   const ir::Graph& graph() const { return graph_; }
   AneKernel& kernel() { return *kernel_; }
+  const ProgramKey& key() const { return key_; }  // the resident program's, with its weights version
   const std::vector<WeightInput>& weight_inputs() const { return weight_inputs_; }
-  Driver& driver() { return driver_; }
-  CompileBudget& budget() { return budget_; }
+  Driver& driver() { return cache_.driver(); }
+  CompileBudget& budget() { return cache_.budget(); }
 
  private:
   friend class WeightUpdater;
+  void compile_first();                    // in the constructor's mode
+  void compile(const ir::Graph& program);  // the slot's next program (the first: key's version)
   void compile_baked(const ir::Graph& g);
   void compile_weights_as_inputs(const ir::Graph& g);
   void stream_weights_of(const ir::Graph& g);  // the weight tensors fed on every run
 
-  Driver& driver_;
-  CompileBudget& budget_;
+  std::unique_ptr<ProgramCache> own_cache_;  // the first constructor's
+  ProgramCache& cache_;
+  ProgramKey key_;
   ir::Graph graph_;
   Mode mode_;
-  std::unique_ptr<AneKernel> kernel_;
+  std::shared_ptr<AneKernel> kernel_;       // also held by the cache until evicted
   std::vector<WeightInput> weight_inputs_;  // WeightsAsInputs mode only
   TensorMap weight_tensors_;                // by input name, in the declared layouts
 };

@@ -5,6 +5,7 @@
 
 #include "anesim_runtime_util.h"
 #include "model/frontend_test_util.h"
+#include "runtime/program_cache.h"
 #include "runtime/weight_update.h"
 #include "runtime/weights_as_inputs.h"
 
@@ -244,6 +245,36 @@ TEST(anesim_WeightUpdate, FailsLoudlyWhenNoStrategyCanRun) {
     EXPECT_NE(e.message().find("compile budget"), std::string::npos) << e.message();
   }
   EXPECT_EQ(driver->counters().compiles, 1);
+}
+
+// In a shared program cache every compile is the slot's next weights version, which evicts (and
+// unloads) the program before it; an update that keeps the program keeps the version.
+TEST(anesim_WeightUpdate, CompilesInAProgramCacheAreTheSlotsNextVersion) {
+  auto driver = anesim_driver();  // stale reloads
+  CompileBudget budget = CompileBudget::for_driver(*driver);
+  ProgramCache cache(*driver, budget);
+  UpdatableKernel k(cache, {"toy", "ffn", 0, S, 0}, ffn_graph(1));
+  const std::shared_ptr<AneKernel> first = cache.find(k.key());
+  EXPECT_EQ(first.get(), &k.kernel());
+  update_weights(k, ffn_graph(2), UpdateStrategy::Recompile);
+  EXPECT_EQ(k.key().weights_version, 1u);
+  EXPECT_FALSE(first->loaded()) << "the replaced program must be unloaded";
+  EXPECT_EQ(cache.find(k.key()).get(), &k.kernel());
+  update_weights(k, ffn_graph(3), UpdateStrategy::WeightsAsInputs);  // the switch compiles once
+  EXPECT_EQ(k.key().weights_version, 2u);
+  const UpdateResult r = update_weights(k, ffn_graph(4), UpdateStrategy::WeightsAsInputs);
+  EXPECT_EQ(r.compiles, 0);
+  EXPECT_EQ(k.key().weights_version, 2u) << "streamed weights keep the program";
+  update_weights(k, ffn_graph(5));  // Auto on a streaming kernel: streams again
+  EXPECT_EQ(k.key().weights_version, 2u);
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.misses, 3);
+  EXPECT_EQ(s.evictions, 2);
+  EXPECT_EQ(s.hits, 0);
+  EXPECT_EQ(s.resident, 1);
+  EXPECT_EQ(s.misses, budget.used()) << "every compile went through the cache";
+  ASSERT_EQ(cache.keys().size(), 1u);
+  EXPECT_EQ(cache.keys()[0].str(), "toy/ffn/layer0/S16/v2");
 }
 
 }  // namespace

@@ -24,7 +24,10 @@
 #include <cstdio>
 #include <numeric>
 #include <random>
+#include <set>
+#include <tuple>
 
+#include "model/frontends/program_set.h"
 #include "train/ane/ane_blocks.h"
 #include "train/model/trainer_api.h"
 
@@ -65,6 +68,9 @@ struct TrainRun {
   std::vector<float> final_params; // after the last step
   WeightUpdateStats updates;
   std::vector<int> compiles;       // driver compiles after each step
+  std::vector<runtime::CacheStats> cache;   // the runner's program cache after each step
+  std::vector<runtime::ProgramKey> cached;  // its programs after the last step
+  std::vector<frontends::ProgramSpec> listed;  // training_programs at the runner's buckets
   int budget_used = 0, budget_limit = 0;
   AnePhaseTimes phases;
   bool overlapping = false;
@@ -93,7 +99,7 @@ TrainRun run_training(const ModelConfig& c, int steps, const AneTrainOptions* an
     if (s == 0) r.first_grads.assign(g.data(), g.data() + g.size());
     opt.step(p, g, kStableLr);
     model.weights_updated();
-    if (blocks) r.compiles.push_back(blocks->driver().counters().compiles);
+    if (blocks) r.compiles.push_back(blocks->driver().counters().compiles), r.cache.push_back(blocks->cache().stats());
   }
   r.final_params.assign(p.data(), p.data() + p.size());
   if (blocks) {
@@ -101,6 +107,8 @@ TrainRun run_training(const ModelConfig& c, int steps, const AneTrainOptions* an
     r.budget_used = blocks->budget().used(), r.budget_limit = blocks->budget().limit();
     r.phases = blocks->phases();
     r.overlapping = blocks->overlapping_dw();
+    r.cached = blocks->cache().keys();
+    r.listed = frontends::training_programs(p.view(), {blocks->attention_bucket(), blocks->ffn_bucket()});
     EXPECT_EQ(blocks->sanitized(), 0u) << "no fp16 overflow expected in a tiny model";
   }
   return r;
@@ -293,4 +301,63 @@ TEST(AnesimTrain, OverlappedWeightGradientsAreBitIdentical) {
     EXPECT_TRUE(b.overlapping);
     EXPECT_EQ(a.phases.dw_wait_s, 0.0) << "in line, nothing waits for a worker";
   }
+}
+
+// The runner's programs live in a ProgramCache keyed as inference's (model, kernel, layer, bucket,
+// weights version). After a run its slots are the training program list, and its statistics are
+// what the weight-update strategy costs: a compile is a miss, a compile replacing a program of the
+// slot a new weights version and an eviction; keeping the program keeps the version.
+namespace {
+
+struct CacheExpectation {
+  const char* what;
+  AneTrainOptions options;
+  std::vector<int64_t> misses;  // after each step
+  int64_t evictions = 0;        // after the last step
+  uint64_t version = 0;         // of every weighted program after the last step (the shared one stays at 0)
+  int outside = 0;              // compiles outside the cache: the delta-reload probe's
+};
+
+void expect_cache(const ModelConfig& c, const CacheExpectation& e) {
+  SCOPED_TRACE(e.what);
+  const TrainRun r = run_training(c, int(e.misses.size()), &e.options);
+  ASSERT_EQ(r.cache.size(), e.misses.size());
+  for (size_t s = 0; s < r.cache.size(); s++) {
+    EXPECT_EQ(r.cache[s].misses, e.misses[s]) << "after step " << s + 1;
+    EXPECT_EQ(r.cache[s].hits, 0) << "the runner holds its programs: it never looks one up again";
+  }
+  EXPECT_EQ(r.cache.back().evictions, e.evictions);
+  EXPECT_EQ(r.cache.back().resident, int64_t(r.listed.size())) << "one resident program per slot";
+  EXPECT_EQ(r.budget_used, r.cache.back().misses + e.outside) << "the budget counts the cache's compiles";
+  ASSERT_EQ(r.cached.size(), r.listed.size());
+  std::set<std::tuple<std::string, int, int>> cached, listed;
+  for (const frontends::ProgramSpec& p : r.listed) listed.insert({p.kernel, p.layer, p.S});
+  for (const runtime::ProgramKey& k : r.cached) {
+    cached.insert({k.kernel, k.layer, k.bucket});
+    EXPECT_EQ(k.model, e.options.model_name);
+    EXPECT_EQ(k.weights_version, k.layer >= 0 ? e.version : 0u) << k.str();
+  }
+  EXPECT_EQ(cached, listed);
+}
+
+}  // namespace
+
+TEST(AnesimTrain, ProgramCacheHoldsTheTrainingProgramsAtTheStrategysVersions) {
+  const ModelConfig c = tiny(Arch::Llama);
+  const int64_t weighted = 5 * c.n_layers, all = weighted + 1;  // + the weight-free sdpa_bwd2
+  AneTrainOptions o = quiet_options();
+  o.model_name = "tiny-llama";
+  o.weight_update = UpdateStrategy::WeightsAsInputs;
+  expect_cache(c, {"weights as inputs: compiled once", o, {all, all, all}, 0, 0});
+  o.weight_update = UpdateStrategy::Auto;  // the probe finds a delta reload stale (two compiles of its own)
+  expect_cache(c, {"auto on anesim: weights as inputs", o, {all, all, all}, 0, 0, 2});
+  o.weight_update = UpdateStrategy::Recompile;
+  expect_cache(c, {"recompile: a version per update", o, {all + weighted, all + 2 * weighted, all + 3 * weighted}, 3 * weighted, 3});
+  o.weight_update = UpdateStrategy::DeltaReload;
+  expect_cache(c, {"stale delta reload: one fallback compile", o, {all + weighted, all + weighted, all + weighted}, weighted, 1});
+  o.compile_budget = 35;  // as RecompileSwitchesBeforeTheBudgetRunsOut: one round of recompiles, then the switch
+  o.weight_update = UpdateStrategy::Recompile;
+  expect_cache(c, {"recompile, then weights as inputs", o, {all + weighted, all + 2 * weighted, all + 2 * weighted}, 2 * weighted, 2});
+  o.compile_budget = 0, o.weight_update = UpdateStrategy::Auto, o.reload_takes_effect = true;  // the probe's one compile
+  expect_cache(c, {"delta reload where it works", o, {all, all, all}, 0, 0, 1});
 }

@@ -55,11 +55,10 @@ AneBlocksBase::AneBlocksBase(const Params& p, Grads* g, int B, int T, const AneT
   overlap_ = o.overlap_dw == AneTrainOptions::Overlap::On || (o.overlap_dw == AneTrainOptions::Overlap::Auto && o.driver == "ane");
   budget_ = std::make_unique<runtime::CompileBudget>(o.compile_budget > 0 ? runtime::CompileBudget(o.compile_budget)
                                                                           : runtime::CompileBudget::for_driver(*driver_));
+  cache_ = std::make_unique<runtime::ProgramCache>(*driver_, *budget_);
 }
 
-int AneBlocksBase::programs() const {
-  return int(std::count_if(programs_.begin(), programs_.end(), [](const Program& p) { return p.k && p.k->kernel().loaded(); }));
-}
+int AneBlocksBase::programs() const { return int(cache_->stats().resident); }
 
 void AneBlocksBase::note(const std::string& line) const {
   if (!opt_.quiet) std::fprintf(stderr, "train: ane: %s\n", line.c_str());
@@ -88,7 +87,8 @@ std::vector<frontends::ProgramSpec> AneBlocksBase::program_list() const {
 }
 
 // On one throw-away program (layer 0's fwd_ffn): compile it, reload it with other weights (every
-// weight negated) and verify. Costs one compile, two when the reload is stale (the fallback).
+// weight negated) and verify. Costs one compile, two when the reload is stale (the fallback) —
+// charged to the runner's budget, but kept out of its cache: the program is not one of the list.
 UpdateStrategy AneBlocksBase::probe_delta_reload() {
   const KernelSpec& s = specs_[kFwdFfn];
   ir::Graph g = s.build(view_, 0, Sf_);
@@ -122,7 +122,8 @@ void AneBlocksBase::compile_all(UpdatableKernel::Mode mode) {
     const KernelSpec& s = specs_[size_t(ps.role)];
     Program p;
     p.spec = &s, p.layer = std::max(ps.layer, 0), p.S = ps.S;
-    p.k = std::make_unique<UpdatableKernel>(*driver_, *budget_, ps.build(), s.per_layer ? mode : UpdatableKernel::Mode::BakedWeights);
+    const runtime::ProgramKey key{opt_.model_name, ps.kernel, ps.layer, ps.S, 0};
+    p.k = std::make_unique<UpdatableKernel>(*cache_, key, ps.build(), s.per_layer ? mode : UpdatableKernel::Mode::BakedWeights);
     p.strategy = as;
     programs_.push_back(std::move(p));
     // a per-layer program serves its layer; a shared one every layer

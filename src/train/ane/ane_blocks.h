@@ -44,6 +44,7 @@
 #include "model/frontends/program_set.h"
 #include "runtime/compile_budget.h"
 #include "runtime/driver.h"
+#include "runtime/program_cache.h"
 #include "runtime/weight_update.h"
 #include "train/model/trainer_api.h"
 
@@ -56,6 +57,7 @@ struct AneTrainOptions {
   int verify_every = 100;          // verify each program's 1st update and every N-th after (0: only the 1st)
   bool reload_takes_effect = false;  // anesim: model hardware on which a delta reload works
   int compile_budget = 0;          // > 0: a smaller budget than the chip's (tests of C9)
+  std::string model_name = "model";  // the program cache's model key, as inference's (AneModelOptions)
   bool quiet = false;              // no notes on stderr (strategy choice, budget switches)
   // Each layer's weight gradients (CPU sgemm) on a worker thread while the main thread drives the
   // next layer's backward programs; the gradients are bit-identical either way. Auto: on where the
@@ -103,6 +105,13 @@ class AneBlocks : public BlockRunner {
   virtual bool overlapping_dw() const = 0;   // weight gradients on a worker thread (AneTrainOptions::overlap_dw)
   virtual runtime::Driver& driver() = 0;
   virtual runtime::CompileBudget& budget() = 0;
+  // The runner's programs, kept as inference keeps its own: by (model_name, kernel, layer, bucket,
+  // weights version), where an update that compiles (a recompile, a fallback to weights as inputs)
+  // is the slot's next version and evicts the one before, and an update that keeps the program
+  // (weights streamed as inputs, a delta reload) keeps it. stats(): misses are the programs'
+  // compiles, evictions the compiles that replaced one (the delta-reload probe's throw-away program
+  // is compiled outside it, charged to the same budget).
+  virtual const runtime::ProgramCache& cache() const = 0;
   virtual int programs() const = 0;          // programs resident (0 before the first forward)
   // The programs compiled at the first forward, as (kernel, layer, S) — layer −1 for one shared by
   // every layer; empty before it. model/frontends/program_set.h is where the list comes from.

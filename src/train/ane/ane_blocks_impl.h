@@ -72,6 +72,7 @@ class AneBlocksBase : public AneBlocks {
   const WeightUpdateStats& updates() const override { return up_; }
   runtime::Driver& driver() override { return *driver_; }
   runtime::CompileBudget& budget() override { return *budget_; }
+  const runtime::ProgramCache& cache() const override { return *cache_; }
   int programs() const override;
   int attention_bucket() const override { return Sa_; }
   int ffn_bucket() const override { return Sf_; }
@@ -153,6 +154,7 @@ class AneBlocksBase : public AneBlocks {
   AneTrainOptions opt_;
   std::unique_ptr<runtime::Driver> driver_;
   std::unique_ptr<runtime::CompileBudget> budget_;
+  std::unique_ptr<runtime::ProgramCache> cache_;  // every program of programs_ (declared before them: outlives them)
   int lora_slot_ = 0;
   std::vector<KernelSpec> specs_;  // by KernelRole
   std::vector<Program> programs_;  // weighted: [role][layer]; weight-free: one per role
