@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "compiler/compile.h"
 #include "compiler/sequence_bucket.h"
+#include "model/family/family.h"
 #include "model/frontends/frontends.h"
 #include "model/frontends/lora_frontends.h"
 #include "model/frontends/program_set.h"
@@ -22,7 +23,9 @@ using runtime::TensorMap;
 using runtime::ane_to_rows;
 using runtime::rows_to_ane;
 
-bool is_gpt2(const ModelConfig& c) { return c.arch == Arch::GPT2; }
+// True when the model's inference table holds its family's own inference kernels (residual adds
+// and decode kernels inside the programs); false: its training kernels (model/family/family.h).
+bool own_inference_kernels(const ModelConfig& c) { return model_family(c.arch).ane_inference_kernels(); }
 
 }  // namespace
 
@@ -144,7 +147,7 @@ const float* AneModel::forward(const int* tokens, int n, int pos) {
   return logits_.data();
 }
 
-// CPU: x[t] = tok_emb[token t] (+ pos_emb[pos + t] for GPT-2) — table lookups.
+// CPU: x[t] = tok_emb[token t] (+ pos_emb[pos + t] with learned positions) — table lookups.
 void AneModel::embed(const int* tokens, int n, int pos) {
   const ModelConfig& c = w_.config;
   const int C = c.dim;
@@ -152,7 +155,7 @@ void AneModel::embed(const int* tokens, int n, int pos) {
   for (int t = 0; t < n; t++) {
     float* xt = x_.data() + size_t(t) * C;
     cpu::embedding_row(xt, w_.tok_emb.data, w_.tok_emb.dtype, tokens[t], C);
-    if (is_gpt2(c)) {
+    if (model_family(c.arch).anatomy().positions == Positions::Learned) {
       cpu::embedding_row(o_.data(), w_.pos_emb.data, w_.pos_emb.dtype, pos + t, C);
       cpu::add_inplace(xt, o_.data(), size_t(C));
     }
@@ -162,24 +165,24 @@ void AneModel::embed(const int* tokens, int n, int pos) {
 void AneModel::prefill(int n) {
   const int S = prefill_bucket(n);
   for (int l = 0; l < w_.config.n_layers; l++) {
-    if (is_gpt2(w_.config))
-      gpt2_prefill_layer(l, n, S);
+    if (own_inference_kernels(w_.config))
+      prefill_layer_inference_kernels(l, n, S);
     else
-      llama_prefill_layer(l, n, S);
+      prefill_layer_training_kernels(l, n, S);
   }
 }
 
 void AneModel::decode(int pos) {
   for (int l = 0; l < w_.config.n_layers; l++) {
-    if (is_gpt2(w_.config))
-      gpt2_decode_layer(l, pos);
+    if (own_inference_kernels(w_.config))
+      decode_layer_inference_kernels(l, pos);
     else
-      llama_decode_layer(l, pos);
+      decode_layer_training_kernels(l, pos);
   }
 }
 
-// ANE: y = x + attention(ln1(x)) with k, v for the cache; then y + ffn(ln2(y)).
-void AneModel::gpt2_prefill_layer(int l, int n, int S) {
+// ANE: y = x + attention(norm1(x)) with k, v for the cache; then y + ffn(norm2(y)) (GPT-2's kernels).
+void AneModel::prefill_layer_inference_kernels(int l, int n, int S) {
   TensorMap a = program(frontends::kPrefillAttn, l, S)->run(with_lora(l, {{"x", rows_to_ane(x_.data(), n, w_.config.dim, S)}}));
   ane_to_rows(a.at("k"), n, k_cache(l, 0));  // rows 0..n−1 of the cache, [n, C]
   ane_to_rows(a.at("v"), n, v_cache(l, 0));
@@ -188,9 +191,9 @@ void AneModel::gpt2_prefill_layer(int l, int n, int S) {
   ane_to_rows(f.at("y"), n, x_.data());
 }
 
-// ANE: o = Wo·attention(rmsnorm(x)) with k, v after RoPE; CPU: h = x + o; ANE: y = ffn(h);
-// CPU: x = h + y (the training kernels leave the residual adds to the CPU).
-void AneModel::llama_prefill_layer(int l, int n, int S) {
+// ANE: o = Wo·attention(norm1(x)) with k, v after RoPE; CPU: h = x + o; ANE: y = ffn(h);
+// CPU: x = h + y (the training kernels leave the residual adds to the CPU; Llama's kernels).
+void AneModel::prefill_layer_training_kernels(int l, int n, int S) {
   const int C = w_.config.dim;
   TensorMap a = program(frontends::kPrefillAttn, l, S)->run(with_lora(l, {{"x", rows_to_ane(x_.data(), n, C, S)}}));
   ane_to_rows(a.at("k"), n, k_cache(l, 0));
@@ -203,9 +206,9 @@ void AneModel::llama_prefill_layer(int l, int n, int S) {
   ane_to_rows(f.at("y"), n, x_.data(), /*accumulate=*/true);
 }
 
-// ANE: q, k, v = W·ln1(x) + b; CPU: k, v into the cache, att = softmax(q·Kᵀ/√HS)·V over
-// positions 0..pos; ANE: x = h + ffn(ln2(h)) with h = x + Wo·att + bo.
-void AneModel::gpt2_decode_layer(int l, int pos) {
+// ANE: q, k, v = W·norm1(x) + b; CPU: k, v into the cache, att = softmax(q·Kᵀ/√HS)·V over
+// positions 0..pos; ANE: x = h + ffn(norm2(h)) with h = x + Wo·att + bo.
+void AneModel::decode_layer_inference_kernels(int l, int pos) {
   const ModelConfig& c = w_.config;
   const int C = c.dim, S = frontends::kDecodeBucket;
   float* x = x_.data();
@@ -220,9 +223,9 @@ void AneModel::gpt2_decode_layer(int l, int pos) {
 }
 
 // ANE: fwd_attn with the token in column 0 — position 0, where RoPE is the identity — gives the
-// plain projections q, k, v of rmsnorm(x). CPU: rotate q, k to `pos`, cache k, v, attend, h = x +
-// Wo·att. ANE: y = ffn(h) at the decode bucket. CPU: x = h + y.
-void AneModel::llama_decode_layer(int l, int pos) {
+// plain projections q, k, v of norm1(x). CPU: rotate q, k to `pos` (RoPE families), cache k, v,
+// attend, h = x + Wo·att. ANE: y = ffn(h) at the decode bucket. CPU: x = h + y.
+void AneModel::decode_layer_training_kernels(int l, int pos) {
   const ModelConfig& c = w_.config;
   const LayerWeights& lw = w_.layers[size_t(l)];
   const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS;
@@ -231,8 +234,10 @@ void AneModel::llama_decode_layer(int l, int pos) {
   ane_to_rows(p.at("q"), 1, q_.data());
   ane_to_rows(p.at("k"), 1, k_cache(l, pos));
   ane_to_rows(p.at("v"), 1, v_cache(l, pos));
-  cpu::rope(q_.data(), c.n_heads, HS, pos, c.rope_theta);
-  cpu::rope(k_cache(l, pos), c.n_kv_heads, HS, pos, c.rope_theta);
+  if (model_family(c.arch).anatomy().positions == Positions::Rope) {
+    cpu::rope(q_.data(), c.n_heads, HS, pos, c.rope_theta);
+    cpu::rope(k_cache(l, pos), c.n_kv_heads, HS, pos, c.rope_theta);
+  }
   cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, HS, kv_dim_);
   cpu::matmul(o_.data(), att_.data(), lw.wo.data, lw.wo.dtype, nullptr, 1, Q, C);  // Wo·att  [C]
   cpu::add_inplace(x, o_.data(), size_t(C));                                       // h = x + Wo·att

@@ -94,10 +94,12 @@ class AneModel final : public LanguageModel {
   void embed(const int* tokens, int n, int pos);  // x_[t] = tok_emb (+ pos_emb)
   void prefill(int n);                            // x_ [n, C] through every layer, positions 0..n−1
   void decode(int pos);                           // x_ [1, C] through every layer at position pos
-  void gpt2_prefill_layer(int l, int n, int S);
-  void llama_prefill_layer(int l, int n, int S);
-  void gpt2_decode_layer(int l, int pos);
-  void llama_decode_layer(int l, int pos);
+  // One layer, by the kind of kernels the family's inference table holds (ModelFamily::
+  // ane_inference_kernels): its own inference kernels (GPT-2), or its training kernels (Llama).
+  void prefill_layer_inference_kernels(int l, int n, int S);
+  void prefill_layer_training_kernels(int l, int n, int S);
+  void decode_layer_inference_kernels(int l, int pos);
+  void decode_layer_training_kernels(int l, int pos);
   void logits_of_row(int row);  // final norm (ANE) and classifier (CPU) of x_[row]
 
   float* k_cache(int layer, int pos) { return key_cache_.data() + (size_t(layer) * max_seq_ + pos) * kv_dim_; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "model/family/family.h"
 #include "model/lora/lora.h"
 #include "runtime/cpu/kernels.h"
 
@@ -44,29 +45,30 @@ const float* Transformer::forward(const int* tokens, int n, int pos, bool all_lo
 void Transformer::forward_chunk(const int* tokens, int n, int pos, float* logits_out, bool all_logits) {
   const ModelConfig& c = w_.config;
   const int C = c.dim;
-  // x[t] = tok_emb[token t] (+ pos_emb[pos + t] for GPT-2)
+  const ModelFamily& family = model_family(c.arch);
+  const Anatomy anatomy = family.anatomy();
+  // x[t] = tok_emb[token t] (+ pos_emb[pos + t] with learned positions)
   for (int t = 0; t < n; t++) {
     float* xt = a_.x.data() + size_t(t) * C;
     cpu::embedding_row(xt, w_.tok_emb.data, w_.tok_emb.dtype, tokens[t], C);
-    if (c.arch == Arch::GPT2) {
+    if (anatomy.positions == Positions::Learned) {
       std::vector<float> p(static_cast<size_t>(C));
       cpu::embedding_row(p.data(), w_.pos_emb.data, w_.pos_emb.dtype, pos + t, C);
       cpu::add_inplace(xt, p.data(), size_t(C));
     }
   }
-  if (n == 1 && logits_out && c.arch == Arch::Llama && !lora_)  // decode: the whole token in one parallel region
-    return llama_decode_token(w_, a_, pos, key_cache_.data(), value_cache_.data(), max_seq_, logits_out);
-  for (int l = 0; l < c.n_layers; l++) {
-    if (c.arch == Arch::Llama)
-      llama_block_forward(c, w_.layers[size_t(l)], a_, n, pos, k_cache(l, 0), v_cache(l, 0), lora_ ? &lora_layers_[size_t(l)] : nullptr);
-    else
-      gpt2_block_forward(c, w_.layers[size_t(l)], a_, n, pos, k_cache(l, 0), v_cache(l, 0), lora_ ? &lora_layers_[size_t(l)] : nullptr);
-  }
+  // decode: the whole token in one go when the family has a fast path for it
+  if (n == 1 && logits_out && !lora_ &&
+      family.decode_token(w_, a_, pos, key_cache_.data(), value_cache_.data(), max_seq_, logits_out))
+    return;
+  for (int l = 0; l < c.n_layers; l++)
+    family.block_forward(c, w_.layers[size_t(l)], a_, n, pos, k_cache(l, 0), v_cache(l, 0),
+                         lora_ ? &lora_layers_[size_t(l)] : nullptr);
   if (!logits_out) return;
   // Final norm and classifier: on every token, or only on the last one.
   int first = all_logits ? 0 : n - 1, rows = n - first;
   const float* x = a_.x.data() + size_t(first) * C;
-  if (c.arch == Arch::Llama)
+  if (anatomy.norm == NormKind::RMSNorm)
     cpu::rmsnorm(a_.xb.data(), x, w_.final_norm.f32(), rows, C, c.norm_eps);
   else
     cpu::layernorm(a_.xb.data(), x, w_.final_norm.f32(), w_.final_norm_b.f32(), rows, C, c.norm_eps);

@@ -3,8 +3,9 @@
 // A Transformer holds the activations and the KV cache of one sequence. forward() feeds n new
 // tokens at positions pos .. pos+n−1: n > 1 is prefill (every projection is one matrix–matrix
 // product over the n tokens), n == 1 is a decode step (matrix–vector, memory-bound).
-// The blocks of each family live in their own file (llama.cpp, gpt2.cpp); this file holds what is
-// common: embedding, the layer loop, the final norm and the classifier.
+// The blocks of each family live in the family's folder (model/family/<name>/, ModelFamily::
+// block_forward); this file holds what is common: embedding, the layer loop, the final norm and the
+// classifier.
 #pragma once
 #include <vector>
 
@@ -74,20 +75,8 @@ class Transformer {
   std::vector<LoraLayerRef> lora_layers_;  // [L]
 };
 
-// The blocks, one file per family: x [n, C] is updated in place (x += attn(x); x += ffn(x)).
-// k_cache / v_cache point at row 0 of this layer's cache ([max_seq, NKV·HS]). lora: the layer's
-// adapter (nullptr: none).
-void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
-                         float* k_cache, float* v_cache, const LoraLayerRef* lora = nullptr);
-void gpt2_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
-                        float* k_cache, float* v_cache, const LoraLayerRef* lora = nullptr);
 // y [n, out] += scale·(x·A[t]ᵀ)·B[t]ᵀ for target t of the layer's adapter (nothing when lora is null
 // or does not adapt t). x [n, in].
 void lora_add(const LoraLayerRef* lora, int t, float* y, const float* x, int n, int in, int out, Transformer::Activations& a);
-// A whole Llama decode step in one parallel region (llama_decode.cpp): a.x [C] holds the embedded
-// token at pos; it goes through every block (caches [L, max_seq, NKV·HS]), the final norm and the
-// classifier into logits [V]. Bit-identical to llama_block_forward + the classifier.
-void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache,
-                        float* value_cache, int max_seq, float* logits);
 
 }  // namespace orion

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "model/family/family.h"
 
 namespace orion {
 
@@ -97,9 +98,9 @@ void ModelWeights::validate(const std::string& source) const {
       throw_input_error(source, fmt::format("element {} is NaN or Inf", bad), name, -1,
                         "the weights are corrupt (or training diverged); use an earlier checkpoint");
   };
-  bool gpt2 = c.arch == Arch::GPT2;
+  const Anatomy a = model_family(c.arch).anatomy();
   expect("tok_emb", tok_emb, {c.padded_vocab, C});
-  if (gpt2) expect("pos_emb", pos_emb, {c.seq_len, C});
+  if (a.positions == Positions::Learned) expect("pos_emb", pos_emb, {c.seq_len, C});
   if (int(layers.size()) != c.n_layers)
     throw_input_error(source, fmt::format("has {} layers, config says {}", layers.size(), c.n_layers), "layers");
   for (size_t i = 0; i < layers.size(); i++) {
@@ -113,18 +114,17 @@ void ModelWeights::validate(const std::string& source) const {
     expect(n("ffn_norm"), l.ffn_norm, {C});
     expect(n("w1"), l.w1, {H, C});
     expect(n("w2"), l.w2, {C, H});
-    if (gpt2) {
+    if (a.biases) {
       expect(n("attn_norm_b"), l.attn_norm_b, {C});
       expect(n("bq"), l.bq, {Q}), expect(n("bk"), l.bk, {KV}), expect(n("bv"), l.bv, {KV});
       expect(n("bo"), l.bo, {C});
       expect(n("ffn_norm_b"), l.ffn_norm_b, {C});
       expect(n("b1"), l.b1, {H}), expect(n("b2"), l.b2, {C});
-    } else {
-      expect(n("w3"), l.w3, {H, C});
     }
+    if (a.gated_ffn) expect(n("w3"), l.w3, {H, C});
   }
   expect("final_norm", final_norm, {C});
-  if (gpt2) expect("final_norm_b", final_norm_b, {C});
+  if (a.norm == NormKind::LayerNorm) expect("final_norm_b", final_norm_b, {C});
   if (c.tied_embeddings) {
     if (classifier.data != tok_emb.data) throw_input_error(source, "tied classifier does not share tok_emb", "classifier");
   } else {
@@ -173,25 +173,24 @@ ModelWeights random_weights(const ModelConfig& c, uint64_t seed, DType dtype) {
     return t;
   };
   const int64_t C = c.dim, H = c.hidden_dim, Q = int64_t(c.n_heads) * c.head_dim(), KV = c.kv_dim();
-  bool gpt2 = c.arch == Arch::GPT2;
+  const Anatomy a = model_family(c.arch).anatomy();
   w.tok_emb = matrix(c.padded_vocab, C);
-  if (gpt2) w.pos_emb = matrix(c.seq_len, C);
+  if (a.positions == Positions::Learned) w.pos_emb = matrix(c.seq_len, C);
   w.layers.resize(size_t(c.n_layers));
   for (auto& l : w.layers) {
     l.attn_norm = vec(C, 1.0f);
     l.wq = matrix(Q, C), l.wk = matrix(KV, C), l.wv = matrix(KV, C), l.wo = matrix(C, Q);
     l.ffn_norm = vec(C, 1.0f);
     l.w1 = matrix(H, C), l.w2 = matrix(C, H);
-    if (gpt2) {
+    if (a.biases) {
       l.attn_norm_b = vec(C, 0), l.ffn_norm_b = vec(C, 0);
       l.bq = vec(Q, 0), l.bk = vec(KV, 0), l.bv = vec(KV, 0), l.bo = vec(C, 0);
       l.b1 = vec(H, 0), l.b2 = vec(C, 0);
-    } else {
-      l.w3 = matrix(H, C);
     }
+    if (a.gated_ffn) l.w3 = matrix(H, C);
   }
   w.final_norm = vec(C, 1.0f);
-  if (gpt2) w.final_norm_b = vec(C, 0);
+  if (a.norm == NormKind::LayerNorm) w.final_norm_b = vec(C, 0);
   w.classifier = c.tied_embeddings ? w.tok_emb : matrix(c.vocab_size, C);
   return w;
 }

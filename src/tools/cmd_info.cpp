@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "model/family/family.h"
 #include "model/io/model_io.h"
 #include "tools/command.h"
 
@@ -35,7 +36,7 @@ void run_info(const InfoArgs& a) {
   std::printf("format:     %s — %s\n", format_name(format), format_description(format).c_str());
   std::printf("config:     %s\n", w.config.describe().c_str());
   std::printf("arch:       %s, norm_eps=%g%s, %s classifier\n", arch_name(w.config.arch), w.config.norm_eps,
-              w.config.arch == Arch::Llama ? fmt::format(", rope_theta={:g}", w.config.rope_theta).c_str() : "",
+              model_family(w.config.arch).anatomy().positions == Positions::Rope ? fmt::format(", rope_theta={:g}", w.config.rope_theta).c_str() : "",
               w.config.tied_embeddings ? "tied" : "untied");
   std::printf("dtype:      %s matrices, f32 vectors\n", dtype_name(w.matrix_dtype()));
   std::printf("parameters: %zu (%.2fM)\n", w.config.num_params(), w.config.num_params() / 1e6);

@@ -44,12 +44,12 @@ const ModelWeights& stories() {
 
 std::vector<std::pair<std::string, Graph>> stories_kernels(int S, frontends::KernelOptions opt = {}) {
   const ModelWeights& w = stories();
-  return {{"fwd_attn", frontends::stories_fwd_attn(w, 0, S, opt)},
-          {"fwd_ffn", frontends::stories_fwd_ffn(w, 0, S, opt)},
-          {"ffn_bwd", frontends::stories_ffn_bwd(w, 0, S, opt)},
-          {"sdpa_bwd1", frontends::stories_sdpa_bwd1(w, 0, S, opt)},
-          {"sdpa_bwd2", frontends::stories_sdpa_bwd2(w.config, S, opt)},
-          {"qkv_bwd", frontends::stories_qkv_bwd(w, 0, S, opt)},
+  return {{"fwd_attn", frontends::llama_fwd_attn(w, 0, S, opt)},
+          {"fwd_ffn", frontends::llama_fwd_ffn(w, 0, S, opt)},
+          {"ffn_bwd", frontends::llama_ffn_bwd(w, 0, S, opt)},
+          {"sdpa_bwd1", frontends::sdpa_bwd1(w, 0, S, opt)},
+          {"sdpa_bwd2", frontends::sdpa_bwd2(w.config, S, opt)},
+          {"qkv_bwd", frontends::llama_qkv_bwd(w, 0, S, opt)},
           {"final_norm", frontends::final_norm(w, S, opt)},
           {"classifier_rows", frontends::classifier_fwd(w, S, 0, 8000, opt)}};
 }

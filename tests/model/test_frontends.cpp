@@ -184,7 +184,7 @@ TEST(Frontends, LoraAttentionWithBZeroIsTheBaseAttentionExactly) {
         auto want = run(gpt2_prefill_attn(w, 1, S, opt), {{"x", x}}, round);
         for (const char* o : {"y", "k", "v"}) EXPECT_EQ(got.at(o).data, want.at(o).data) << o;
       } else {
-        auto want = run(stories_fwd_attn(w, 1, S, opt), {{"x", x}}, round);
+        auto want = run(llama_fwd_attn(w, 1, S, opt), {{"x", x}}, round);
         for (const char* o : {"k", "v"}) EXPECT_EQ(got.at(o).data, want.at(o).data) << o;
         // y = x + o, rounded as the kernel's own add is (and x was rounded on the way in).
         Tensor32 y = want.at("o");
@@ -251,8 +251,8 @@ TEST(Frontends, EveryKernelVerifiesOnEveryFamily) {
   const int S = 16;
   std::vector<ir::Graph> graphs{
       gpt2_prefill_attn(wg, 1, S), gpt2_prefill_ffn(wg, 1, S), gpt2_decode_qkv(wg, 1, S), gpt2_decode_ffn(wg, 1, S),
-      final_norm(wg, S), stories_fwd_attn(wl, 1, S), stories_fwd_ffn(wl, 1, S), stories_ffn_bwd(wl, 1, S),
-      stories_sdpa_bwd1(wl, 1, S), stories_sdpa_bwd2(ll, S), stories_qkv_bwd(wl, 1, S), classifier_fwd(wg, S),
+      final_norm(wg, S), llama_fwd_attn(wl, 1, S), llama_fwd_ffn(wl, 1, S), llama_ffn_bwd(wl, 1, S),
+      sdpa_bwd1(wl, 1, S), sdpa_bwd2(ll, S), llama_qkv_bwd(wl, 1, S), classifier_fwd(wg, S),
       vocab_softmax(g2.vocab_size, S), lora_linear(wl.layers[0].wq, {}, 4, 8.0f, S), lora_attention(wl, 0, S, 4, 8.0f),
       final_norm(wl, S), lora_attention(wg, 0, S, 4, 8.0f)};
   for (const ir::Graph& g : graphs) {
@@ -262,8 +262,8 @@ TEST(Frontends, EveryKernelVerifiesOnEveryFamily) {
   }
   // Wrong family, layer out of range, bad sequence length: usage errors naming the problem.
   EXPECT_THROW(gpt2_prefill_attn(wl, 0, S), Error);
-  EXPECT_THROW(stories_fwd_attn(wg, 0, S), Error);
-  expect_valid(stories_sdpa_bwd2(g2, S));  // weight-free: serves GPT-2 training as well
+  EXPECT_THROW(llama_fwd_attn(wg, 0, S), Error);
+  expect_valid(sdpa_bwd2(g2, S));  // weight-free: serves GPT-2 training as well
   EXPECT_THROW(gpt2_prefill_ffn(wg, 2, S), Error);
   EXPECT_THROW(gpt2_decode_qkv(wg, 0, 0), Error);
   EXPECT_THROW(lora_linear(wl.layers[0].wq, {}, 0, 8.0f, S), Error);

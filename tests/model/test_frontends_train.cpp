@@ -1,4 +1,4 @@
-// Stories (Llama) training kernels: the forward kernels chained over every layer reproduce
+// Llama training kernels: the forward kernels chained over every layer reproduce
 // Transformer::forward and their saved activations match the CPU kernels; every backward kernel is
 // checked against central finite differences of the corresponding forward, run by the reference
 // interpreter in fp32 (with and without grouped-query attention).
@@ -27,9 +27,9 @@ ir::Value weight_f32(ir::Graph& g, const std::string& name, const Tensor& W) {
 Tensor32 block_forward(const ModelWeights& w, int l, const Tensor32& x) {
   const int S = int(x.shape[3]);
   Tensor32 h = x;
-  Tensor32 o = run(stories_fwd_attn(w, l, S, kF32), {{"x", x}}).at("o");
+  Tensor32 o = run(llama_fwd_attn(w, l, S, kF32), {{"x", x}}).at("o");
   for (size_t i = 0; i < h.data.size(); i++) h.data[i] += o.data[i];
-  Tensor32 y = run(stories_fwd_ffn(w, l, S, kF32), {{"x", h}}).at("y");
+  Tensor32 y = run(llama_fwd_ffn(w, l, S, kF32), {{"x", h}}).at("y");
   for (size_t i = 0; i < h.data.size(); i++) h.data[i] += y.data[i];
   return h;
 }
@@ -78,7 +78,7 @@ TEST(FrontendsTrain, SavedActivationsMatchTheCpuKernels) {
   }
   cpu::attention(att.data(), q.data(), k.data(), v.data(), S, 0, c.n_heads, c.n_kv_heads, HS, KV);
   cpu::matmul(o.data(), att.data(), l.wo.data, l.wo.dtype, nullptr, S, Q, C);
-  auto a = run(stories_fwd_attn(w, 1, S, kF32), {{"x", x}});
+  auto a = run(llama_fwd_attn(w, 1, S, kF32), {{"x", x}});
   for (auto [name, want] : {std::pair{"xnorm", &xn}, {"q", &q}, {"k", &k}, {"v", &v}, {"att", &att}, {"o", &o}})
     EXPECT_LT(max_abs_diff(from_ane(a.at(name), S), *want), 1e-5f * std::max(1.0f, max_abs(*want))) << name;
   // fwd_ffn: xnorm, h1, h3, gate = silu(h1)⊙h3, y
@@ -88,7 +88,7 @@ TEST(FrontendsTrain, SavedActivationsMatchTheCpuKernels) {
   cpu::matmul(h3.data(), xn2.data(), l.w3.data, l.w3.dtype, nullptr, S, C, H);
   cpu::swiglu(gate.data(), h1.data(), h3.data(), gate.size());
   cpu::matmul(y.data(), gate.data(), l.w2.data, l.w2.dtype, nullptr, S, H, C);
-  auto f = run(stories_fwd_ffn(w, 1, S, kF32), {{"x", x}});
+  auto f = run(llama_fwd_ffn(w, 1, S, kF32), {{"x", x}});
   for (auto [name, want] : {std::pair{"xnorm", &xn2}, {"h1", &h1}, {"h3", &h3}, {"gate", &gate}, {"y", &y}})
     EXPECT_LT(max_abs_diff(from_ane(f.at(name), S), *want), 1e-5f * std::max(1.0f, max_abs(*want))) << name;
 }
@@ -108,9 +108,9 @@ TEST(FrontendsTrain, FfnBackwardMatchesFiniteDifferences) {
     const LayerWeights& l = w.layers[0];
     const int S = 5, C = c.dim, H = c.hidden_dim;
     Tensor32 x = random_tensor({1, C, 1, S}, 42), dy = random_tensor({1, C, 1, S}, 43);
-    ir::Graph fwd = stories_fwd_ffn(w, 0, S, kF32);
+    ir::Graph fwd = llama_fwd_ffn(w, 0, S, kF32);
     auto f = run(fwd, {{"x", x}});
-    ir::Graph bwd = stories_ffn_bwd(w, 0, S, kF32);
+    ir::Graph bwd = llama_ffn_bwd(w, 0, S, kF32);
     expect_valid(bwd);
     auto b = run(bwd, {{"dy", dy}, {"x", x}, {"h1", f.at("h1")}, {"h3", f.at("h3")}});
     std::printf("ffn_bwd NKV=%d\n", nkv);
@@ -169,10 +169,10 @@ TEST(FrontendsTrain, AttentionBackwardMatchesFiniteDifferences) {
     const LayerWeights& l = w.layers[1];
     const int S = 6, C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim();
     Tensor32 x = random_tensor({1, C, 1, S}, 52), dy = random_tensor({1, C, 1, S}, 53);
-    ir::Graph fwd = stories_fwd_attn(w, 1, S, kF32);
+    ir::Graph fwd = llama_fwd_attn(w, 1, S, kF32);
     auto f = run(fwd, {{"x", x}});
     // The backward chain: sdpa_bwd1 → sdpa_bwd2 → qkv_bwd.
-    ir::Graph g1 = stories_sdpa_bwd1(w, 1, S, kF32), g2 = stories_sdpa_bwd2(c, S, kF32), g3 = stories_qkv_bwd(w, 1, S, kF32);
+    ir::Graph g1 = sdpa_bwd1(w, 1, S, kF32), g2 = sdpa_bwd2(c, S, kF32), g3 = llama_qkv_bwd(w, 1, S, kF32);
     for (const ir::Graph* g : {&g1, &g2, &g3}) expect_valid(*g);
     auto b1 = run(g1, {{"dy", dy}, {"q", f.at("q")}, {"k", f.at("k")}, {"v", f.at("v")}});
     auto b2 = run(g2, {{"probs", b1.at("probs")}, {"dprobs", b1.at("dprobs")}, {"q", f.at("q")}, {"k", f.at("k")}});
@@ -237,16 +237,16 @@ TEST(FrontendsTrain, Fp16TrainingKernelsStayWithinFp16Tolerance) {
         {"q", random_tensor({1, Q, 1, S}, 66)}, {"k", random_tensor({1, KV, 1, S}, 67)},
         {"v", random_tensor({1, KV, 1, S}, 68)}, {"dq", random_tensor({1, Q, 1, S}, 69)},
         {"dk", random_tensor({1, KV, 1, S}, 70)}, {"dv", random_tensor({1, KV, 1, S}, 71)}};
-  auto p32 = run(stories_sdpa_bwd1(w, 0, S, kF32), in);
+  auto p32 = run(sdpa_bwd1(w, 0, S, kF32), in);
   in["probs"] = p32.at("probs"), in["dprobs"] = p32.at("dprobs");
   using Build = std::function<ir::Graph(KernelOptions)>;
   std::vector<std::pair<const char*, Build>> kernels{
-      {"fwd_attn", [&](KernelOptions o) { return stories_fwd_attn(w, 0, S, o); }},
-      {"fwd_ffn", [&](KernelOptions o) { return stories_fwd_ffn(w, 0, S, o); }},
-      {"ffn_bwd", [&](KernelOptions o) { return stories_ffn_bwd(w, 0, S, o); }},
-      {"sdpa_bwd1", [&](KernelOptions o) { return stories_sdpa_bwd1(w, 0, S, o); }},
-      {"sdpa_bwd2", [&](KernelOptions o) { return stories_sdpa_bwd2(c, S, o); }},
-      {"qkv_bwd", [&](KernelOptions o) { return stories_qkv_bwd(w, 0, S, o); }}};
+      {"fwd_attn", [&](KernelOptions o) { return llama_fwd_attn(w, 0, S, o); }},
+      {"fwd_ffn", [&](KernelOptions o) { return llama_fwd_ffn(w, 0, S, o); }},
+      {"ffn_bwd", [&](KernelOptions o) { return llama_ffn_bwd(w, 0, S, o); }},
+      {"sdpa_bwd1", [&](KernelOptions o) { return sdpa_bwd1(w, 0, S, o); }},
+      {"sdpa_bwd2", [&](KernelOptions o) { return sdpa_bwd2(c, S, o); }},
+      {"qkv_bwd", [&](KernelOptions o) { return llama_qkv_bwd(w, 0, S, o); }}};
   for (auto& [name, build] : kernels) {
     ir::Graph g32 = build(kF32), g16 = build({});
     In feed;

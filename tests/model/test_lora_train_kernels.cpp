@@ -1,4 +1,4 @@
-// The LoRA training kernels (lora_frontends.h: stories_lora_fwd_attn, stories_lora_qkv_bwd and the
+// The LoRA training kernels (lora_frontends.h: llama_lora_fwd_attn, llama_lora_qkv_bwd and the
 // GPT-2 pair gpt2_lora_fwd_attn, gpt2_lora_qkv_bwd), run by the reference interpreter in fp32: with
 // A and s·B as program inputs on the baked base they compute what the plain kernels of the family
 // (stories_*, gpt2_*) compute on the merged weights W + s·B·A — the forward and
@@ -26,7 +26,7 @@ struct Family {
   ir::Graph (*bwd)(const ModelWeights&, int, int, KernelOptions);
 };
 const Family kFamilies[] = {
-    {Arch::Llama, stories_lora_fwd_attn, stories_lora_qkv_bwd, stories_fwd_attn, stories_qkv_bwd},
+    {Arch::Llama, llama_lora_fwd_attn, llama_lora_qkv_bwd, llama_fwd_attn, llama_qkv_bwd},
     {Arch::GPT2, gpt2_lora_fwd_attn, gpt2_lora_qkv_bwd, gpt2_fwd_attn, gpt2_qkv_bwd},
 };
 
@@ -110,7 +110,7 @@ TEST(lora_train_kernels, ZeroAdapterGivesTheBaseKernelsExactly) {
 TEST(lora_train_kernels, AdapterInputsReachTheMinimumBufferAndOtherFamiliesAreRefused) {
   Rig s, s2(Arch::GPT2);
   const int64_t min_bytes = compiler::default_chip().min_buffer_bytes;
-  for (const ir::Graph& g : {stories_lora_fwd_attn(s.w, 0, 16, 16), stories_lora_qkv_bwd(s.w, 0, 16, 16),
+  for (const ir::Graph& g : {llama_lora_fwd_attn(s.w, 0, 16, 16), llama_lora_qkv_bwd(s.w, 0, 16, 16),
                              gpt2_lora_fwd_attn(s2.w, 0, 16, 16), gpt2_lora_qkv_bwd(s2.w, 0, 16, 16)}) {
     int adapters = 0;
     for (int i : g.input_nodes()) {
@@ -122,8 +122,8 @@ TEST(lora_train_kernels, AdapterInputsReachTheMinimumBufferAndOtherFamiliesAreRe
     EXPECT_EQ(adapters, 4) << g.name();
   }
   const ModelWeights gpt2 = test_weights(tiny_config(Arch::GPT2), 3, 1.0f);
-  EXPECT_THROW(stories_lora_fwd_attn(gpt2, 0, 8, 4), Error);
-  EXPECT_THROW(stories_lora_qkv_bwd(s.w, 0, 8, 0), Error);  // a rank slot of 0
+  EXPECT_THROW(llama_lora_fwd_attn(gpt2, 0, 8, 4), Error);
+  EXPECT_THROW(llama_lora_qkv_bwd(s.w, 0, 8, 0), Error);  // a rank slot of 0
   EXPECT_THROW(gpt2_lora_fwd_attn(s.w, 0, 8, 4), Error);    // Llama weights
   EXPECT_THROW(gpt2_lora_qkv_bwd(s.w, 0, 8, 4), Error);
   EXPECT_THROW(gpt2_lora_qkv_bwd(s2.w, 0, 8, 0), Error);

@@ -111,14 +111,14 @@ TEST(CliCompile, Stories260kWritesEveryTrainingProgram) {
   int qkv_bwd_4 = 0, attention_S = 0;
   for (const json& p : top["programs"]) {
     EXPECT_FALSE(contains(p["name"], "classifier"));
-    if (p["kernel"] == "stories_qkv_bwd" && p["layer"] == 4) qkv_bwd_4++, attention_S = p["seq_bucket"];
-    if (p["kernel"] == "stories_fwd_ffn") EXPECT_EQ(p["seq_bucket"], 64) << "position-wise kernels are padded (C7)";
+    if (p["kernel"] == "llama_qkv_bwd" && p["layer"] == 4) qkv_bwd_4++, attention_S = p["seq_bucket"];
+    if (p["kernel"] == "llama_fwd_ffn") EXPECT_EQ(p["seq_bucket"], 64) << "position-wise kernels are padded (C7)";
   }
   EXPECT_EQ(qkv_bwd_4, 1);
   // 64 channels × 64 positions is below the minimum buffer and attention cannot be padded, so the
   // attention programs are built for a wider sequence bucket, and the manifest and stderr say so.
   EXPECT_GT(attention_S, 64);
-  EXPECT_TRUE(fs::exists(dir + fmt::format("/layer04.stories_qkv_bwd.s{}/model.mil", attention_S)));
+  EXPECT_TRUE(fs::exists(dir + fmt::format("/layer04.llama_qkv_bwd.s{}/model.mil", attention_S)));
   EXPECT_TRUE(contains(err, "sequence bucket")) << err;
 }
 

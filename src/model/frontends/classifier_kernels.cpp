@@ -3,6 +3,7 @@
 // the ANE rejects convolutions over ~32K channels (C12): these are for small vocabularies (or row
 // ranges of a large one), and validate-ane refuses the rest with a message naming the node.
 #include "base/error.h"
+#include "model/family/family.h"
 #include "model/frontends/frontends.h"
 #include "model/frontends/kernel_builder.h"
 
@@ -30,6 +31,19 @@ ir::Graph vocab_softmax(int V, int S, KernelOptions opt) {
   Value logits = b.act("logits", V, S);  // [1, V, 1, S]
   // probs[v, s] = exp(logits[v, s] − max) / Σ_v' exp(logits[v', s] − max): over the channels.
   b.output(b.op(ir::Op::Softmax, {logits}, {{"axis", int64_t(1)}}, "probs"));
+  return std::move(b.g);
+}
+
+// The final norm of any family: its norm kind, named ln_f (LayerNorm) or norm_f (RMSNorm).
+ir::Graph final_norm(const ModelWeights& w, int S, KernelOptions opt) {
+  check_kernel_args(w, 0, S, "final_norm", nullptr);
+  const ModelConfig& c = w.config;
+  KernelBuilder b("final_norm", opt.dtype);
+  Value x = b.act("x", c.dim, S);
+  if (model_family(c.arch).anatomy().norm == NormKind::LayerNorm)
+    b.output(b.layernorm(x, "ln_f", w.final_norm, w.final_norm_b, c.norm_eps, "y"));
+  else
+    b.output(b.rmsnorm(x, "norm_f", w.final_norm, c.norm_eps, "y"));
   return std::move(b.g);
 }
 

@@ -15,7 +15,7 @@
 // occupy columns 0..n−1, padding columns may hold anything and never reach a real column, since
 // attention is causal).
 //
-// The set (the original Orion's 13 + 2): GPT-2 inference 5, Stories (Llama) training 6,
+// The set (the original Orion's 13 + 2): GPT-2 inference 5, Llama training 6,
 // classifier 2, LoRA 2. They live in the model layer because they read ModelWeights; they depend
 // only on ir/ (and the model's own headers) below that.
 #pragma once
@@ -30,7 +30,7 @@ struct KernelOptions {
   ir::ElemType dtype = ir::ElemType::F16;
 };
 
-// ===== GPT-2 inference (gpt2_kernels.cpp) =====================================================
+// ===== GPT-2 inference (model/family/gpt2/gpt2_kernels.cpp) =====================================================
 // Prefill of a fresh sequence (positions 0..S−1), one layer:
 //   in  x [1, C, 1, S]   residual stream
 //   out y [1, C, 1, S] = x + Wo·attn(ln1(x)) + bo;  k, v [1, C, 1, S] for the KV cache
@@ -49,36 +49,36 @@ ir::Graph gpt2_decode_ffn(const ModelWeights& w, int layer, int S, KernelOptions
 //   in x [1, C, 1, S];  out y [1, C, 1, S]
 ir::Graph final_norm(const ModelWeights& w, int S, KernelOptions opt = {});
 
-// ===== Stories (Llama) training, one layer (stories_train_kernels.cpp) ========================
+// ===== Llama training, one layer (model/family/llama/llama_train_kernels.cpp) ========================
 // Residual adds and every weight gradient (dW = dY·Xᵀ) stay on the CPU (DESIGN.md §3); these
 // kernels compute the forward activations and the input gradients. RoPE uses positions 0..S−1.
 // fwd_attn: in x [1, C, 1, S]; out
 //   o [1, C, 1, S] = Wo·att (no residual)   q [1, Q, 1, S] (after RoPE)   k [1, KV, 1, S] (after RoPE)
 //   v [1, KV, 1, S]   att [1, Q, 1, S] = softmax(qᵀk/√HS + mask)·v per head (before Wo)
 //   xnorm [1, C, 1, S] = rmsnorm(x)·attn_norm
-ir::Graph stories_fwd_attn(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
+ir::Graph llama_fwd_attn(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
 // fwd_ffn: in x [1, C, 1, S]; out y [1, C, 1, S] = W2·gate (no residual), h1 = W1·xnorm,
 //   h3 = W3·xnorm, gate = silu(h1)⊙h3 [1, H, 1, S], xnorm [1, C, 1, S]
-ir::Graph stories_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
+ir::Graph llama_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
 // ffn_bwd: in dy [1, C, 1, S] (gradient of fwd_ffn's y), x [1, C, 1, S] (fwd_ffn's input),
 //   h1, h3 [1, H, 1, S]; out dx [1, C, 1, S] (through the norm; without the residual's dy),
 //   dh1, dh3 [1, H, 1, S], dxnorm [1, C, 1, S]
-ir::Graph stories_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
+ir::Graph llama_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
 // sdpa_bwd1 (either family: no RoPE inside): in dy [1, C, 1, S] (gradient of fwd_attn's o), q [1, Q, 1, S], k, v [1, KV, 1, S];
 //   out dv [1, KV, 1, S], probs (recomputed) and dprobs [1, NH·S, 1, S] — the per-head [S, S]
 //   matrices with channel h·S + i holding query row i of head h (boundaries are [1, C, 1, S], C14)
-ir::Graph stories_sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
+ir::Graph sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
 // sdpa_bwd2 (no weights, either family): in probs, dprobs [1, NH·S, 1, S] (sdpa_bwd1's layout), q [1, Q, 1, S], k [1, KV, 1, S];
 //   out dq [1, Q, 1, S], dk [1, KV, 1, S] (gradients of the post-RoPE q and k)
-ir::Graph stories_sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt = {});
+ir::Graph sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt = {});
 // qkv_bwd: in dq [1, Q, 1, S], dk, dv [1, KV, 1, S], x [1, C, 1, S] (fwd_attn's input);
 //   out dx [1, C, 1, S] (through the norm; without the residual), dxnorm [1, C, 1, S],
 //   dq_lin [1, Q, 1, S], dk_lin [1, KV, 1, S] (gradients before RoPE, i.e. of Wq·xnorm, Wk·xnorm)
-ir::Graph stories_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
+ir::Graph llama_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
 
-// ===== GPT-2 training, one layer (gpt2_train_kernels.cpp) ======================================
-// As the Stories set, with LayerNorm, biases and GELU (tanh form); no RoPE. The attention backward
-// is stories_sdpa_bwd1 / stories_sdpa_bwd2, which serve either family.
+// ===== GPT-2 training, one layer (model/family/gpt2/gpt2_train_kernels.cpp) ======================================
+// As the Llama set, with LayerNorm, biases and GELU (tanh form); no RoPE. The attention backward
+// is sdpa_bwd1 / sdpa_bwd2, which serve either family.
 // fwd_attn: in x [1, C, 1, S]; out o = Wo·att + bo [1, C, 1, S] (no residual), q, k, v [1, C, 1, S],
 //   att [1, C, 1, S] (before Wo), xnorm = ln1(x) [1, C, 1, S]
 ir::Graph gpt2_fwd_attn(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
@@ -110,7 +110,7 @@ ir::Graph lora_linear(const Tensor& W, const Tensor& bias, int rank, float alpha
 // in x [1, C, 1, S], lora_a_q [1, r, 1, C], lora_b_q [1, Q, 1, r], lora_a_v [1, r, 1, C],
 //   lora_b_v [1, KV, 1, r];
 // out y [1, C, 1, S] = x + Wo·attn(norm(x)) (+ bo), k, v [1, KV, 1, S] (k after RoPE for Llama).
-// With B = 0 it computes exactly gpt2_prefill_attn (GPT-2) or x + stories_fwd_attn's o (Llama).
+// With B = 0 it computes exactly gpt2_prefill_attn (GPT-2) or x + llama_fwd_attn's o (Llama).
 ir::Graph lora_attention(const ModelWeights& w, int layer, int S, int rank, float alpha, KernelOptions opt = {});
 
 }  // namespace orion::frontends

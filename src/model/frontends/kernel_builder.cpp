@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "model/family/family.h"
 
 namespace orion::frontends {
 
@@ -227,17 +228,22 @@ Value KernelBuilder::lora_delta_backward(Value dy, Value a, Value b, double scal
 
 // --- the attention sublayer --------------------------------------------------------------------
 
+Value attention_norm(KernelBuilder& b, const ModelConfig& c, const LayerWeights& l, Value x) {
+  return model_family(c.arch).anatomy().norm == NormKind::LayerNorm
+             ? b.layernorm(x, "ln1", l.attn_norm, l.attn_norm_b, c.norm_eps, "xnorm")
+             : b.rmsnorm(x, "attn_norm", l.attn_norm, c.norm_eps, "xnorm");
+}
+
 AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int layer, Value x, const QVAdapters* lora) {
   const ModelConfig& c = w.config;
   const LayerWeights& l = w.layers[size_t(layer)];
   const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
-  const bool gpt2 = c.arch == Arch::GPT2;
+  const bool rope = model_family(c.arch).anatomy().positions == Positions::Rope;
   AttentionParts p;
   // xnorm = norm1(x)                                                              [1, C, 1, S]
-  p.xnorm = gpt2 ? b.layernorm(x, "ln1", l.attn_norm, l.attn_norm_b, c.norm_eps, "xnorm")
-                 : b.rmsnorm(x, "attn_norm", l.attn_norm, c.norm_eps, "xnorm");
+  p.xnorm = attention_norm(b, c, l, x);
   // q = Wq·xnorm (+ bq) [1, Q, 1, S]; k = Wk·xnorm, v = Wv·xnorm (+ bk, bv) [1, KV, 1, S];
-  // an adapter adds scale·B·A·xnorm. Llama rotates q and k (RoPE); the final values are named q, k, v.
+  // an adapter adds scale·B·A·xnorm. RoPE families rotate q and k; the final values are named q, k, v.
   auto project = [&](const char* n, const Tensor& W, const Tensor& bias, Value a, Value bb, bool rope, int64_t heads) {
     std::string out = n, lin = rope ? out + "_lin" : out;
     Value y = b.linear(p.xnorm, std::string("w") + n, W, bias, a.valid() ? lin + "_base" : lin);
@@ -245,8 +251,8 @@ AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int l
     return rope ? b.rope(y, heads, HS, c.rope_theta, false, out) : y;
   };
   Value none;
-  p.q = project("q", l.wq, l.bq, lora ? lora->a_q : none, lora ? lora->b_q : none, !gpt2, NH);
-  p.k = project("k", l.wk, l.bk, none, none, !gpt2, NKV);
+  p.q = project("q", l.wq, l.bq, lora ? lora->a_q : none, lora ? lora->b_q : none, rope, NH);
+  p.k = project("k", l.wk, l.bk, none, none, rope, NKV);
   p.v = project("v", l.wv, l.bv, lora ? lora->a_v : none, lora ? lora->b_v : none, false, NKV);
   // probs = softmax(qᵀk/√HS + mask) [1, NH, S, S];  att[h, d, i] = Σ_j v[h, d, j]·probs[h, i, j]
   Value k4 = b.repeat_kv(b.heads(p.k, NKV, HS), G), v4 = b.repeat_kv(b.heads(p.v, NKV, HS), G);

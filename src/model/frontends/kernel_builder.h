@@ -4,7 +4,7 @@
 // operations are written in the ANE layout x [1, C, 1, S]: linear = conv1x1 (+ add bias),
 // norms from reductions, RoPE on interleaved channel pairs, explicit causal attention, and the
 // backward of the norm. attention_sublayer() is the attention half of a block of either family,
-// shared by the GPT-2, Stories and LoRA kernels so that they compute the same math by construction.
+// shared by the GPT-2, Llama and LoRA kernels so that they compute the same math by construction.
 //
 // A rule for everything written with it: a call may have at most one argument that creates nodes;
 // otherwise name the values in statements of their own. C++ leaves the order in which a call's
@@ -115,8 +115,12 @@ struct QVAdapters {
   double scale = 0;
 };
 
-// The attention half of one block of either family, from its input x [1, C, 1, S]:
-//   xnorm = norm1(x);  q = Wq·xnorm (+ bq), k, v likewise (+ RoPE on q, k for Llama)
+// The attention sublayer's input norm of the family's kind (ModelFamily::anatomy): ln1 (LayerNorm)
+// or attn_norm (RMSNorm), output named xnorm.
+Value attention_norm(KernelBuilder& b, const ModelConfig& c, const LayerWeights& l, Value x);
+
+// The attention half of one block of any family, from its input x [1, C, 1, S]:
+//   xnorm = norm1(x);  q = Wq·xnorm (+ bq), k, v likewise (+ RoPE on q, k for RoPE families)
 //   att = softmax(qᵀk/√HS + causal mask)·v per head;  o = Wo·att (+ bo)
 struct AttentionParts {
   Value xnorm, q, k, v, att, o;
@@ -124,10 +128,10 @@ struct AttentionParts {
 AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int layer, Value x,
                                   const QVAdapters* lora = nullptr);
 
-// The Stories qkv backward (stories_train_kernels.cpp) from its inputs dq, dk, dv (post-RoPE q, k)
+// The Llama qkv backward (llama_train_kernels.cpp) from its inputs dq, dk, dv (post-RoPE q, k)
 // and x: outputs dx, dxnorm, dq_lin, dk_lin. With adapters on q and v, their input gradients
-// join dxnorm (stories_lora_qkv_bwd).
-void stories_qkv_backward(KernelBuilder& b, const ModelWeights& w, int layer, int S, const QVAdapters* lora = nullptr);
+// join dxnorm (llama_lora_qkv_bwd).
+void llama_qkv_backward(KernelBuilder& b, const ModelWeights& w, int layer, int S, const QVAdapters* lora = nullptr);
 
 // The GPT-2 qkv backward (gpt2_train_kernels.cpp) from its inputs dq, dk, dv and x: outputs dx,
 // dxnorm. With adapters on q and v, s·A_qᵀ·(B_qᵀ·dq) and s·A_vᵀ·(B_vᵀ·dv) join dxnorm (gpt2_lora_qkv_bwd).

@@ -29,18 +29,18 @@ ir::Graph lora_prefill_attn(const ModelWeights& w, int layer, int S, int rank_sl
 // (decode puts the token in column 0; the CPU rotates and attends).
 ir::Graph lora_decode_qkv(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
 
-// Training with a frozen base (train/ane/ane_blocks.h make_lora_ane_blocks): the Stories (Llama)
+// Training with a frozen base (train/ane/ane_blocks.h make_lora_ane_blocks): the Llama
 // kernels whose math an adapter on q or v changes, with the same adapter inputs, so the base is baked
 // once and A, B change every step without a compile. The adapter gradients themselves are the CPU's,
 // from xnorm (the projections' input) and dq_lin, dv (their output gradients), which these output.
-// fwd_attn: as stories_fwd_attn with q = rope(Wq·xnorm + B_q·(A_q·xnorm)), v = Wv·xnorm + B_v·(A_v·xnorm);
+// fwd_attn: as llama_fwd_attn with q = rope(Wq·xnorm + B_q·(A_q·xnorm)), v = Wv·xnorm + B_v·(A_v·xnorm);
 //   out o, q, k, v, att, xnorm.
-ir::Graph stories_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
-// qkv_bwd: as stories_qkv_bwd with dxnorm += A_qᵀ·(B_qᵀ·dq_lin) + A_vᵀ·(B_vᵀ·dv) (B already times s);
+ir::Graph llama_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
+// qkv_bwd: as llama_qkv_bwd with dxnorm += A_qᵀ·(B_qᵀ·dq_lin) + A_vᵀ·(B_vᵀ·dv) (B already times s);
 //   out dx, dxnorm, dq_lin, dk_lin.
-ir::Graph stories_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
+ir::Graph llama_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
 
-// The GPT-2 counterparts (train/ane/ane_blocks_gpt2.cpp in LoRA mode), the same adapter inputs:
+// The GPT-2 counterparts (train/family/gpt2/gpt2_ane_train.cpp in LoRA mode), the same adapter inputs:
 // fwd_attn: as gpt2_fwd_attn with q = Wq·xnorm + bq + B_q·(A_q·xnorm), v likewise; out o, q, k, v, att, xnorm.
 ir::Graph gpt2_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
 // qkv_bwd: as gpt2_qkv_bwd with dxnorm += A_qᵀ·(B_qᵀ·dq) + A_vᵀ·(B_vᵀ·dv) (B already times s); out dx, dxnorm.

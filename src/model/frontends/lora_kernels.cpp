@@ -96,8 +96,7 @@ ir::Graph lora_decode_qkv(const ModelWeights& w, int layer, int S, int rank_slot
   Value x = b.act("x", c.dim, S);
   QVAdapters ad = qv_slots(b, c, rank_slot);
   // xnorm = norm1(x); q = Wq·xnorm (+ bq) + B_q·(A_q·xnorm); k = Wk·xnorm (+ bk); v like q.
-  Value xn = c.arch == Arch::GPT2 ? b.layernorm(x, "ln1", l.attn_norm, l.attn_norm_b, c.norm_eps, "xnorm")
-                                  : b.rmsnorm(x, "attn_norm", l.attn_norm, c.norm_eps, "xnorm");
+  Value xn = attention_norm(b, c, l, x);
   Value q_lora = b.lora_delta(xn, ad.a_q, ad.b_q, 1.0, "q_lora");
   b.output(b.add(b.linear(xn, "wq", l.wq, l.bq, "q_base"), q_lora, "q"));
   b.output(b.linear(xn, "wk", l.wk, l.bk, "k"));
@@ -132,11 +131,11 @@ ir::Graph lora_qkv_bwd(const char* kernel, const char* arch, QkvBackward body, c
 }
 }  // namespace
 
-ir::Graph stories_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
-  return lora_fwd_attn("stories_lora_fwd_attn", "llama", w, layer, S, rank_slot, opt);
+ir::Graph llama_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  return lora_fwd_attn("llama_lora_fwd_attn", "llama", w, layer, S, rank_slot, opt);
 }
-ir::Graph stories_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
-  return lora_qkv_bwd("stories_lora_qkv_bwd", "llama", stories_qkv_backward, w, layer, S, rank_slot, opt);
+ir::Graph llama_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
+  return lora_qkv_bwd("llama_lora_qkv_bwd", "llama", llama_qkv_backward, w, layer, S, rank_slot, opt);
 }
 ir::Graph gpt2_lora_fwd_attn(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
   return lora_fwd_attn("gpt2_lora_fwd_attn", "gpt2", w, layer, S, rank_slot, opt);

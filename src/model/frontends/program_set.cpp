@@ -8,16 +8,12 @@
 
 #include "base/error.h"
 #include "compiler/sequence_bucket.h"
+#include "model/family/family.h"
 #include "model/frontends/frontends.h"
 #include "model/frontends/lora_frontends.h"
 
 namespace orion::frontends {
 namespace {
-
-// A kernel built by a frontend function of the usual (weights, layer, S) form.
-#define ORION_KERNEL(fn) [](const ModelWeights& w, int l, int S) { return fn(w, l, S); }
-// A LoRA kernel at a rank slot.
-#define ORION_LORA_KERNEL(fn, slot) [slot](const ModelWeights& w, int l, int S) { return fn(w, l, S, slot); }
 
 std::string program_name(const std::string& kernel, int layer, int S) {
   return layer >= 0 ? fmt::format("layer{:02}.{}.s{}", layer, kernel, S) : fmt::format("{}.s{}", kernel, S);
@@ -25,62 +21,34 @@ std::string program_name(const std::string& kernel, int layer, int S) {
 
 }  // namespace
 
+GraphBuilder layer_kernel(LayerKernelFn fn) {
+  return [fn](const ModelWeights& w, int l, int S) { return fn(w, l, S, KernelOptions{}); };
+}
+
+GraphBuilder lora_kernel(LoraKernelFn fn, int slot) {
+  return [fn, slot](const ModelWeights& w, int l, int S) { return fn(w, l, S, slot, KernelOptions{}); };
+}
+
+GraphBuilder sdpa_bwd2_kernel() {
+  return [](const ModelWeights& w, int, int S) { return sdpa_bwd2(w.config, S); };
+}
+
+GraphBuilder final_norm_kernel() {
+  return [](const ModelWeights& w, int, int S) { return final_norm(w, S); };
+}
+
 std::vector<KernelSpec> training_kernels(Arch arch, int slot) {
-  const GraphBuilder sdpa_bwd2 = [](const ModelWeights& w, int, int S) { return stories_sdpa_bwd2(w.config, S); };
-  std::vector<KernelSpec> k;
-  switch (arch) {
-    case Arch::Llama:
-      k = {{"stories_fwd_attn", ORION_KERNEL(stories_fwd_attn), true},
-           {"stories_fwd_ffn", ORION_KERNEL(stories_fwd_ffn), false},
-           {"stories_ffn_bwd", ORION_KERNEL(stories_ffn_bwd), false},
-           {"stories_sdpa_bwd1", ORION_KERNEL(stories_sdpa_bwd1), true},
-           {"stories_sdpa_bwd2", sdpa_bwd2, true, false},
-           {"stories_qkv_bwd", ORION_KERNEL(stories_qkv_bwd), true}};
-      if (slot > 0) {
-        k[kFwdAttn] = {"stories_lora_fwd_attn", ORION_LORA_KERNEL(stories_lora_fwd_attn, slot), true};
-        k[kQkvBwd] = {"stories_lora_qkv_bwd", ORION_LORA_KERNEL(stories_lora_qkv_bwd, slot), true};
-      }
-      break;
-    case Arch::GPT2:  // the attention backward's two middle kernels are the family-independent ones
-      k = {{"gpt2_fwd_attn", ORION_KERNEL(gpt2_fwd_attn), true},
-           {"gpt2_fwd_ffn", ORION_KERNEL(gpt2_fwd_ffn), false},
-           {"gpt2_ffn_bwd", ORION_KERNEL(gpt2_ffn_bwd), false},
-           {"stories_sdpa_bwd1", ORION_KERNEL(stories_sdpa_bwd1), true},
-           {"stories_sdpa_bwd2", sdpa_bwd2, true, false},
-           {"gpt2_qkv_bwd", ORION_KERNEL(gpt2_qkv_bwd), true}};
-      if (slot > 0) {
-        k[kFwdAttn] = {"gpt2_lora_fwd_attn", ORION_LORA_KERNEL(gpt2_lora_fwd_attn, slot), true};
-        k[kQkvBwd] = {"gpt2_lora_qkv_bwd", ORION_LORA_KERNEL(gpt2_lora_qkv_bwd, slot), true};
-      }
-      break;
-  }
+  std::vector<KernelSpec> k = model_family(arch).training_kernels(slot);
   ORION_CHECK(k.size() == size_t(kTrainingRoles), "no training kernels for this architecture");
   return k;
 }
 
 std::vector<KernelSpec> inference_kernels(Arch arch, int slot) {
-  const GraphBuilder final_norm_fn = [](const ModelWeights& w, int, int S) { return final_norm(w, S); };
-  std::vector<KernelSpec> k;
-  switch (arch) {
-    case Arch::GPT2:
-      k = {{"gpt2_prefill_attn", ORION_KERNEL(gpt2_prefill_attn), true},
-           {"gpt2_prefill_ffn", ORION_KERNEL(gpt2_prefill_ffn), false},
-           {"gpt2_decode_qkv", ORION_KERNEL(gpt2_decode_qkv), false},
-           {"gpt2_decode_ffn", ORION_KERNEL(gpt2_decode_ffn), false},
-           {"final_norm", final_norm_fn, false, false}};
-      break;
-    case Arch::Llama:  // no decode kernels: fwd_attn at position 0 gives q, k, v (infer/ane_model.h)
-      k = {{"stories_fwd_attn", ORION_KERNEL(stories_fwd_attn), true},
-           {"stories_fwd_ffn", ORION_KERNEL(stories_fwd_ffn), false},
-           {"stories_fwd_attn", ORION_KERNEL(stories_fwd_attn), true},
-           {"stories_fwd_ffn", ORION_KERNEL(stories_fwd_ffn), false},
-           {"final_norm", final_norm_fn, false, false}};
-      break;
-  }
+  std::vector<KernelSpec> k = model_family(arch).inference_kernels();
   ORION_CHECK(k.size() == size_t(kInferenceRoles), "no inference kernels for this architecture");
-  if (slot > 0) {  // both families: the LoRA kernels take the family from the weights
-    k[kPrefillAttn] = {fmt::format("lora_prefill_attn_r{}", slot), ORION_LORA_KERNEL(lora_prefill_attn, slot), true};
-    k[kDecodeAttn] = {fmt::format("lora_decode_qkv_r{}", slot), ORION_LORA_KERNEL(lora_decode_qkv, slot), true};
+  if (slot > 0) {  // every family: the LoRA kernels take the family from the weights
+    k[kPrefillAttn] = {fmt::format("lora_prefill_attn_r{}", slot), lora_kernel(lora_prefill_attn, slot), true};
+    k[kDecodeAttn] = {fmt::format("lora_decode_qkv_r{}", slot), lora_kernel(lora_decode_qkv, slot), true};
   }
   return k;
 }
@@ -98,7 +66,7 @@ int prefill_bucket(int n, int attention_min, const compiler::ChipProfile& chip) 
 }
 
 int decode_attention_bucket(Arch arch, int lora_slot, int attention_min) {
-  return lora_slot > 0 || arch != Arch::GPT2 ? attention_min : kDecodeBucket;
+  return lora_slot > 0 || !model_family(arch).ane_inference_kernels() ? attention_min : kDecodeBucket;
 }
 
 TrainingBuckets training_buckets(const ModelWeights& w, int T, const compiler::ChipProfile& chip, int lora_slot) {
@@ -157,6 +125,3 @@ std::vector<ProgramSpec> training_programs(const ModelWeights& w, TrainingBucket
 }
 
 }  // namespace orion::frontends
-
-#undef ORION_KERNEL
-#undef ORION_LORA_KERNEL

@@ -20,6 +20,7 @@
 
 #include "compiler/chip.h"
 #include "ir/graph.h"
+#include "model/frontends/frontends.h"
 #include "model/weights.h"
 
 namespace orion::frontends {
@@ -27,7 +28,7 @@ namespace orion::frontends {
 using GraphBuilder = std::function<ir::Graph(const ModelWeights& w, int layer, int S)>;
 
 struct KernelSpec {
-  std::string kernel;      // the program's kernel name: "stories_fwd_attn", "lora_prefill_attn_r8", ...
+  std::string kernel;      // the program's kernel name: "llama_fwd_attn", "lora_prefill_attn_r8", ...
   GraphBuilder build;
   bool attention = false;  // positions mix (no padding by legalize-ane): runs at an attention bucket
   bool per_layer = true;   // false: weight-free, one program serves every layer (layer −1)
@@ -36,9 +37,22 @@ struct KernelSpec {
 enum TrainingRole { kFwdAttn, kFwdFfn, kFfnBwd, kSdpaBwd1, kSdpaBwd2, kQkvBwd, kTrainingRoles };
 enum InferenceRole { kPrefillAttn, kPrefillFfn, kDecodeAttn, kDecodeFfn, kFinalNorm, kInferenceRoles };
 
-// The kernels of a family by role (index = the role's enum value).
+// The kernels of a family by role (index = the role's enum value): the family's tables
+// (ModelFamily::training_kernels / inference_kernels), with the LoRA inference kernels, which serve
+// every family, at a rank slot > 0.
 std::vector<KernelSpec> training_kernels(Arch arch, int lora_slot = 0);
 std::vector<KernelSpec> inference_kernels(Arch arch, int lora_slot = 0);
+
+// Builders for the kernel tables of the families: a frontend function of the usual
+// (weights, layer, S, options) form, and one of a LoRA kernel at a rank slot.
+using LayerKernelFn = ir::Graph (*)(const ModelWeights&, int, int, KernelOptions);
+using LoraKernelFn = ir::Graph (*)(const ModelWeights&, int, int, int, KernelOptions);
+GraphBuilder layer_kernel(LayerKernelFn fn);
+GraphBuilder lora_kernel(LoraKernelFn fn, int slot);
+// The weight-free attention backward (sdpa_bwd2), which serves every family.
+GraphBuilder sdpa_bwd2_kernel();
+// The final norm of either norm kind (frontends.h final_norm).
+GraphBuilder final_norm_kernel();
 
 constexpr int kDecodeBucket = 16;  // position-wise kernels for one token (legalize-ane pads them, C7)
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,9 +88,53 @@ struct SafetensorsOut {
 void write_safetensors(const std::string& path, const std::vector<SafetensorsOut>& tensors,
                        const std::map<std::string, std::string>& metadata);
 
+// ---- Hugging Face checkpoints: what a family's reader and writer use (model/family/) -----------------
+
+// Several same-width matrices (or vectors) stacked along their first dimension into one new
+// tensor of dtype dt: [Σ rows, cols] (or [Σ n]).
+Tensor stack_rows(ModelWeights& scratch, const std::vector<const Tensor*>& parts, DType dt);
+
+// Typed fields of config.json; every failure is an Input error naming the file and the field.
+class HfConfigReader {
+ public:
+  HfConfigReader(const std::string& path, const nlohmann::json& j) : path_(path), j_(j) {}
+  [[noreturn]] void fail(const std::string& field, const std::string& msg) const;
+  bool has(const char* k) const;
+  int positive_int(const char* k) const;
+  int positive_int_or(const char* k, int fallback) const { return has(k) ? positive_int(k) : fallback; }
+  float positive_float(const char* k, std::optional<float> fallback) const;
+  bool boolean_or(const char* k, bool fallback) const;
+
+ private:
+  const std::string& path_;
+  const nlohmann::json& j_;
+};
+
+// A float as JSON the way a person would write it ("1e-05", not 9.999999747378752e-06).
+nlohmann::json json_float(float v);
+
+// Looks a checkpoint's tensors up by name with clear errors, and turns them into canonical tensors
+// (views into the mapping when no rearranging is needed; owned by w otherwise).
+class HfTensorReader {
+ public:
+  HfTensorReader(const SafetensorsFile& f, ModelWeights& w) : f_(f), w_(w) {}
+  std::string prefix;  // put before every name looked up
+
+  bool has(const std::string& name) const { return f_.find(prefix + name) != nullptr; }
+  const SafetensorsEntry& get(const std::string& name, std::vector<int64_t> shape) const;
+  Tensor matrix(const std::string& name, int64_t rows, int64_t cols);
+  // A Conv1D weight stored [in, out], returned as Orion's [out, in].
+  Tensor conv1d(const std::string& name, int64_t in, int64_t out) { return transposed(w_, matrix(name, in, out)); }
+  Tensor vector(const std::string& name, int64_t n);
+
+ private:
+  const SafetensorsFile& f_;
+  ModelWeights& w_;
+};
+
 // ---- config.json -----------------------------------------------------------------------------------
 
-// Reads a Hugging Face config.json (model_type "llama" or "gpt2") into a ModelConfig; missing,
+// Reads a Hugging Face config.json (a registered family's model_type) into a ModelConfig; missing,
 // zero or unsupported fields are Input errors naming the file and the field.
 ModelConfig read_hf_config(const std::string& json_path);
 std::string hf_config_json(const ModelConfig& c, DType torch_dtype);

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "model/family/family.h"
 #include "model/io/io_internal.h"
 
 namespace orion {
@@ -95,19 +96,27 @@ void check_can_save(const ModelWeights& w, ModelFormat format, std::optional<DTy
   if (format == ModelFormat::LlmC && dtype && *dtype == DType::F16)
     throw_usage_error("llm.c files hold fp32 (version 3) or bf16 (version 5), not f16", "dtype",
                       "use --dtype f32 or --dtype bf16");
-  if (fp32_only && c.arch != Arch::Llama)
+  // A ".bin" format holds one family: the one whose bin_format it is.
+  const ModelFamily& family = model_family(c.arch);
+  auto holds = [&](ModelFormat bin) { return family.bin_format() == bin; };
+  auto instead = [&] {
+    return family.bin_format() ? fmt::format("write {} models as safetensors or {}", family.display_name(),
+                                             format_name(*family.bin_format()))
+                               : fmt::format("write {} models as safetensors", family.display_name());
+  };
+  if (fp32_only && !holds(ModelFormat::Llama2c))
     throw_usage_error(fmt::format("a {} model cannot be written as {}: llama2.c files hold Llama-architecture "
                                   "models only (RMSNorm, RoPE, SwiGLU, no biases)",
                                   arch_name(c.arch), name),
-                      "to", "write GPT-2 models as safetensors or llmc");
+                      "to", instead());
   if (fp32_only && c.rope_theta != 10000.0f)
     throw_usage_error(fmt::format("llama2.c files cannot record rope_theta = {} (llama2.c assumes 10000)", c.rope_theta),
                       "to", "keep this model in safetensors");
   if (format == ModelFormat::LlmC) {
-    if (c.arch != Arch::GPT2)
+    if (!holds(ModelFormat::LlmC))
       throw_usage_error(fmt::format("a {} model cannot be written as llmc: llm.c files hold GPT-2 models only",
                                     arch_name(c.arch)),
-                        "to", "write Llama models as safetensors or llama2c");
+                        "to", instead());
     if (c.hidden_dim != 4 * c.dim || c.n_kv_heads != c.n_heads || !c.tied_embeddings)
       throw_usage_error("llm.c files need H = 4·C, NKV = NH and a tied classifier", "to", "write safetensors instead");
   }
@@ -129,7 +138,7 @@ void save_model(const ModelWeights& w, const std::string& path, ModelFormat form
 std::optional<ModelFormat> format_for_output(const std::string& path, Arch arch) {
   if (ends_with(path, ".safetensors") || is_directory(path) || ends_with(path, "/"))
     return ModelFormat::Safetensors;
-  if (ends_with(path, ".bin")) return arch == Arch::GPT2 ? ModelFormat::LlmC : ModelFormat::Llama2c;
+  if (ends_with(path, ".bin")) return model_family(arch).bin_format();
   if (fs::path(path).extension().empty()) return ModelFormat::Safetensors;  // a new folder
   return std::nullopt;
 }

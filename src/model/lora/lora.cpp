@@ -6,6 +6,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "model/family/family.h"
 
 namespace orion {
 
@@ -52,7 +53,7 @@ std::vector<LoraTarget> parse_lora_targets(const std::string& csv, Arch arch) {
     if (s.empty()) continue;
     if (s == "all") {
       for (LoraTarget t : kAllLoraTargets)
-        if (arch == Arch::Llama || t != LoraTarget::W3) want.add(t);
+        if (model_family(arch).peft().module[int(t)] != nullptr) want.add(t);
       continue;
     }
     const std::optional<LoraTarget> t = target_from_name(s);
@@ -85,9 +86,14 @@ LoraAdapter::LoraAdapter(const ModelConfig& base, int rank, float alpha, std::ve
   if (rank < 1) throw_usage_error(fmt::format("LoRA rank {} must be at least 1", rank), "--rank");
   if (!(alpha > 0) || !std::isfinite(alpha)) throw_usage_error("LoRA alpha must be a positive number", "--alpha");
   if (targets_.empty()) throw_usage_error("a LoRA adapter needs at least one target", "--targets");
+  const ModelFamily& family = model_family(base.arch);
   for (LoraTarget t : targets_)
-    if (t == LoraTarget::W3 && base.arch != Arch::Llama)
-      throw_usage_error("GPT-2 has no w3 (up) projection", "--targets", "GPT-2's FFN projections are w1 (c_fc) and w2 (c_proj)");
+    if (!family.peft().module[int(t)])
+      throw_usage_error(fmt::format("{} has no {} projection", family.display_name(),
+                                    t == LoraTarget::W3 ? "w3 (up)" : lora_target_name(t)),
+                        "--targets", fmt::format("{}'s FFN projections are w1 ({}) and w2 ({})", family.display_name(),
+                                                 family.peft().target_module[int(LoraTarget::W1)],
+                                                 family.peft().target_module[int(LoraTarget::W2)]));
   size_t offset = 0;
   for (int l = 0; l < base.n_layers; l++)
     for (LoraTarget t : targets_) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "model/family/family.h"
 #include "model/io/io_internal.h"
 
 namespace orion {
@@ -120,8 +121,9 @@ LoraAdapter parse_orion(const uint8_t* data, size_t size, const std::string& pat
   const json base = get_field<json>(j, "base", path, "");
   ModelConfig c;
   const std::string arch = get_field<std::string>(base, "arch", path, "base.");
-  if (arch != "llama" && arch != "gpt2") throw_input_error(path, fmt::format("unknown architecture '{}'", arch), "base.arch");
-  c.arch = arch == "gpt2" ? Arch::GPT2 : Arch::Llama;
+  const ModelFamily* family = find_model_family(arch);
+  if (!family) throw_input_error(path, fmt::format("unknown architecture '{}'", arch), "base.arch");
+  c.arch = family->id();
   c.dim = get_field<int>(base, "dim", path, "base.");
   c.hidden_dim = get_field<int>(base, "hidden_dim", path, "base.");
   c.n_layers = get_field<int>(base, "n_layers", path, "base.");
@@ -167,20 +169,11 @@ LoraAdapter read_orion(const std::string& path, LoraTrainingState* training = nu
 // ---- PEFT ------------------------------------------------------------------------------------------
 
 // The PEFT module (under base_model.model.) that adapts a target of layer i.
-std::string peft_module(Arch arch, int i, LoraTarget t) {
-  static const char* llama[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-                                "mlp.gate_proj",    "mlp.down_proj",    "mlp.up_proj"};
-  static const char* gpt2[] = {"attn.c_attn", "attn.c_attn", "attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj", "?"};
-  static_assert(std::size(llama) == kLoraTargetCount && std::size(gpt2) == kLoraTargetCount, "one name per LoraTarget");
-  return arch == Arch::Llama ? fmt::format("model.layers.{}.{}", i, llama[int(t)])
-                             : fmt::format("transformer.h.{}.{}", i, gpt2[int(t)]);
+std::string peft_module(const PeftLayout& p, int i, LoraTarget t) {
+  return fmt::format("{}{}.{}", p.layer_prefix, i, p.module[int(t)]);
 }
-std::string peft_target_module(Arch arch, LoraTarget t) {  // the target_modules entry
-  static const char* llama[] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "down_proj", "up_proj"};
-  static const char* gpt2[] = {"c_attn", "c_attn", "c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj", "?"};
-  static_assert(std::size(llama) == kLoraTargetCount && std::size(gpt2) == kLoraTargetCount, "one name per LoraTarget");
-  return arch == Arch::Llama ? llama[int(t)] : gpt2[int(t)];
-}
+// True when q, k and v are one fused module (GPT-2's c_attn).
+bool fused_qkv(const PeftLayout& p) { return std::string(p.module[int(LoraTarget::Q)]) == p.module[int(LoraTarget::K)]; }
 bool is_qkv(LoraTarget t) { return t == LoraTarget::Q || t == LoraTarget::K || t == LoraTarget::V; }
 
 // A matrix owned by a std::vector, as a Tensor for the safetensors writer.
@@ -193,9 +186,11 @@ struct OwnedMatrix {
 void write_peft(const LoraAdapter& a, const std::string& dir, const std::string& base_name) {
   const ModelConfig& c = a.base_config();
   const int r = a.rank();
-  std::vector<LoraTarget> qkv;  // GPT-2's fused c_attn: the adapted ones among q, k, v, in order
+  const PeftLayout& layout = model_family(c.arch).peft();
+  const bool fused = fused_qkv(layout);
+  std::vector<LoraTarget> qkv;  // a fused q/k/v module: the adapted ones among q, k, v, in order
   for (LoraTarget t : a.targets())
-    if (c.arch == Arch::GPT2 && is_qkv(t)) qkv.push_back(t);
+    if (fused && is_qkv(t)) qkv.push_back(t);
   const int m = int(qkv.size());
   std::vector<std::unique_ptr<OwnedMatrix>> keep;
   std::vector<io::SafetensorsOut> out;
@@ -217,26 +212,26 @@ void write_peft(const LoraAdapter& a, const std::string& dir, const std::string&
         for (int64_t o = 0; o < C; o++)
           for (int k = 0; k < r; k++) B->v[size_t((row0 + o) * m * r + j * r + k)] = a.B(*t)[o * r + k];
       }
-      add(peft_module(c.arch, l, LoraTarget::Q), &A->t, &B->t);
+      add(peft_module(layout, l, LoraTarget::Q), &A->t, &B->t);
       keep.push_back(std::move(A)), keep.push_back(std::move(B));
     }
     for (LoraTarget tg : a.targets()) {
-      if (c.arch == Arch::GPT2 && is_qkv(tg)) continue;
+      if (fused && is_qkv(tg)) continue;
       const LoraTensor* t = a.find(l, tg);
       views.push_back({a.A(*t), DType::F32, {r, t->in}});
       const Tensor* A = &views.back();
       views.push_back({a.B(*t), DType::F32, {t->out, r}});
       const Tensor* B = &views.back();
-      if (tg == LoraTarget::Q || tg == LoraTarget::K) {  // HF's permuted q/k rows (io_internal.h)
+      if (layout.permuted_qk && (tg == LoraTarget::Q || tg == LoraTarget::K)) {  // HF's permuted q/k rows (io_internal.h)
         views.push_back(io::hf_permute_rows(scratch, *B, tg == LoraTarget::Q ? c.n_heads : c.n_kv_heads));
         B = &views.back();
       }
-      add(peft_module(c.arch, l, tg), A, B);
+      add(peft_module(layout, l, tg), A, B);
     }
   }
   json modules = json::array(), split = json::array();
   for (LoraTarget t : a.targets()) {
-    std::string name = peft_target_module(c.arch, t);
+    std::string name = layout.target_module[int(t)];
     if (std::find(modules.begin(), modules.end(), name) == modules.end()) modules.push_back(name);
     split.push_back(lora_target_name(t));
   }
@@ -244,7 +239,7 @@ void write_peft(const LoraAdapter& a, const std::string& dir, const std::string&
               {"base_model_name_or_path", base_name}, {"r", r},
               {"lora_alpha", a.alpha()},   {"lora_dropout", 0.0},
               {"target_modules", modules}, {"bias", "none"},
-              {"fan_in_fan_out", c.arch == Arch::GPT2}, {"inference_mode", true},
+              {"fan_in_fan_out", layout.fan_in_fan_out}, {"inference_mode", true},
               {"use_rslora", false},       {"use_dora", false},
               {"modules_to_save", nullptr}, {"rank_pattern", json::object()},
               {"alpha_pattern", json::object()},

@@ -12,6 +12,7 @@
 
 #include "base/file.h"
 #include "base/json_error.h"
+#include "model/family/family.h"
 #include "model/io/io_internal.h"
 #include "model/lora/lora_io.h"
 
@@ -34,18 +35,22 @@ struct PeftModule {
   float scale = 0;                    // alpha_m / R (or alpha_m / √R with rsLoRA)
 };
 
-// Targets a module adapts (GPT-2's c_attn: q, k and v).
-std::vector<LoraTarget> module_targets(Arch arch, const std::string& m) {
-  static const std::map<std::string, std::vector<LoraTarget>> llama = {
-      {"self_attn.q_proj", {LoraTarget::Q}}, {"self_attn.k_proj", {LoraTarget::K}}, {"self_attn.v_proj", {LoraTarget::V}},
-      {"self_attn.o_proj", {LoraTarget::O}}, {"mlp.gate_proj", {LoraTarget::W1}},   {"mlp.down_proj", {LoraTarget::W2}},
-      {"mlp.up_proj", {LoraTarget::W3}}};
-  static const std::map<std::string, std::vector<LoraTarget>> gpt2 = {
-      {"attn.c_attn", {LoraTarget::Q, LoraTarget::K, LoraTarget::V}}, {"attn.c_proj", {LoraTarget::O}},
-      {"mlp.c_fc", {LoraTarget::W1}}, {"mlp.c_proj", {LoraTarget::W2}}};
-  const auto& table = arch == Arch::Llama ? llama : gpt2;
-  auto it = table.find(m);
-  return it == table.end() ? std::vector<LoraTarget>{} : it->second;
+// Targets a module adapts (several for a fused module: GPT-2's c_attn holds q, k and v).
+std::vector<LoraTarget> module_targets(const PeftLayout& p, const std::string& m) {
+  std::vector<LoraTarget> out;
+  for (int t = 0; t < kLoraTargetCount; t++)
+    if (p.module[t] && m == p.module[t]) out.push_back(LoraTarget(t));
+  return out;
+}
+
+// The names of the adapter's tensors: base_model.model.<layer_prefix><i>.<module>.lora_<A|B>[.default].weight
+std::regex peft_tensor_regex(const PeftLayout& p) {
+  auto escaped = [](const std::string& s) { return std::regex_replace(s, std::regex(R"(\.)"), R"(\.)"); };
+  std::string modules;
+  for (int t = 0; t < kLoraTargetCount; t++)
+    if (p.module[t]) modules += (modules.empty() ? "" : "|") + escaped(p.module[t]);
+  return std::regex(R"(base_model\.model\.)" + escaped(p.layer_prefix) + R"((\d+)\.()" + modules +
+                    R"()\.lora_([AB])(?:\.default)?\.weight)");
 }
 
 std::vector<float> read_f32(const io::SafetensorsEntry& e, const std::string& file) {
@@ -104,16 +109,15 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
 
   // Every tensor must be a lora_A / lora_B of a module Orion knows.
   const io::SafetensorsFile st = io::SafetensorsFile::open(st_path);
-  const std::regex re(base.arch == Arch::Llama
-                          ? R"(base_model\.model\.model\.layers\.(\d+)\.(self_attn\.[qkvo]_proj|mlp\.(?:gate|up|down)_proj)\.lora_([AB])(?:\.default)?\.weight)"
-                          : R"(base_model\.model\.transformer\.h\.(\d+)\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.lora_([AB])(?:\.default)?\.weight)");
+  const PeftLayout& layout = model_family(base.arch).peft();
+  const std::regex re = peft_tensor_regex(layout);
   std::map<std::pair<int, std::string>, PeftModule> modules;
   for (const io::SafetensorsEntry& e : st.entries()) {
     std::smatch m;
     if (!std::regex_match(e.name, m, re))
       throw_input_error(st_path, fmt::format("unexpected tensor '{}' for a {} model", e.name, arch_name(base.arch)), e.name, -1,
-                        base.arch == Arch::Llama ? "expected base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight and the like"
-                                                 : "expected base_model.model.transformer.h.{i}.attn.c_attn.lora_A.weight and the like");
+                        fmt::format("expected base_model.model.{}{{i}}.{}.lora_A.weight and the like", layout.layer_prefix,
+                                    layout.module[int(LoraTarget::Q)]));
     const int layer = std::stoi(m[1].str());
     if (layer >= base.n_layers)
       throw_input_error(st_path, fmt::format("layer {} but the model has {}", layer, base.n_layers), e.name, -1,
@@ -133,7 +137,7 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
     if (!pm.a || !pm.b)
       throw_input_error(st_path, fmt::format("layer {} {} has lora_{} without lora_{}", pm.layer, pm.name, pm.a ? "A" : "B", pm.a ? "B" : "A"),
                         pm.name, -1, "the file is incomplete");
-    const std::vector<LoraTarget> ts = module_targets(base.arch, pm.name);
+    const std::vector<LoraTarget> ts = module_targets(layout, pm.name);
     auto [out1, in] = lora_target_shape(base, ts[0]);
     const int64_t out = out1 * int64_t(ts.size());  // c_attn: 3C rows
     pm.R = pm.a->shape.empty() ? 0 : pm.a->shape[0], pm.in = in, pm.out = out;
@@ -172,13 +176,13 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
   } else {
     LoraTargetSet want;
     for (auto& [key, pm] : modules)
-      for (LoraTarget t : module_targets(base.arch, pm.name)) want.add(t);
+      for (LoraTarget t : module_targets(layout, pm.name)) want.add(t);
     targets = want.list();
   }
   LoraAdapter a(base, rank, out_alpha, targets);
   const float s_out = a.scale();
   for (auto& [key, pm] : modules) {
-    const std::vector<LoraTarget> ts = module_targets(base.arch, pm.name);
+    const std::vector<LoraTarget> ts = module_targets(layout, pm.name);
     std::vector<LoraTarget> fused;  // with Orion's split: the adapted ones among q, k, v, in order
     for (LoraTarget t : targets)
       if (ts.size() > 1 && std::find(ts.begin(), ts.end(), t) != ts.end()) fused.push_back(t);
@@ -200,7 +204,7 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
       std::vector<float> b(size_t(rows * a.rank()), 0.0f);
       for (int64_t o = 0; o < rows; o++)
         for (int64_t k = 0; k < cols; k++) b[size_t(o * a.rank() + k)] = pm.B[size_t((int64_t(j) * rows + o) * pm.R + col0 + k)] * fold;
-      if (base.arch == Arch::Llama && (ts[j] == LoraTarget::Q || ts[j] == LoraTarget::K)) {  // undo HF's q/k row permutation
+      if (layout.permuted_qk && (ts[j] == LoraTarget::Q || ts[j] == LoraTarget::K)) {  // undo HF's q/k row permutation
         ModelWeights scratch;
         Tensor hf{b.data(), DType::F32, {rows, a.rank()}};
         Tensor un = io::hf_unpermute_rows(scratch, hf, ts[j] == LoraTarget::Q ? base.n_heads : base.n_kv_heads);

@@ -72,7 +72,7 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
                     int kv_stride, float* scratch);
 
 // --- building blocks for code that runs inside its own OpenMP parallel region -------------------
-// (a decode step runs a whole token in one region, see model/llama_decode.cpp; these never start
+// (a decode step runs a whole token in one region, see model/family/llama/llama_decode.cpp; these never start
 // threads themselves)
 // The calling thread's share [first, last) of n items, split in contiguous units of `unit` items
 // (the whole range when called outside a parallel region).

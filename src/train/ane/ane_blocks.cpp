@@ -12,6 +12,7 @@
 #include "runtime/ane_layout.h"
 #include "runtime/anesim/anesim_driver.h"
 #include "train/ane/ane_blocks_impl.h"
+#include "train/family/training_family.h"
 #include "train/model/guards.h"
 
 namespace orion::train {
@@ -33,11 +34,7 @@ AneTrainOptions::Overlap parse_overlap(const std::string& name) {
 }
 
 std::unique_ptr<AneBlocks> make_ane_blocks(const Params& params, Grads* grads, int B, int T, const AneTrainOptions& options) {
-  switch (params.config().arch) {
-    case Arch::Llama: return ane::make_llama_ane_blocks(params, grads, B, T, options);
-    case Arch::GPT2: return ane::make_gpt2_ane_blocks(params, grads, B, T, options);
-  }
-  throw_usage_error("no ANE training kernels for this architecture", "arch");
+  return training_family(params.config().arch).ane_blocks(params, grads, B, T, options);
 }
 
 namespace ane {

@@ -1,6 +1,6 @@
 // Internal to the ANE block runner (ane_blocks*.cpp): the program set, the timed kernel calls, the
 // layout helpers and the weight-update policy shared by the Llama and GPT-2 runners. The family
-// files (ane_blocks_llama.cpp, ane_blocks_gpt2.cpp) add only their forward and backward.
+// files (train/family/<name>/<name>_ane_train.cpp) add only their forward and backward.
 #pragma once
 #include <functional>
 #include <memory>
@@ -178,12 +178,6 @@ class AneBlocksBase : public AneBlocks {
 void rmsnorm_weight_grad(float* dw, const float* dxnorm, const float* x, int N, int C, float eps);
 void layernorm_weight_grad(float* dw, float* db, const float* dxnorm, const float* x, int N, int C, float eps);
 
-std::unique_ptr<AneBlocks> make_llama_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o);
-std::unique_ptr<AneBlocks> make_gpt2_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o);
-// The LoRA runners (ane_blocks.h make_lora_ane_blocks): base frozen and baked, q, v adapters as inputs.
-std::unique_ptr<AneBlocks> make_llama_lora_ane_blocks(const Params& base, const LoraAdapter& a, AdapterGradSink& sink, int B,
-                                                      int T, const AneTrainOptions& o);
-std::unique_ptr<AneBlocks> make_gpt2_lora_ane_blocks(const Params& base, const LoraAdapter& a, AdapterGradSink& sink, int B,
-                                                     int T, const AneTrainOptions& o);
+// The family runners are in train/family/<name>/ (training_family.h).
 
 }  // namespace orion::train::ane

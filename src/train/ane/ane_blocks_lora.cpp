@@ -5,17 +5,14 @@
 #include "base/error.h"
 #include "model/frontends/lora_frontends.h"
 #include "train/ane/ane_blocks_impl.h"
+#include "train/family/training_family.h"
 
 namespace orion::train {
 
 std::unique_ptr<AneBlocks> make_lora_ane_blocks(const Params& base, const LoraAdapter& adapter, AdapterGradSink& sink, int B,
                                                 int T, const AneTrainOptions& o) {
   adapter.check_fits(base.config(), "adapter");
-  switch (base.config().arch) {
-    case Arch::Llama: return ane::make_llama_lora_ane_blocks(base, adapter, sink, B, T, o);
-    case Arch::GPT2: return ane::make_gpt2_lora_ane_blocks(base, adapter, sink, B, T, o);
-  }
-  throw_usage_error("no ANE adapter training kernels for this architecture", "arch");
+  return training_family(base.config().arch).lora_ane_blocks(base, adapter, sink, B, T, o);
 }
 
 namespace ane {

@@ -1,5 +1,5 @@
 // The layers of a transformer as forward/backward pairs (llm.c style), shared by the Llama and
-// GPT-2 training code (llama_train.cpp, gpt2_train.cpp, train_model.cpp).
+// GPT-2 training code (train/family/*/*_cpu_train.cpp, train_model.cpp).
 //
 // Dimension letters, used in every shape comment of src/train:
 //   B  batch (sequences)         T  time (tokens per sequence)       N = B·T rows of activations

@@ -9,6 +9,7 @@
 
 #include "base/file.h"
 #include "base/json_error.h"
+#include "model/family/family.h"
 
 namespace orion::train {
 namespace fs = std::filesystem;
@@ -105,9 +106,8 @@ ModelConfig config_from_json(const nlohmann::json& j, const std::string& source)
   if (!j.is_object()) throw_input_error(source, "expected a JSON object with the model's dimensions", "config");
   ModelConfig c;
   const std::string arch = field<std::string>(j, "arch", source, "config");
-  if (arch == "llama") c.arch = Arch::Llama;
-  else if (arch == "gpt2") c.arch = Arch::GPT2;
-  else throw_input_error(source, fmt::format("unknown arch '{}'", arch), "config.arch", -1, "use llama or gpt2");
+  if (const ModelFamily* f = find_model_family(arch)) c.arch = f->id();
+  else throw_input_error(source, fmt::format("unknown arch '{}'", arch), "config.arch", -1, "use one of: " + model_family_names());
   c.dim = field<int>(j, "dim", source, "config");
   if (!j.contains("hidden_dim") && (c.dim <= 0 || c.dim > (1 << 28)))  // 4·dim must fit an int (fuzz_train_config)
     throw_input_error(source, fmt::format("dim {} is out of range", c.dim), "config.dim", -1, "a positive size below 2^28");

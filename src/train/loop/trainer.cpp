@@ -16,6 +16,7 @@
 #include "data/rng.h"
 #include "data/token_dataset.h"
 #include "infer/generate.h"
+#include "model/family/family.h"
 #include "model/io/model_io.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/transformer.h"
@@ -134,7 +135,7 @@ std::string Trainer::save() {
 
 std::string Trainer::export_model(const std::string& path_or_empty) {
   const Arch arch = params_->config().arch;
-  std::string fmt_name = opt_.export_format.empty() ? (arch == Arch::GPT2 ? "llmc" : "llama2c") : opt_.export_format;
+  std::string fmt_name = opt_.export_format.empty() ? format_name(model_family(arch).bin_format().value_or(ModelFormat::Safetensors)) : opt_.export_format;
   if (fmt_name == "none") return "";
   auto format = parse_format(fmt_name);
   if (!format)

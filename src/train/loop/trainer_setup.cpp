@@ -11,6 +11,7 @@
 #include "data/prepare.h"
 #include "data/rng.h"
 #include "data/token_dataset.h"
+#include "model/family/family.h"
 #include "model/io/model_io.h"
 #include "model/tokenizer/tokenizer.h"
 #include "train/dist/data_parallel.h"
@@ -177,7 +178,7 @@ void Trainer::setup_model(const Checkpoint* resumed) {
       if (opt_.progress)
         std::fprintf(stderr, "train: vocabulary %d → %d to match the tokenizer\n", c.vocab_size, tokenizer_->vocab_size());
       c.vocab_size = tokenizer_->vocab_size();
-      c.padded_vocab = c.arch == Arch::GPT2 ? (c.vocab_size + 63) / 64 * 64 : c.vocab_size;
+      c.padded_vocab = model_family(c.arch).padded_vocab(c.vocab_size);
     }
     c.validate(opt_.config);
     params_ = std::make_unique<Params>(c);

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "model/family/family.h"
 
 namespace orion::train {
 namespace {
@@ -16,7 +17,7 @@ struct LayerSlot {
   const char* name;
   Tensor LayerWeights::*weight;
   float* LayerParams::*param;
-  bool gpt2_only, llama_only;
+  bool bias, gate;  // present only with biases / a gated FFN (model/family/family.h Anatomy)
   char rows, cols;  // 'C' dim, 'Q' NH·HS, 'K' NKV·HS, 'H' hidden; cols 0 for a vector
 };
 
@@ -44,7 +45,7 @@ constexpr LayerSlot kLayerSlots[] = {
 // in buffer order. w and p may be null (then a dummy slot is passed).
 template <typename F>
 void for_each_tensor(const ModelConfig& c, ModelWeights* w, ParamBuffer* p, F&& f) {
-  const bool gpt2 = c.arch == Arch::GPT2;
+  const Anatomy a = model_family(c.arch).anatomy();
   Tensor dummy_t;
   float* dummy_p = nullptr;
   auto dim = [&](char d) -> int64_t {
@@ -60,17 +61,17 @@ void for_each_tensor(const ModelConfig& c, ModelWeights* w, ParamBuffer* p, F&& 
     f(std::string(name), std::move(shape), w ? w->*wt : dummy_t, p ? p->*pp : dummy_p);
   };
   top("tok_emb", {c.padded_vocab, c.dim}, &ModelWeights::tok_emb, &ParamBuffer::tok_emb);
-  if (gpt2) top("pos_emb", {c.seq_len, c.dim}, &ModelWeights::pos_emb, &ParamBuffer::pos_emb);
+  if (a.positions == Positions::Learned) top("pos_emb", {c.seq_len, c.dim}, &ModelWeights::pos_emb, &ParamBuffer::pos_emb);
   for (int l = 0; l < c.n_layers; l++)
     for (const LayerSlot& s : kLayerSlots) {
-      if ((s.gpt2_only && !gpt2) || (s.llama_only && gpt2)) continue;
+      if ((s.bias && !a.biases) || (s.gate && !a.gated_ffn)) continue;
       std::vector<int64_t> shape = s.cols ? std::vector<int64_t>{dim(s.rows), dim(s.cols)}
                                           : std::vector<int64_t>{dim(s.rows)};
       f(fmt::format("layers.{}.{}", l, s.name), std::move(shape), w ? w->layers[size_t(l)].*s.weight : dummy_t,
         p ? p->layers[size_t(l)].*s.param : dummy_p);
     }
   top("final_norm", {c.dim}, &ModelWeights::final_norm, &ParamBuffer::final_norm);
-  if (gpt2) top("final_norm_b", {c.dim}, &ModelWeights::final_norm_b, &ParamBuffer::final_norm_b);
+  if (a.norm == NormKind::LayerNorm) top("final_norm_b", {c.dim}, &ModelWeights::final_norm_b, &ParamBuffer::final_norm_b);
   if (!c.tied_embeddings)
     top("classifier", {c.vocab_size, c.dim}, &ModelWeights::classifier, &ParamBuffer::classifier);
 }
@@ -213,7 +214,9 @@ void init_params(Params& p, uint64_t seed) {
       std::fill_n(x, t.numel, gain ? 1.0f : 0.0f);
       continue;
     }
-    const bool residual = ends_with(t.name, ".wo") || ends_with(t.name, c.arch == Arch::GPT2 ? ".w2" : ".w3");
+    // The scaled-down init: wo and one FFN projection (w2 without a gate, w3 with one).
+    const bool gated = model_family(c.arch).anatomy().gated_ffn;
+    const bool residual = ends_with(t.name, ".wo") || ends_with(t.name, gated ? ".w3" : ".w2");
     const float std = residual ? residual_std : 0.02f;
     for (size_t i = 0; i < t.numel; i++) x[i] = std * normal(rng);
   }

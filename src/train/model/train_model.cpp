@@ -1,7 +1,7 @@
 // The whole model for training: embedding → L blocks (through a BlockRunner) → final norm →
-// classifier → cross-entropy, and the backward in reverse. The blocks are the architecture's own
-// files (llama_train.cpp, gpt2_train.cpp); what differs here is small: GPT-2 adds learned
-// positions at the input and uses LayerNorm at the end, Llama RMSNorm.
+// classifier → cross-entropy, and the backward in reverse. The blocks are the family's own files
+// (train/family/<name>/); what differs here follows the family's anatomy (model/family/family.h):
+// learned positions added at the input or not, LayerNorm or RMSNorm at the end.
 //
 //   x0 = tok_emb[tokens] (+ pos_emb[t])             [N, C]      residual stream, N = B·T
 //   x_{l+1} = block_l(x_l)                          [N, C]      l = 0 .. L−1
@@ -12,17 +12,15 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "model/family/family.h"
 #include "train/cpu/layers.h"
+#include "train/family/training_family.h"
 #include "train/model/trainer_api.h"
 
 namespace orion::train {
 
 std::unique_ptr<BlockRunner> make_cpu_blocks(const Params& params, Grads* grads, int B, int T) {
-  switch (params.config().arch) {
-    case Arch::Llama: return make_llama_cpu_blocks(params, grads, B, T);
-    case Arch::GPT2: return make_gpt2_cpu_blocks(params, grads, B, T);
-  }
-  return nullptr;
+  return training_family(params.config().arch).cpu_blocks(params, grads, B, T);
 }
 
 TrainModel::TrainModel(const Params& params, Grads* grads, int B, int T) : p_(params), g_(grads), B_(B), T_(T) {
@@ -74,11 +72,12 @@ float TrainModel::forward(const int* tokens, const int* targets, int B, int T) {
     std::fill_n(targets_.data(), N, -1);
   auto res = [&](int l) { return residual_.data() + size_t(l) * N * C; };  // x_l [N, C]
 
-  // x0 = token embedding (+ learned position for GPT-2)
-  encoder_forward(res(0), tokens_.data(), p_.tok_emb, c.arch == Arch::GPT2 ? p_.pos_emb : (const float*)nullptr, B, T,
-                  C);
+  const Anatomy anatomy = model_family(c.arch).anatomy();
+  // x0 = token embedding (+ learned position)
+  const bool learned = anatomy.positions == Positions::Learned;
+  encoder_forward(res(0), tokens_.data(), p_.tok_emb, learned ? p_.pos_emb : (const float*)nullptr, B, T, C);
   for (int l = 0; l < L; l++) blocks_->forward_block(l, res(l), res(l + 1), B, T);
-  if (c.arch == Arch::Llama)
+  if (anatomy.norm == NormKind::RMSNorm)
     rmsnorm_forward(xf_.data(), frstd_.data(), res(L), p_.final_norm, N, C, c.norm_eps);
   else
     layernorm_forward(xf_.data(), fmean_.data(), frstd_.data(), res(L), p_.final_norm, p_.final_norm_b, N, C,
@@ -112,7 +111,8 @@ void TrainModel::backward(float scale) {
   float* dx = dres_[0].data();  // ∂loss/∂x_L, then walking down the layers
   float* dx_next = dres_[1].data();
   std::fill_n(dx, size_t(N) * C, 0.0f);
-  if (c.arch == Arch::Llama)
+  const Anatomy anatomy = model_family(c.arch).anatomy();
+  if (anatomy.norm == NormKind::RMSNorm)
     rmsnorm_backward(dx, g_->final_norm, dxf_.data(), res(L), p_.final_norm, frstd_.data(), N, C);
   else
     layernorm_backward(dx, g_->final_norm, g_->final_norm_b, dxf_.data(), res(L), p_.final_norm, fmean_.data(),
@@ -121,7 +121,8 @@ void TrainModel::backward(float scale) {
     blocks_->backward_block(l, res(l), dx, dx_next, B, T);  // ∂loss/∂x_l from ∂loss/∂x_{l+1}
     std::swap(dx, dx_next);
   }
-  if (!frozen_) encoder_backward(g_->tok_emb, c.arch == Arch::GPT2 ? g_->pos_emb : (float*)nullptr, dx, tokens_.data(), B, T, C);
+  const bool learned = anatomy.positions == Positions::Learned;
+  if (!frozen_) encoder_backward(g_->tok_emb, learned ? g_->pos_emb : (float*)nullptr, dx, tokens_.data(), B, T, C);
 }
 
 }  // namespace orion::train

@@ -23,7 +23,7 @@
 //   forward_block(l, x, y)    y = block_l(x),   x, y [B, T, C]; keeps what its backward needs
 //   backward_block(l, x, dy, dx)  dx = ∂loss/∂x from dy = ∂loss/∂y, and accumulates layer l's weight
 //                             gradients into grads.layers[l]
-// The CPU runners (llama_train.cpp, gpt2_train.cpp) compute everything in fp32. An ANE runner
+// The CPU runners (train/family/<name>/<name>_cpu_train.cpp) compute everything in fp32. An ANE runner
 // replaces them through set_blocks(): it runs the block's forward and input-gradient kernels on the
 // ANE and must still add the weight gradients (dW = dYᵀ·X, on the CPU) into grads — the loop,
 // the optimiser and the checkpoints do not change.
@@ -84,9 +84,8 @@ class BlockRunner {
 
 // The CPU runner of the parameters' architecture, sized for up to B×T tokens. grads may be null
 // (forward only: evaluation).
+// (The family's runner: train/family/training_family.h.)
 std::unique_ptr<BlockRunner> make_cpu_blocks(const Params& params, Grads* grads, int B, int T);
-std::unique_ptr<BlockRunner> make_llama_cpu_blocks(const Params& params, Grads* grads, int B, int T);
-std::unique_ptr<BlockRunner> make_gpt2_cpu_blocks(const Params& params, Grads* grads, int B, int T);
 
 class TrainModel {
  public:

@@ -1,6 +1,6 @@
 // Training a GPT-2 transformer block on the CPU: forward and backward, fp32 (llm.c's model).
 //
-// One block, for N = B·T tokens (model/gpt2.cpp computes the same function for inference):
+// One block, for N = B·T tokens (model/family/gpt2/gpt2_block.cpp computes the same function for inference):
 //
 //   ln1 = layernorm(x) ⊙ attn_norm + attn_norm_b                 [N, C]
 //   q = ln1·wqᵀ + bq,  k = ln1·wkᵀ + bk,  v = ln1·wvᵀ + bv        [N, C]  (NKV = NH: no GQA)
@@ -18,7 +18,7 @@
 
 #include "base/error.h"
 #include "train/cpu/layers.h"
-#include "train/model/trainer_api.h"
+#include "train/family/gpt2/gpt2_training.h"
 
 namespace orion::train {
 namespace {

@@ -1,8 +1,8 @@
-// Stories (Llama) training kernels, one layer: the forward halves of a block and the input
+// Llama training kernels, one layer: the forward halves of a block and the input
 // gradients of each, as DESIGN.md §3 splits a training step (the CPU adds the residuals, computes
 // every weight gradient dW = dY·Xᵀ from the saved activations, and runs AdamW).
 //
-// Forward of one block (model/llama.cpp), positions 0..S−1:
+// Forward of one block (llama_block.cpp), positions 0..S−1:
 //   xnorm = rmsnorm(x)⊙attn_norm;  q = rope(Wq·xnorm), k = rope(Wk·xnorm), v = Wv·xnorm
 //   probs = softmax(qᵀk/√HS + mask);  att = v·probsᵀ;  o = Wo·att          x ← x + o
 //   xnorm2 = rmsnorm(x)⊙ffn_norm;  h1 = W1·xnorm2, h3 = W3·xnorm2;  gate = silu(h1)⊙h3;
@@ -24,20 +24,20 @@
 
 namespace orion::frontends {
 
-ir::Graph stories_fwd_attn(const ModelWeights& w, int layer, int S, KernelOptions opt) {
-  check_kernel_args(w, layer, S, "stories_fwd_attn", "llama");
-  KernelBuilder b("stories_fwd_attn", opt.dtype);
+ir::Graph llama_fwd_attn(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "llama_fwd_attn", "llama");
+  KernelBuilder b("llama_fwd_attn", opt.dtype);
   Value x = b.act("x", w.config.dim, S);  // [1, C, 1, S]
   AttentionParts p = attention_sublayer(b, w, layer, x);
   for (Value v : {p.o, p.q, p.k, p.v, p.att, p.xnorm}) b.output(v);
   return std::move(b.g);
 }
 
-ir::Graph stories_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions opt) {
-  check_kernel_args(w, layer, S, "stories_fwd_ffn", "llama");
+ir::Graph llama_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "llama_fwd_ffn", "llama");
   const ModelConfig& c = w.config;
   const LayerWeights& l = w.layers[size_t(layer)];
-  KernelBuilder b("stories_fwd_ffn", opt.dtype);
+  KernelBuilder b("llama_fwd_ffn", opt.dtype);
   Value x = b.act("x", c.dim, S);
   Value xn = b.rmsnorm(x, "ffn_norm", l.ffn_norm, c.norm_eps, "xnorm");  // [1, C, 1, S]
   Value h1 = b.linear(xn, "w1", l.w1, {}, "h1");                          // gate branch [1, H, 1, S]
@@ -48,11 +48,11 @@ ir::Graph stories_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions
   return std::move(b.g);
 }
 
-ir::Graph stories_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt) {
-  check_kernel_args(w, layer, S, "stories_ffn_bwd", "llama");
+ir::Graph llama_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "llama_ffn_bwd", "llama");
   const ModelConfig& c = w.config;
   const LayerWeights& l = w.layers[size_t(layer)];
-  KernelBuilder b("stories_ffn_bwd", opt.dtype);
+  KernelBuilder b("llama_ffn_bwd", opt.dtype);
   Value dy = b.act("dy", c.dim, S);
   Value x = b.act("x", c.dim, S);
   Value h1 = b.act("h1", c.hidden_dim, S);
@@ -73,12 +73,12 @@ ir::Graph stories_ffn_bwd(const ModelWeights& w, int layer, int S, KernelOptions
   return std::move(b.g);
 }
 
-ir::Graph stories_sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptions opt) {
-  check_kernel_args(w, layer, S, "stories_sdpa_bwd1", nullptr);  // either family (no RoPE here)
+ir::Graph sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "sdpa_bwd1", nullptr);  // either family (no RoPE here)
   const ModelConfig& c = w.config;
   const LayerWeights& l = w.layers[size_t(layer)];
   const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
-  KernelBuilder b("stories_sdpa_bwd1", opt.dtype);
+  KernelBuilder b("sdpa_bwd1", opt.dtype);
   Value dy = b.act("dy", c.dim, S);  // gradient of o
   Value q = b.act("q", NH * HS, S), k = b.act("k", c.kv_dim(), S), v = b.act("v", c.kv_dim(), S);
   Value k4 = b.repeat_kv(b.heads(k, NKV, HS), G), v4 = b.repeat_kv(b.heads(v, NKV, HS), G);  // [1, NH, HS, S]
@@ -99,10 +99,10 @@ ir::Graph stories_sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptio
   return std::move(b.g);
 }
 
-ir::Graph stories_sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt) {
-  if (S < 1) throw_usage_error(fmt::format("kernel stories_sdpa_bwd2: sequence length {} must be at least 1", S), "seq");
+ir::Graph sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt) {
+  if (S < 1) throw_usage_error(fmt::format("kernel sdpa_bwd2: sequence length {} must be at least 1", S), "seq");
   const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
-  KernelBuilder b("stories_sdpa_bwd2", opt.dtype);
+  KernelBuilder b("sdpa_bwd2", opt.dtype);
   // probs, dprobs arrive as [1, NH·S, 1, S] (sdpa_bwd1's outputs) and are viewed as [1, NH, S, S].
   Value probs = b.reshape(b.act("probs", NH * S, S), {1, NH, S, S});
   Value dprobs = b.reshape(b.act("dprobs", NH * S, S), {1, NH, S, S});
@@ -122,7 +122,7 @@ ir::Graph stories_sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt) {
   return std::move(b.g);
 }
 
-void stories_qkv_backward(KernelBuilder& b, const ModelWeights& w, int layer, int S, const QVAdapters* lora) {
+void llama_qkv_backward(KernelBuilder& b, const ModelWeights& w, int layer, int S, const QVAdapters* lora) {
   const ModelConfig& c = w.config;
   const LayerWeights& l = w.layers[size_t(layer)];
   const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim();
@@ -143,10 +143,10 @@ void stories_qkv_backward(KernelBuilder& b, const ModelWeights& w, int layer, in
   for (Value v : {dx, dxn, dq_lin, dk_lin}) b.output(v);
 }
 
-ir::Graph stories_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt) {
-  check_kernel_args(w, layer, S, "stories_qkv_bwd", "llama");
-  KernelBuilder b("stories_qkv_bwd", opt.dtype);
-  stories_qkv_backward(b, w, layer, S);
+ir::Graph llama_qkv_bwd(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "llama_qkv_bwd", "llama");
+  KernelBuilder b("llama_qkv_bwd", opt.dtype);
+  llama_qkv_backward(b, w, layer, S);
   return std::move(b.g);
 }
 

@@ -9,7 +9,7 @@
 //   xb = layernorm(x) ⊙ ln2_w + ln2_b
 //   x += w2·gelu(w1·xb + b1) + b2        (hidden H = 4C; GELU in its tanh form)
 // A LoRA adapter (lora) adds s·B·(A·in) right after each adapted projection (bias included).
-#include "model/transformer.h"
+#include "model/family/gpt2/gpt2.h"
 #include "runtime/cpu/kernels.h"
 
 namespace orion {

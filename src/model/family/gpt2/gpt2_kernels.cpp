@@ -1,10 +1,9 @@
-// GPT-2 inference kernels (pre-norm blocks, as model/gpt2.cpp):
+// GPT-2 inference kernels (pre-norm blocks, as gpt2_block.cpp):
 //
 //   prefill_attn   x → y = x + Wo·attn(ln1(x)) + bo, and k, v for the cache
 //   prefill_ffn    x → y = x + W2·gelu(W1·ln2(x) + b1) + b2
 //   decode_qkv     x → q, k, v of the new token (column 0); the CPU attends over its cache
 //   decode_ffn     x, att → h = x + Wo·att + bo;  y = h + ffn(h)
-//   final_norm     x → ln_f(x)   (either family)
 //
 // Every activation is [1, C, 1, S]; the letters are those of frontends.h.
 #include "base/error.h"
@@ -70,18 +69,6 @@ ir::Graph gpt2_decode_ffn(const ModelWeights& w, int layer, int S, KernelOptions
   Value att = b.act("att", c.dim, S);  // softmax(q·Kᵀ/√HS)·V from the CPU, before Wo
   Value h = b.add(x, b.linear(att, "wo", l.wo, l.bo, "o"), "h");  // h = x + Wo·att + bo
   b.output(gpt2_ffn(b, w, layer, h));
-  return std::move(b.g);
-}
-
-ir::Graph final_norm(const ModelWeights& w, int S, KernelOptions opt) {
-  check_kernel_args(w, 0, S, "final_norm", nullptr);
-  const ModelConfig& c = w.config;
-  KernelBuilder b("final_norm", opt.dtype);
-  Value x = b.act("x", c.dim, S);
-  if (c.arch == Arch::GPT2)
-    b.output(b.layernorm(x, "ln_f", w.final_norm, w.final_norm_b, c.norm_eps, "y"));
-  else
-    b.output(b.rmsnorm(x, "norm_f", w.final_norm, c.norm_eps, "y"));
   return std::move(b.g);
 }
 

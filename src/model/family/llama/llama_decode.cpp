@@ -25,7 +25,7 @@
 #include <cmath>
 #include <vector>
 
-#include "model/transformer.h"
+#include "model/family/llama/llama.h"
 #include "runtime/cpu/kernels.h"
 
 namespace orion {

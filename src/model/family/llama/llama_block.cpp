@@ -10,7 +10,7 @@
 //   xb = rmsnorm(x) ⊙ ffn_norm
 //   x += w2·(silu(w1·xb) ⊙ w3·xb)                                 (SwiGLU, hidden H)
 // A LoRA adapter (lora) adds s·B·(A·in) right after each adapted projection, before RoPE / SwiGLU.
-#include "model/transformer.h"
+#include "model/family/llama/llama.h"
 #include "runtime/cpu/kernels.h"
 
 namespace orion {

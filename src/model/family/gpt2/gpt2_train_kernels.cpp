@@ -1,16 +1,16 @@
 // GPT-2 training kernels, one layer: the forward halves of a block and their input gradients, the
-// GPT-2 counterparts of stories_train_kernels.cpp (the CPU adds the residuals and computes every
+// GPT-2 counterparts of llama_train_kernels.cpp (the CPU adds the residuals and computes every
 // weight and bias gradient from the saved activations). The attention backward is the family-free
-// stories_sdpa_bwd1 / stories_sdpa_bwd2 pair: GPT-2 has no RoPE, and Wo's bias does not enter dx.
+// sdpa_bwd1 / sdpa_bwd2 pair: GPT-2 has no RoPE, and Wo's bias does not enter dx.
 //
-// Forward of one block (model/gpt2.cpp), positions 0..S−1:
+// Forward of one block (gpt2_block.cpp), positions 0..S−1:
 //   xnorm = layernorm(x)⊙ln1_w + ln1_b;  q = Wq·xnorm + bq, k, v likewise
 //   probs = softmax(qᵀk/√HS + mask);  att = v·probsᵀ;  o = Wo·att + bo        x ← x + o
 //   xnorm2 = layernorm(x)⊙ln2_w + ln2_b;  fc = W1·xnorm2 + b1;  a = gelu(fc);
 //   y = W2·a + b2                                                             x ← x + y
 // Backward (d<name> is ∂loss/∂<name>):
 //   ffn_bwd:  da = W2ᵀ·dy;  dfc = da⊙gelu'(fc);  dxnorm2 = W1ᵀ·dfc;  dx = layernorm_backward(dxnorm2)
-//   sdpa_bwd1, sdpa_bwd2 (shared with Stories): dv, dq, dk from do
+//   sdpa_bwd1, sdpa_bwd2 (shared with Llama): dv, dq, dk from do
 //   qkv_bwd:  dxnorm = Wqᵀ·dq + Wkᵀ·dk + Wvᵀ·dv;  dx = layernorm_backward(dxnorm)
 // The biases add constants (C4: a separate add, never a conv bias) and drop out of every input
 // gradient; their gradients are the CPU's column sums of dq, dk, dv, do, dfc, dy.

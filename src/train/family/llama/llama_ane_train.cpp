@@ -1,6 +1,6 @@
 // A Llama ("stories") block trained through ANE programs: the Stories training kernels
-// (stories_train_kernels.cpp) compute the forward and the input gradients, the CPU adds the
-// residuals and computes every weight gradient. The math is llama_train.cpp's, split as follows
+// (llama_train_kernels.cpp) compute the forward and the input gradients, the CPU adds the
+// residuals and computes every weight gradient. The math is llama_cpu_train.cpp's, split as follows
 // for one sequence of T tokens (x [T, C] rows on the CPU, [1, C, 1, S] on the ANE):
 //
 //   ANE fwd_attn(x)      → o = Wo·att, q, k (after RoPE), v, att, xn1 = rmsnorm(x)⊙attn_norm
@@ -30,6 +30,7 @@
 #include "model/frontends/frontends.h"
 #include "model/frontends/lora_frontends.h"
 #include "train/ane/ane_blocks_impl.h"
+#include "train/family/llama/llama_training.h"
 #include "train/cpu/layers.h"
 
 namespace orion::train::ane {

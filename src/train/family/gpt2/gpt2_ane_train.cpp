@@ -1,6 +1,6 @@
 // A GPT-2 block trained through ANE programs (gpt2_train_kernels.cpp + the shared attention
 // backward), the CPU adding the residuals and computing every weight and bias gradient. The math
-// is gpt2_train.cpp's, split for one sequence of T tokens:
+// is gpt2_cpu_train.cpp's, split for one sequence of T tokens:
 //
 //   ANE fwd_attn(x)      → o = Wo·att + bo, q, k, v, att, xn1 = ln1(x)
 //   CPU x1 = x + o
@@ -28,6 +28,7 @@
 #include "model/frontends/frontends.h"
 #include "model/frontends/lora_frontends.h"
 #include "train/ane/ane_blocks_impl.h"
+#include "train/family/gpt2/gpt2_training.h"
 #include "train/cpu/layers.h"
 
 namespace orion::train::ane {

@@ -1,6 +1,6 @@
 // Training a Llama-family ("stories") transformer block on the CPU: forward and backward, fp32.
 //
-// One block, for N = B·T tokens (model/llama.cpp computes the same function for inference):
+// One block, for N = B·T tokens (model/family/llama/llama_block.cpp computes the same function for inference):
 //
 //   xn1 = rmsnorm(x) ⊙ attn_norm                                 [N, C]
 //   q = xn1·wqᵀ [N, NH·HS],  k = xn1·wkᵀ, v = xn1·wvᵀ [N, NKV·HS]
@@ -19,7 +19,7 @@
 
 #include "base/error.h"
 #include "train/cpu/layers.h"
-#include "train/model/trainer_api.h"
+#include "train/family/llama/llama_training.h"
 
 namespace orion::train {
 namespace {
