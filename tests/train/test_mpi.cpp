@@ -354,6 +354,28 @@ TEST(mpi_lora, two_ranks_match_one_rank_with_twice_the_batch) {
   EXPECT_EQ(checkpoints, 2u) << "rank 0 alone writes checkpoints (3, 6)";
 }
 
+// With gradient accumulation (the same loop as orion train): 2 ranks × 2 rows × 2 micro-batches
+// give the losses and the adapter of 1 rank × 4 rows × 2 micro-batches.
+TEST(mpi_lora, two_ranks_with_accum_match_one_rank_with_twice_the_batch) {
+  SKIP_WITHOUT_MPI();
+  const std::string dir = test::temp_dir(), base = lora_base(dir);
+  std::string one_log, two_log;
+  ASSERT_EQ(shell(fmt::format("{} {} --accum 2", ORION_BINARY, lora_args(base, dir + "/one", 4, 4)), &one_log), 0) << one_log;
+  ASSERT_EQ(shell(fmt::format("{} {} {} --accum 2", mpirun(2), ORION_BINARY, lora_args(base, dir + "/two", 2, 4)), &two_log), 0)
+      << two_log;
+  const auto one = lora_losses(one_log), two = lora_losses(two_log);
+  ASSERT_EQ(one.size(), 4u) << one_log;
+  ASSERT_EQ(two.size(), 4u) << two_log;
+  for (size_t s = 0; s < one.size(); ++s)
+    EXPECT_LE(rel(two[s].loss, one[s].loss), 1e-5) << "step " << s + 1 << ": " << two[s].loss << " vs " << one[s].loss;
+  const std::vector<float> a = adapter_floats(dir + "/one", base), b = adapter_floats(dir + "/two", base);
+  ASSERT_EQ(a.size(), b.size());
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    max_diff = std::max(max_diff, double(std::fabs(a[i] - b[i]))), max_abs = std::max(max_abs, double(std::fabs(a[i])));
+  EXPECT_LE(max_diff, 1e-4 * max_abs);
+}
+
 TEST(mpi_lora, resumed_two_rank_run_continues_bit_for_bit) {
   SKIP_WITHOUT_MPI();
   const std::string dir = test::temp_dir(), base = lora_base(dir);
