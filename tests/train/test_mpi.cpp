@@ -470,6 +470,34 @@ TEST(mpi_train, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
   EXPECT_EQ(read_metrics(run).size(), size_t(step)) << "rank 0 logged every step up to the checkpoint";
 }
 
+// The same clean stop for LoRA (one training loop): every rank stops after the same step, rank 0
+// writes the adapter's checkpoint of that step, and no adapter is exported before the run is done.
+TEST(mpi_lora, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
+  SKIP_WITHOUT_MPI();
+  const std::string dir = test::temp_dir(), base = lora_base(dir), run = dir + "/stopped", log = dir + "/mpirun.log";
+  const std::string cmd = fmt::format("{} {} {} >{} 2>&1 </dev/null; echo $? >{}/rc", mpirun(2), ORION_BINARY,
+                                      lora_args(base, run, 2, 20000), log, dir);
+  std::thread runner([&] { std::system(cmd.c_str()); });
+  pid_t launcher = 0;
+  for (int i = 0; i < 6000 && !launcher && !fs::exists(dir + "/rc"); ++i) {  // mpirun's pid, once a few steps are done
+    if (fs::exists(run + "/metrics.jsonl") && read_metrics(run).size() >= 5)
+      for (const auto& e : fs::directory_iterator("/proc")) {
+        const std::string cmdline = slurp(e.path().string() + "/cmdline");
+        if (cmdline.rfind("mpirun", 0) == 0 && cmdline.find(run) != std::string::npos) launcher = pid_t(std::stol(e.path().filename().string()));
+      }
+    if (!launcher) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (launcher) kill(launcher, SIGUSR1);
+  runner.join();
+  ASSERT_NE(launcher, 0) << slurp(log);
+  EXPECT_EQ(slurp(dir + "/rc"), "0\n") << slurp(log);
+  const size_t steps = read_metrics(run).size();
+  EXPECT_GE(steps, 5u);
+  EXPECT_LT(steps, 20000u);
+  EXPECT_TRUE(fs::exists(run + fmt::format("/checkpoints/lora_{:08d}.olora", steps))) << "the checkpoint of the last logged step";
+  EXPECT_FALSE(fs::exists(run + "/adapter.olora"));
+}
+
 TEST(mpi_train, ranks_with_different_options_stop_with_a_clear_message) {
   SKIP_WITHOUT_MPI();
   const std::string dir = test::temp_dir();

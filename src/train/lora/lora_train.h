@@ -27,9 +27,9 @@
 // into the programs once and A, B are program inputs (make_lora_ane_blocks, ane_blocks.h) — the
 // working parameters stay the base bit for bit, nothing is merged, and the compile count is constant
 // for the whole run; dA, dB come from the ANE's xnorm and dq (before RoPE), dv, on the CPU. Other
-// targets run #6's ANE runner on the merged W' (streamed as weights-as-inputs after every step).
+// targets run the plain ANE runner on the merged W' (streamed as weights-as-inputs after every step).
 //
-// Data parallel (dist/communicator.h, docs/distributed.md) exactly as the general Trainer: under
+// Data parallel (dist/communicator.h, docs/distributed.md) by the same loop as full training: under
 // mpirun every rank holds the base and the adapter, reads its rows of each global batch (--batch is
 // per rank), and only the adapter's gradients are all-reduced — rank·in + out·rank floats per
 // adapted matrix, a few MB even for Stories110M, instead of the whole model's. Rank 0 alone
@@ -41,7 +41,9 @@
 #include "model/lora/lora.h"
 #include "train/ane/ane_blocks.h"
 #include "train/lora/lora_base16.h"
-#include "train/loop/trainer.h"
+#include "train/loop/train_options.h"
+#include "train/loop/training_loop.h"
+#include "train/model/trainer_api.h"
 
 namespace orion {
 struct LoraTrainingState;
