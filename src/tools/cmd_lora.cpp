@@ -92,7 +92,7 @@ void add_lora_command(CLI::App& app) {
                       .out = "output folder: the adapter, checkpoints/, metrics.jsonl, data/ (text data tokenized)",
                       .resume = "continue from the newest checkpoint of a folder or a lora_*.olora file (bare: --ckpt-dir, "
                                 "else OUT/checkpoints); the other flags must be the run's"});
-  tr->get_option("--data")->required();
+  tr->get_option("--data")->required()->default_str("");  // no default: the data to fine-tune on
   tr->get_option("--out")->capture_default_str();
   tr->callback([a, tr] {
     run_data_parallel(tr, a->train_flags.threads, [&](train::dist::Communicator& c) { run_lora_train(*a, tr, c); });

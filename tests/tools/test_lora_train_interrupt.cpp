@@ -17,7 +17,6 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "support.h"
 
@@ -25,20 +24,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int count_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) n += !line.empty();
-  return n;
-}
+using orion::test::count_lines;
+std::string slurp(const std::string& path) { return orion::test::read_text(path); }
 
 // A tiny base model with its tokenizer beside it (orion train, two steps).
 std::string base_model(const std::string& dir) {
@@ -60,16 +47,6 @@ std::string lora_flags(const std::string& base) {
          "--schedule constant --warmup 0 --eval-every 0 --checkpoint-every 0 --threads 1";
 }
 
-// (step, loss) of every line of a metrics.jsonl.
-std::vector<std::pair<int64_t, double>> jsonl_losses(const std::string& path) {
-  std::vector<std::pair<int64_t, double>> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    out.emplace_back(j.at("step").get<int64_t>(), j.at("loss").get<double>());
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -115,7 +92,7 @@ TEST(LoraTrainInterrupt, Sigusr1WritesACheckpointAndResumeIsBitIdentical) {
                                    nullptr, &err),
             0)
       << err;
-  const auto resumed = jsonl_losses(metrics), straight = jsonl_losses(dir + "/straight/metrics.jsonl");
+  const auto resumed = orion::test::run_losses(run), straight = orion::test::run_losses(dir + "/straight");
   ASSERT_EQ(resumed.size(), size_t(total)) << "the resumed run logs the new steps once";
   EXPECT_EQ(resumed, straight);
   EXPECT_EQ(slurp(run + "/adapter.olora"), slurp(dir + "/straight/adapter.olora"));

@@ -443,11 +443,12 @@ TEST(mpi_train, a_killed_rank_ends_the_run_and_the_last_checkpoint_resumes) {
 
 // mpirun forwards SIGUSR1 (not SIGINT) to the ranks: both stop after the same step and rank 0
 // writes a checkpoint of it.
-TEST(mpi_train, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
-  SKIP_WITHOUT_MPI();
-  const std::string dir = test::temp_dir(), run = dir + "/stopped", log = dir + "/mpirun.log";
-  const std::string cmd = fmt::format("{} {} {} >{} 2>&1 </dev/null; echo $? >{}/rc", mpirun(2), ORION_BINARY,
-                                      train_args(dir, run, 2, 3000), log, dir);
+namespace {
+// Runs `orion ARGS` under mpirun in the background and, once `run` has logged 5 steps, sends SIGUSR1
+// to mpirun (which forwards it to every rank). Returns mpirun's pid (0: never found) after the run
+// ended; its exit code is in dir/rc and its output in dir/mpirun.log.
+pid_t run_and_stop_with_sigusr1(const std::string& args, const std::string& dir, const std::string& run) {
+  const std::string cmd = fmt::format("{} {} {} >{}/mpirun.log 2>&1 </dev/null; echo $? >{}/rc", mpirun(2), ORION_BINARY, args, dir, dir);
   std::thread runner([&] { std::system(cmd.c_str()); });
   pid_t launcher = 0;
   for (int i = 0; i < 6000 && !launcher && !fs::exists(dir + "/rc"); ++i) {  // mpirun's pid, once a few steps are done
@@ -460,6 +461,14 @@ TEST(mpi_train, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
   }
   if (launcher) kill(launcher, SIGUSR1);
   runner.join();
+  return launcher;
+}
+}  // namespace
+
+TEST(mpi_train, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
+  SKIP_WITHOUT_MPI();
+  const std::string dir = test::temp_dir(), run = dir + "/stopped", log = dir + "/mpirun.log";
+  const pid_t launcher = run_and_stop_with_sigusr1(train_args(dir, run, 2, 3000), dir, run);
   ASSERT_NE(launcher, 0) << slurp(log);
   EXPECT_EQ(slurp(dir + "/rc"), "0\n") << slurp(log);
   const auto ckpts = list_checkpoints(run + "/checkpoints");
@@ -475,20 +484,7 @@ TEST(mpi_train, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
 TEST(mpi_lora, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
   SKIP_WITHOUT_MPI();
   const std::string dir = test::temp_dir(), base = lora_base(dir), run = dir + "/stopped", log = dir + "/mpirun.log";
-  const std::string cmd = fmt::format("{} {} {} >{} 2>&1 </dev/null; echo $? >{}/rc", mpirun(2), ORION_BINARY,
-                                      lora_args(base, run, 2, 20000), log, dir);
-  std::thread runner([&] { std::system(cmd.c_str()); });
-  pid_t launcher = 0;
-  for (int i = 0; i < 6000 && !launcher && !fs::exists(dir + "/rc"); ++i) {  // mpirun's pid, once a few steps are done
-    if (fs::exists(run + "/metrics.jsonl") && read_metrics(run).size() >= 5)
-      for (const auto& e : fs::directory_iterator("/proc")) {
-        const std::string cmdline = slurp(e.path().string() + "/cmdline");
-        if (cmdline.rfind("mpirun", 0) == 0 && cmdline.find(run) != std::string::npos) launcher = pid_t(std::stol(e.path().filename().string()));
-      }
-    if (!launcher) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (launcher) kill(launcher, SIGUSR1);
-  runner.join();
+  const pid_t launcher = run_and_stop_with_sigusr1(lora_args(base, run, 2, 20000), dir, run);
   ASSERT_NE(launcher, 0) << slurp(log);
   EXPECT_EQ(slurp(dir + "/rc"), "0\n") << slurp(log);
   const size_t steps = read_metrics(run).size();
