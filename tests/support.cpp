@@ -44,18 +44,26 @@ std::string temp_dir() {
   return buf.data();
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int count_lines(const std::string& path) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
 int run_orion(const std::string& args, std::string* out, std::string* err) {
   std::string dir = temp_dir();
   std::string cmd = std::string(ORION_BINARY) + " " + args + " >" + dir + "/out 2>" + dir + "/err </dev/null";
   int rc = std::system(cmd.c_str());
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  if (out) *out = slurp(dir + "/out");
-  if (err) *err = slurp(dir + "/err");
+  if (out) *out = read_text(dir + "/out");
+  if (err) *err = read_text(dir + "/err");
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
 }
 

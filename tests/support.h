@@ -11,6 +11,9 @@ std::string data_path(const std::string& rel);  // tests/testdata/<rel>
 std::string shared_path(const std::string& rel);
 // A fresh empty folder under the system temp dir, removed at process exit.
 std::string temp_dir();
+// A file's bytes ("" when it cannot be read), and its non-empty lines.
+std::string read_text(const std::string& path);
+int count_lines(const std::string& path);
 // Runs the orion binary with args (a shell-quoted string); returns the exit code and fills out/err.
 int run_orion(const std::string& args, std::string* out = nullptr, std::string* err = nullptr);
 

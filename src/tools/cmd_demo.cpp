@@ -15,6 +15,7 @@
 #include "model/transformer.h"
 #include "runtime/cpu/kernels.h"
 #include "tools/command.h"
+#include "tools/train_progress.h"
 #include "tools/options.h"
 #include "train/loop/trainer.h"
 
@@ -64,6 +65,7 @@ train::TrainOptions demo_training(const DemoArgs& a, const std::string& dir) {
   o.keep = 1;
   o.sample_tokens = 0;     // the demo tells its own story below
   o.out = dir;
+  o.on_progress = progress_printer(ProgressStyle::Train);  // the progress lines on stderr
   return o;
 }
 

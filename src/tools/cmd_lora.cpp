@@ -17,15 +17,17 @@ namespace fs = std::filesystem;
 
 struct LoraArgs {
   train::LoraTrainOptions train;
+  TrainingFlags train_flags;  // shared with orion train (options.h)
   std::string model, lora, out, to, format = "both";
   float scale = 1.0f;
   ThreadOptions threads;
   DTypeOption dtype;
 };
 
-void run_lora_train(LoraArgs& a, train::dist::Communicator& comm) {
-  a.threads.apply();
+void run_lora_train(LoraArgs& a, CLI::App* cmd, train::dist::Communicator& comm) {
   train::LoraTrainOptions& o = a.train;
+  a.train_flags.apply(o.train, ProgressStyle::Lora);
+  o.resume = cmd->count("--resume") > 0;  // bare: the newest checkpoint of --ckpt-dir (default OUT/checkpoints)
   if (!file_exists(o.model)) throw_input_error(o.model, "no such file or folder", {}, -1, "pass the base model (--model)");
   if (o.train.tokenizer.empty() && !fs::is_directory(o.train.data) && !o.train.data.ends_with(".bin"))
     o.train.tokenizer = find_tokenizer_beside(o.model);  // text data is tokenized with the base's tokenizer
@@ -73,39 +75,28 @@ void add_lora_command(CLI::App& app) {
       "train",
       "train a LoRA adapter on a frozen base model (CPU, or the ANE path with --backend).\n"
       "The adapter (A random, B = 0, so training starts from the base model exactly) learns the data; the base weights are "
-      "never changed. Checkpoints go to OUT/checkpoints (--resume continues); the adapter is written to OUT as "
+      "never changed. Checkpoints go to OUT/checkpoints (--resume continues bit for bit; Ctrl-C or SIGUSR1 writes one and stops); the adapter is written to OUT as "
       "adapter.olora and/or the Hugging Face PEFT files (adapter_model.safetensors + adapter_config.json).\n"
       "Data parallel: mpirun -np 2 orion lora train … (--batch is per rank; only the adapter's gradients are all-reduced).");
   tr->add_option("--model,-m", a->train.model, "base model (any format `orion generate` reads)")->required();
-  tr->add_option("--data", t.data, "a folder from `orion data prepare`, a token file, or text (files, folders, builtin:N) to tokenize")
-      ->required();
-  tr->add_option("--tokenizer", t.tokenizer, "tokenizer for text data (default: the one beside the model)");
   tr->add_option("--rank,-r", a->train.rank, "adapter rank r")->capture_default_str()->check(CLI::Range(1, 4096));
   tr->add_option("--alpha", a->train.alpha, "adapter alpha (the update is scaled by alpha/r)")->capture_default_str();
   tr->add_option("--targets", a->train.targets, "projections to adapt: q,k,v,o,w1 (gate),w2 (down),w3 (up) or all")->capture_default_str();
-  tr->add_option("--steps", t.steps, "optimisation steps")->capture_default_str()->check(CLI::Range(1, 1 << 30));
-  tr->add_option("--batch,-b", t.batch, "sequences per step")->capture_default_str()->check(CLI::Range(1, 4096));
-  tr->add_option("--seq", t.seq, "tokens per sequence")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  tr->add_option("--lr", t.lr, "peak learning rate")->capture_default_str();
-  tr->add_option("--schedule", t.schedule, "cosine or constant")->capture_default_str()->check(CLI::IsMember({"cosine", "constant"}));
-  tr->add_option("--warmup", t.warmup, "warmup steps (-1: 5% of the steps)")->capture_default_str();
-  tr->add_option("--weight-decay", t.weight_decay, "AdamW weight decay on A and B")->capture_default_str();
-  tr->add_option("--clip", t.clip, "global gradient-norm clipping (0: none)")->capture_default_str();
-  tr->add_option("--log-every", t.log_every, "progress line every N steps (0: about 20 lines)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  tr->add_option("--eval-every", t.eval_every, "validation every N steps (0: only at the end)")->capture_default_str();
-  tr->add_option("--checkpoint-every", t.checkpoint_every, "checkpoint every N steps (0: only at the end)")->capture_default_str();
-  tr->add_option("--out,-o", t.out, "output folder")->capture_default_str();
   tr->add_option("--format", a->train.format, "adapter files written at the end: orion, peft or both")
       ->capture_default_str()->check(CLI::IsMember({"orion", "peft", "both"}));
-  tr->add_flag("--resume", a->train.resume, "continue from the newest checkpoint in OUT/checkpoints");
-  tr->add_option("--seed", t.seed, "initialisation and data order")->capture_default_str();
-  tr->add_option("--backend", t.backend, "cpu, or the blocks as ANE programs on anesim (any machine) or ane (macOS)")
-      ->capture_default_str()->check(CLI::IsMember({"cpu", "anesim", "ane"}));
   tr->add_option("--base-dtype", a->train.base_dtype,
                  "keep the frozen base's block matrices in f16 or bf16 (half the memory; CPU backend), or f32")
       ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
-  a->threads.add(tr);
-  tr->callback([a, tr] { run_data_parallel(tr, a->threads, [&](train::dist::Communicator& c) { run_lora_train(*a, c); }); });
+  a->train_flags.add(tr, t,
+                     {.data = "a folder from `orion data prepare`, a token file, or text (files, folders, builtin:N) to tokenize",
+                      .out = "output folder: the adapter, checkpoints/, metrics.jsonl, data/ (text data tokenized)",
+                      .resume = "continue from the newest checkpoint of a folder or a lora_*.olora file (bare: --ckpt-dir, "
+                                "else OUT/checkpoints); the other flags must be the run's"});
+  tr->get_option("--data")->required()->default_str("");  // no default: the data to fine-tune on
+  tr->get_option("--out")->capture_default_str();
+  tr->callback([a, tr] {
+    run_data_parallel(tr, a->train_flags.threads, [&](train::dist::Communicator& c) { run_lora_train(*a, tr, c); });
+  });
 
   CLI::App* mg = lora->add_subcommand("merge", "fold an adapter into the base weights (W + s·B·A) and write a new model");
   mg->add_option("--model,-m", a->model, "base model")->required();

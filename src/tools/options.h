@@ -9,9 +9,11 @@
 
 #include "base/dtype.h"
 #include "infer/sampler.h"
+#include "tools/train_progress.h"
 
 namespace orion::train {
 struct AneTrainOptions;
+struct TrainOptions;
 }
 namespace orion::train::dist {
 class Communicator;
@@ -39,6 +41,23 @@ struct DTypeOption {
 void run_data_parallel(CLI::App* cmd, ThreadOptions& threads, const std::function<void(train::dist::Communicator&)>& body);
 
 void add_sampler_options(CLI::App* cmd, SamplerOptions& s);
+
+// The flags of a training run that `orion train` and `orion lora train` share, spelled and checked
+// the same way for both (train/loop/train_options.h): data, batches (--accum), optimiser and
+// schedule, guards, evaluation, checkpoints (--ckpt-dir, --keep, --resume, --stop-after), --metrics,
+// the backend with its ANE options, --no-progress and --threads. Each command adds its own flags.
+struct TrainingFlags {
+  ThreadOptions threads;
+  bool sequential = false, no_progress = false;
+  // The help of the flags whose meaning differs in detail between the commands.
+  struct Help {
+    std::string data, out, resume;
+  };
+  void add(CLI::App* cmd, train::TrainOptions& o, const Help& help);
+  // After parsing, on every rank: --threads, --sequential, and progress shown in `style` unless
+  // --no-progress.
+  void apply(train::TrainOptions& o, ProgressStyle style) const;
+};
 
 // The ANE path's training options both `orion train` and `orion bench train` take: --weight-update,
 // --chip, --overlap-dw.

@@ -27,20 +27,8 @@ std::string tiny_config(const std::string& dir) {
   return path;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int count_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) n += !line.empty();
-  return n;
-}
+using orion::test::count_lines;
+std::string slurp(const std::string& path) { return orion::test::read_text(path); }
 
 }  // namespace
 

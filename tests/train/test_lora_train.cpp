@@ -262,6 +262,77 @@ TEST(lora_train, ResumedRunEqualsAStraightRunBitForBit) {
   EXPECT_EQ(0, std::memcmp(a.adapter().data(), b.adapter().data(), a.adapter().size() * 4));
 }
 
+// Gradient accumulation: 2 micro-batches of B rows are one batch of 2B rows (the same rows — the
+// shuffle is over windows, whatever B), so the losses and the adapter agree up to float summation
+// order; and the loss of the 2-micro-batch step is not just its first micro-batch's.
+TEST(lora_train, AccumulatingTwoMicroBatchesEqualsTwiceTheBatch) {
+  const ModelConfig c = tiny(Arch::Llama);
+  Rig rig(c);
+  LoraTrainOptions twice = rig.options(4), accum = rig.options(4), half = rig.options(4);
+  twice.train.batch = 8, twice.train.out = rig.dir + "/twice";
+  accum.train.batch = 4, accum.train.accum = 2, accum.train.out = rig.dir + "/accum";
+  half.train.batch = 4, half.train.out = rig.dir + "/half";
+  LoraTrainer a(twice), b(accum), h(half);
+  for (int s = 0; s < 4; s++) {
+    const StepStats x = a.step(), y = b.step(), z = h.step();
+    EXPECT_NEAR(y.loss, x.loss, 1e-5 * x.loss) << "step " << s;
+    EXPECT_NEAR(y.grad_norm, x.grad_norm, 1e-4 * x.grad_norm + 1e-7) << "step " << s;
+    if (s == 0) EXPECT_NE(y.loss, z.loss) << "the accumulated step saw its second micro-batch";
+  }
+  double max_diff = 0, max_b = 0;
+  for (size_t i = 0; i < a.adapter().size(); ++i)
+    max_diff = std::max(max_diff, double(std::fabs(a.adapter().data()[i] - b.adapter().data()[i])));
+  for (const LoraTensor& t : a.adapter().tensors())
+    for (int64_t i = 0; i < t.out * a.adapter().rank(); ++i) max_b = std::max(max_b, double(std::fabs(a.adapter().B(t)[i])));
+  EXPECT_GT(max_b, 1e-3) << "the adapter learned something";
+  EXPECT_LE(max_diff, 1e-3 * max_b);
+}
+
+// run() with stop_after writes a checkpoint and stops; a resumed run() finishes the run with the
+// adapter and the logged losses of an uninterrupted one, bit for bit; the metrics log has one line
+// per step, the redone steps not twice.
+TEST(lora_train, StoppedAndResumedRunEqualsAStraightRunWithItsMetrics) {
+  const ModelConfig c = tiny(Arch::Llama);
+  Rig rig(c);
+  LoraTrainOptions straight = rig.options(6);
+  straight.train.out = rig.dir + "/straight", straight.train.eval_every = 2, straight.train.accum = 2;
+  LoraTrainer a(straight);
+  const TrainResult ra = a.run();
+  LoraTrainOptions stopped = straight;
+  stopped.train.out = rig.dir + "/stopped", stopped.train.stop_after = 4;
+  int events = 0;
+  stopped.train.progress = true;  // events, not lines: nothing is printed
+  stopped.train.on_progress = [&](const ProgressEvent& e) { events += e.kind == ProgressEvent::Kind::Step; };
+  {
+    LoraTrainer b(stopped);
+    const TrainResult rb = b.run();
+    EXPECT_EQ(rb.steps_done, 4);
+    EXPECT_EQ(rb.model, "") << "no adapter before the run is complete";
+    EXPECT_TRUE(fs::exists(rig.dir + "/stopped/checkpoints/lora_00000004.olora"));
+  }
+  EXPECT_EQ(events, 4) << "one Step event per step";
+  stopped.train.stop_after = 0, stopped.resume = true;
+  LoraTrainer b(stopped);
+  EXPECT_EQ(b.step_index(), 4);
+  const TrainResult rb = b.run();
+  EXPECT_EQ(rb.steps_done, 6);
+  EXPECT_EQ(ra.val_loss, rb.val_loss);
+  EXPECT_EQ(0, std::memcmp(a.adapter().data(), b.adapter().data(), a.adapter().size() * 4));
+  auto losses = [](const std::string& path) {
+    std::vector<std::pair<int64_t, double>> out;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line);
+      out.emplace_back(j.at("step").get<int64_t>(), j.at("loss").get<double>());
+    }
+    return out;
+  };
+  const auto la = losses(rig.dir + "/straight/metrics.jsonl"), lb = losses(rig.dir + "/stopped/metrics.jsonl");
+  ASSERT_EQ(la.size(), 6u);
+  EXPECT_EQ(la, lb);
+  EXPECT_TRUE(fs::exists(rig.dir + "/stopped/adapter.olora"));
+}
+
 // The ANE tests' model (test_anesim_train.cpp's, whose attention kernels meet C7 at T = 128) and
 // their options: one sequence of 128 tokens a step on `backend`.
 ModelConfig anesim_config(int n_kv_heads, Arch arch = Arch::Llama) {

@@ -354,6 +354,28 @@ TEST(mpi_lora, two_ranks_match_one_rank_with_twice_the_batch) {
   EXPECT_EQ(checkpoints, 2u) << "rank 0 alone writes checkpoints (3, 6)";
 }
 
+// With gradient accumulation (the same loop as orion train): 2 ranks × 2 rows × 2 micro-batches
+// give the losses and the adapter of 1 rank × 4 rows × 2 micro-batches.
+TEST(mpi_lora, two_ranks_with_accum_match_one_rank_with_twice_the_batch) {
+  SKIP_WITHOUT_MPI();
+  const std::string dir = test::temp_dir(), base = lora_base(dir);
+  std::string one_log, two_log;
+  ASSERT_EQ(shell(fmt::format("{} {} --accum 2", ORION_BINARY, lora_args(base, dir + "/one", 4, 4)), &one_log), 0) << one_log;
+  ASSERT_EQ(shell(fmt::format("{} {} {} --accum 2", mpirun(2), ORION_BINARY, lora_args(base, dir + "/two", 2, 4)), &two_log), 0)
+      << two_log;
+  const auto one = lora_losses(one_log), two = lora_losses(two_log);
+  ASSERT_EQ(one.size(), 4u) << one_log;
+  ASSERT_EQ(two.size(), 4u) << two_log;
+  for (size_t s = 0; s < one.size(); ++s)
+    EXPECT_LE(rel(two[s].loss, one[s].loss), 1e-5) << "step " << s + 1 << ": " << two[s].loss << " vs " << one[s].loss;
+  const std::vector<float> a = adapter_floats(dir + "/one", base), b = adapter_floats(dir + "/two", base);
+  ASSERT_EQ(a.size(), b.size());
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    max_diff = std::max(max_diff, double(std::fabs(a[i] - b[i]))), max_abs = std::max(max_abs, double(std::fabs(a[i])));
+  EXPECT_LE(max_diff, 1e-4 * max_abs);
+}
+
 TEST(mpi_lora, resumed_two_rank_run_continues_bit_for_bit) {
   SKIP_WITHOUT_MPI();
   const std::string dir = test::temp_dir(), base = lora_base(dir);
@@ -421,11 +443,12 @@ TEST(mpi_train, a_killed_rank_ends_the_run_and_the_last_checkpoint_resumes) {
 
 // mpirun forwards SIGUSR1 (not SIGINT) to the ranks: both stop after the same step and rank 0
 // writes a checkpoint of it.
-TEST(mpi_train, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
-  SKIP_WITHOUT_MPI();
-  const std::string dir = test::temp_dir(), run = dir + "/stopped", log = dir + "/mpirun.log";
-  const std::string cmd = fmt::format("{} {} {} >{} 2>&1 </dev/null; echo $? >{}/rc", mpirun(2), ORION_BINARY,
-                                      train_args(dir, run, 2, 3000), log, dir);
+namespace {
+// Runs `orion ARGS` under mpirun in the background and, once `run` has logged 5 steps, sends SIGUSR1
+// to mpirun (which forwards it to every rank). Returns mpirun's pid (0: never found) after the run
+// ended; its exit code is in dir/rc and its output in dir/mpirun.log.
+pid_t run_and_stop_with_sigusr1(const std::string& args, const std::string& dir, const std::string& run) {
+  const std::string cmd = fmt::format("{} {} {} >{}/mpirun.log 2>&1 </dev/null; echo $? >{}/rc", mpirun(2), ORION_BINARY, args, dir, dir);
   std::thread runner([&] { std::system(cmd.c_str()); });
   pid_t launcher = 0;
   for (int i = 0; i < 6000 && !launcher && !fs::exists(dir + "/rc"); ++i) {  // mpirun's pid, once a few steps are done
@@ -438,6 +461,14 @@ TEST(mpi_train, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
   }
   if (launcher) kill(launcher, SIGUSR1);
   runner.join();
+  return launcher;
+}
+}  // namespace
+
+TEST(mpi_train, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
+  SKIP_WITHOUT_MPI();
+  const std::string dir = test::temp_dir(), run = dir + "/stopped", log = dir + "/mpirun.log";
+  const pid_t launcher = run_and_stop_with_sigusr1(train_args(dir, run, 2, 3000), dir, run);
   ASSERT_NE(launcher, 0) << slurp(log);
   EXPECT_EQ(slurp(dir + "/rc"), "0\n") << slurp(log);
   const auto ckpts = list_checkpoints(run + "/checkpoints");
@@ -446,6 +477,21 @@ TEST(mpi_train, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
   EXPECT_GE(step, 5);
   EXPECT_LT(step, 3000);
   EXPECT_EQ(read_metrics(run).size(), size_t(step)) << "rank 0 logged every step up to the checkpoint";
+}
+
+// The same clean stop for LoRA (one training loop): every rank stops after the same step, rank 0
+// writes the adapter's checkpoint of that step, and no adapter is exported before the run is done.
+TEST(mpi_lora, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
+  SKIP_WITHOUT_MPI();
+  const std::string dir = test::temp_dir(), base = lora_base(dir), run = dir + "/stopped", log = dir + "/mpirun.log";
+  const pid_t launcher = run_and_stop_with_sigusr1(lora_args(base, run, 2, 20000), dir, run);
+  ASSERT_NE(launcher, 0) << slurp(log);
+  EXPECT_EQ(slurp(dir + "/rc"), "0\n") << slurp(log);
+  const size_t steps = read_metrics(run).size();
+  EXPECT_GE(steps, 5u);
+  EXPECT_LT(steps, 20000u);
+  EXPECT_TRUE(fs::exists(run + fmt::format("/checkpoints/lora_{:08d}.olora", steps))) << "the checkpoint of the last logged step";
+  EXPECT_FALSE(fs::exists(run + "/adapter.olora"));
 }
 
 TEST(mpi_train, ranks_with_different_options_stop_with_a_clear_message) {

@@ -1,7 +1,6 @@
 // Trainer setup: options ⇄ JSON, the model configuration, the tokenizer, the data and the model
 // (fresh, fine-tuned from --init, or resumed from a checkpoint).
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 
 #include "base/file.h"
@@ -42,6 +41,18 @@ nlohmann::json TrainOptions::numeric_json() const {
           {"beta1", beta1},   {"beta2", beta2},   {"eps", eps},         {"clip", clip},
           {"seed", seed},     {"max_bad_steps", max_bad_steps},         {"sanitize_grads", sanitize_grads}};
 }
+
+void TrainOptions::validate() const {
+  if (batch < 1 || seq < 1 || accum < 1) throw_usage_error("--batch, --seq and --accum must be ≥ 1", "--batch");
+  if (steps < 1) throw_usage_error("--steps must be ≥ 1", "--steps");
+  if (!(lr > 0) || !std::isfinite(lr)) throw_usage_error("--lr must be a positive number", "--lr");
+  if (schedule != "cosine" && schedule != "constant")
+    throw_usage_error(fmt::format("unknown schedule '{}'", schedule), "--schedule", "use cosine or constant");
+}
+
+std::string TrainOptions::checkpoint_dir() const { return ckpt_dir.empty() ? (fs::path(out) / "checkpoints").string() : ckpt_dir; }
+
+std::string TrainOptions::metrics_path() const { return metrics.empty() ? (fs::path(out) / "metrics.jsonl").string() : metrics; }
 
 void TrainOptions::apply_numeric_json(const nlohmann::json& j, const std::string& source) {
   try {
@@ -86,18 +97,18 @@ namespace {
 bool is_builtin(const std::string& spec) { return spec == "builtin" || spec.starts_with("builtin:"); }
 
 // Trains the llama2.c-flavoured BPE tokenizer on the built-in stories of `spec`.
-void train_builtin_tokenizer(const std::string& spec, int vocab, const std::string& path, bool progress) {
+void train_builtin_tokenizer(const std::string& spec, int vocab, const std::string& path, const TrainOptions& opt) {
   data::DocumentStream docs(data::resolve_text_inputs({spec}));
   data::WordCounts counts = data::count_words(docs, 0, false);
   data::BpeTrainOptions bo;
   bo.vocab_size = vocab;
   data::write_llama2c_tokenizer(path, data::train_bpe(counts, data::TokenizerFormat::Llama2c, bo));
-  if (progress) std::fprintf(stderr, "train: tokenizer of %d tokens learned from %s → %s\n", vocab, spec.c_str(), path.c_str());
+  report_note(opt, fmt::format("train: tokenizer of {} tokens learned from {} → {}", vocab, spec, path));
 }
 
 // The built-in corpus tokenized once per (spec, tokenizer): a data/ folder keyed by both, reused
 // while meta.json (written last by prepare) exists.
-std::string prepare_builtin(const std::string& spec, const std::string& tokenizer, const std::string& out, bool progress) {
+std::string prepare_builtin(const std::string& spec, const std::string& tokenizer, const std::string& out, const TrainOptions& opt) {
   std::string key = spec;
   for (char& ch : key)
     if (ch == ':') ch = '-';
@@ -110,9 +121,8 @@ std::string prepare_builtin(const std::string& spec, const std::string& tokenize
   po.val_fraction = 0.05;
   po.progress = false;
   auto r = data::prepare_dataset(po);
-  if (progress)
-    std::fprintf(stderr, "train: %s tokenized in %.1f s: %llu train and %llu validation tokens → %s\n", spec.c_str(),
-                 r.seconds, (unsigned long long)r.train_tokens, (unsigned long long)r.val_tokens, dir.c_str());
+  report_note(opt, fmt::format("train: {} tokenized in {:.1f} s: {} train and {} validation tokens → {}", spec, r.seconds,
+                                r.train_tokens, r.val_tokens, dir));
   return dir;
 }
 
@@ -126,7 +136,7 @@ void Trainer::setup_tokenizer_and_data() {
     tok = (fs::path(opt_.out) / "tokenizer.bin").string();
     // Rank 0 goes first; a rank on the same host finds its tokenizer (the same bytes) and keeps it.
     const bool rank0_made_it = comm_->rank() != 0 && file_exists(tok) && hash_file(tok) == rank0_tokenizer_hash_;
-    if (!rank0_made_it) train_builtin_tokenizer(opt_.data, opt_.vocab, tok, opt_.progress);
+    if (!rank0_made_it) train_builtin_tokenizer(opt_.data, opt_.vocab, tok, opt_);
   }
   if (tok.empty() && !builtin && is_directory(opt_.data)) {  // a prepared folder names its tokenizer
     const std::string meta = (fs::path(opt_.data) / "meta.json").string();
@@ -147,20 +157,10 @@ void Trainer::setup_tokenizer_and_data() {
     tokenizer_ = load_tokenizer(tok);
   }
   if (builtin && !tokenizer_) throw_usage_error("builtin data needs a tokenizer", "--tokenizer");
-  const std::string path = builtin ? prepare_builtin(opt_.data, tok, opt_.out, opt_.progress) : opt_.data;
+  const std::string path = builtin ? prepare_builtin(opt_.data, tok, opt_.out, opt_) : opt_.data;
 
-  data::DatasetOptions d;
-  d.B = opt_.batch, d.T = opt_.seq, d.shuffle = opt_.shuffle, d.seed = opt_.seed;
-  d.rank = comm_->rank(), d.world = comm_->world();  // this rank's rows of every global batch
-  train_ = std::make_unique<data::TokenDataset>(data::TokenDataset::open(path, "train", d));
-  if (is_directory(path)) {
-    d.shuffle = false;
-    try {
-      val_ = std::make_unique<data::TokenDataset>(data::TokenDataset::open(path, "val", d));
-    } catch (const Error& e) {
-      if (opt_.progress) std::fprintf(stderr, "train: no validation loss: %s\n", e.what());
-    }
-  }
+  TrainingData split = open_training_data(path, opt_, *comm_, -1, "train");
+  train_ = std::move(split.train), val_ = std::move(split.val);
 }
 
 void Trainer::setup_model(const Checkpoint* resumed) {
@@ -175,8 +175,7 @@ void Trainer::setup_model(const Checkpoint* resumed) {
   } else {
     c = resolve_model_config(opt_.config);
     if (tokenizer_ && tokenizer_->vocab_size() != c.vocab_size) {  // size the vocabulary to the tokenizer
-      if (opt_.progress)
-        std::fprintf(stderr, "train: vocabulary %d → %d to match the tokenizer\n", c.vocab_size, tokenizer_->vocab_size());
+      report_note(opt_, fmt::format("train: vocabulary {} → {} to match the tokenizer", c.vocab_size, tokenizer_->vocab_size()));
       c.vocab_size = tokenizer_->vocab_size();
       c.padded_vocab = model_family(c.arch).padded_vocab(c.vocab_size);
     }
@@ -195,7 +194,9 @@ void Trainer::setup_model(const Checkpoint* resumed) {
   if (opt_.backend != "cpu") {  // compiled at the first forward, from the (resumed) parameters
     AneTrainOptions a = opt_.ane;
     a.driver = opt_.backend, a.quiet = a.quiet || !opt_.progress;
-    model_->set_blocks(make_ane_blocks(*params_, grads_.get(), opt_.batch, opt_.seq, a));
+    auto blocks = make_ane_blocks(*params_, grads_.get(), opt_.batch, opt_.seq, a);
+    ane_ = blocks.get();
+    model_->set_blocks(std::move(blocks));
   }
   AdamWConfig ac;
   ac.beta1 = opt_.beta1, ac.beta2 = opt_.beta2, ac.eps = opt_.eps;
@@ -249,24 +250,20 @@ Trainer::Trainer(TrainOptions opt, dist::Communicator* comm) : opt_(std::move(op
     ck = load_resumed(&used);
     const int64_t asked = opt_.steps;
     opt_.apply_numeric_json(ck->options, used);
-    if (asked > 0 && asked != ck->options.value("steps", int64_t(0)) && opt_.progress)
-      std::fprintf(stderr, "train: note: --steps %lld differs from the run's %lld; the cosine schedule follows the new total\n",
-                   (long long)asked, (long long)ck->options.value("steps", int64_t(0)));
+    if (asked > 0 && asked != ck->options.value("steps", int64_t(0)))
+      report_note(opt_, fmt::format("train: note: --steps {} differs from the run's {}; the cosine schedule follows the new total",
+                                    asked, ck->options.value("steps", int64_t(0))));
     state_ = ck->state;
     const fs::path dir = fs::path(used).parent_path();
     if (opt_.out.empty())  // continue in the run folder the checkpoint belongs to
       opt_.out = (dir.filename() == "checkpoints" ? dir.parent_path() : dir).string();
     if (opt_.ckpt_dir.empty() && dir.filename() != "checkpoints") opt_.ckpt_dir = dir.string();  // a --ckpt-dir run
-    if (opt_.progress) std::fprintf(stderr, "train: resuming from %s at step %lld\n", used.c_str(), (long long)state_.step);
+    report_note(opt_, fmt::format("train: resuming from {} at step {}", used, state_.step));
   } else {
     state_.rng_state = data::splitmix64(opt_.seed ^ 0x5eedull);
   }
   if (opt_.out.empty()) opt_.out = "orion-train";
-  if (opt_.batch < 1 || opt_.seq < 1 || opt_.accum < 1) throw_usage_error("--batch, --seq and --accum must be ≥ 1", "--batch");
-  if (opt_.steps < 1) throw_usage_error("--steps must be ≥ 1", "--steps");
-  if (!(opt_.lr > 0) || !std::isfinite(opt_.lr)) throw_usage_error("--lr must be a positive number", "--lr");
-  if (opt_.schedule != "cosine" && opt_.schedule != "constant")
-    throw_usage_error(fmt::format("unknown schedule '{}'", opt_.schedule), "--schedule", "use cosine or constant");
+  opt_.validate();
   if (!ck && opt_.init.empty()) {  // flag mistakes fail before the tokenizer and data work
     const ModelConfig c = resolve_model_config(opt_.config);
     if (opt_.seq > c.seq_len)
@@ -285,6 +282,7 @@ Trainer::Trainer(TrainOptions opt, dist::Communicator* comm) : opt_(std::move(op
   setup_model(ck.get());
   train_->seek(state_.data_position);
   check_ranks_agree();
+  setup_loop();
 }
 
 Trainer::~Trainer() = default;

@@ -14,22 +14,22 @@
 // base never drifts: with B = 0, W' is W bit for bit, and every tensor that is not adapted is never
 // written at all.
 //
-// LoraTrainer is the loop: the base model and its tokenizer, data (a prepared folder or token
+// LoraTrainer sets a run up — the base model and its tokenizer, data (a prepared folder or token
 // file, or text — files, builtin[:N] — tokenized with the base model's tokenizer into out/data),
-// the warmup + cosine schedule of TrainOptions, the NaN/Inf guard (a non-finite loss or adapter
-// gradient skips the step; K in a row stop the run), validation loss, progress lines, checkpoints
-// (out/checkpoints/lora_<step>.olora: adapter + AdamW moments + state, the newest `keep` kept;
-// --resume continues from the newest), and the adapter written at the end in Orion's format and/or
-// the PEFT layout. The general Trainer (trainer.h) is untouched: LoRA reuses its pieces
-// (TrainModel, AdamW, guards, datasets, options) rather than its class.
+// the adapter (fresh, or resumed from the newest checkpoint) — and hands it to the one training loop
+// (loop/training_loop.h) with the trainable set "the adapter" (LoraAdapterSet, lora_trainer.cpp):
+// the same steps as full training (gradient accumulation, the NaN/Inf guard, the schedule of
+// TrainOptions), validation loss, the metrics log, checkpoints (CKPT_DIR/lora_<step>.olora: adapter
+// + AdamW moments + state, the newest `keep` kept; --resume continues bit for bit), a clean stop on
+// Ctrl-C / SIGUSR1, and the adapter written at the end in Orion's format and/or the PEFT layout.
 //
 // On the ANE path (train.backend anesim | ane), Llama or GPT-2 with adapters on q and v: the base is baked
 // into the programs once and A, B are program inputs (make_lora_ane_blocks, ane_blocks.h) — the
 // working parameters stay the base bit for bit, nothing is merged, and the compile count is constant
 // for the whole run; dA, dB come from the ANE's xnorm and dq (before RoPE), dv, on the CPU. Other
-// targets run #6's ANE runner on the merged W' (streamed as weights-as-inputs after every step).
+// targets run the plain ANE runner on the merged W' (streamed as weights-as-inputs after every step).
 //
-// Data parallel (dist/communicator.h, docs/distributed.md) exactly as the general Trainer: under
+// Data parallel (dist/communicator.h, docs/distributed.md) by the same loop as full training: under
 // mpirun every rank holds the base and the adapter, reads its rows of each global batch (--batch is
 // per rank), and only the adapter's gradients are all-reduced — rank·in + out·rank floats per
 // adapted matrix, a few MB even for Stories110M, instead of the whole model's. Rank 0 alone
@@ -41,7 +41,13 @@
 #include "model/lora/lora.h"
 #include "train/ane/ane_blocks.h"
 #include "train/lora/lora_base16.h"
-#include "train/loop/trainer.h"
+#include "train/loop/train_options.h"
+#include "train/loop/training_loop.h"
+#include "train/model/trainer_api.h"
+
+namespace orion {
+struct LoraTrainingState;
+}
 
 namespace orion::train {
 
@@ -88,13 +94,15 @@ class LoraTraining : public AdapterGradSink {
 };
 
 struct LoraTrainOptions {
-  TrainOptions train;        // data, tokenizer, batch, seq, steps, lr, schedule, clip, eval, checkpoints, out, seed
+  TrainOptions train;        // data, tokenizer, batch, seq, accum, steps, lr, schedule, clip, eval, checkpoints, out, seed
   std::string model;         // the base model (any format load_model reads)
   int rank = 16;
   float alpha = 16.0f;
   std::string targets = "q,v";
   std::string format = "both";  // the adapter at the end: orion | peft | both
-  bool resume = false;          // continue from the newest checkpoint in out/checkpoints
+  // Continue from the newest good checkpoint: of train.resume (a folder or a lora_*.olora file)
+  // when set, else of the checkpoints folder (train.checkpoint_dir()).
+  bool resume = false;
   std::string base_dtype = "f32";  // f16 | bf16: the frozen block matrices kept in 16 bits (CPU; lora_base16.h)
   LoraTrainOptions() {
     train.lr = 1e-3f, train.weight_decay = 0.0f, train.out = "orion-lora", train.batch = 8, train.seq = 64;
@@ -111,10 +119,10 @@ class LoraTrainer {
   explicit LoraTrainer(LoraTrainOptions opt, dist::Communicator* comm = nullptr);
   ~LoraTrainer();
 
-  TrainResult run();   // steps until opt.train.steps; the adapter in TrainResult::model
-  StepStats step();
-  float evaluate();    // mean validation loss over eval_batches (−1 without validation data)
-  std::string save();  // a checkpoint; returns its path
+  TrainResult run() { return loop_->run(); }  // steps until opt.train.steps; the adapter in TrainResult::model
+  StepStats step() { return loop_->step(); }
+  float evaluate() { return loop_->evaluate(); }  // mean validation loss (−1 without validation data)
+  std::string save() { return loop_->save(); }    // a checkpoint; returns its path
   std::string export_adapter();
 
   const LoraAdapter& adapter() const { return lora_->adapter(); }
@@ -135,9 +143,11 @@ class LoraTrainer {
   // Bytes held for the frozen base's block matrices: fp32 working copies (+ the frozen copies of the
   // adapted ones), or with --base-dtype f16/bf16 the 16-bit matrices plus the one-layer fp32 buffer.
   size_t base_bytes() const;
-  int64_t step_index() const { return step_; }
+  int64_t step_index() const { return state_.step; }
 
  private:
+  LoraAdapter load_resumed(LoraTrainingState* resumed);  // rank 0 reads it, the others receive it
+  void setup_model(LoraAdapter adapter);
   void setup_data();
   void check_ranks_agree();
   LoraTrainOptions opt_;
@@ -154,10 +164,9 @@ class LoraTrainer {
   AneBlocks* ane_ = nullptr;
   bool direct_grads_ = false;  // the blocks give dA, dB from X and dY (no dW' formed)
   std::unique_ptr<data::TokenDataset> train_, val_;
-  std::string tokenizer_;
-  int64_t step_ = 0, skipped_ = 0;
-  int consecutive_bad_ = 0;
-  std::string last_checkpoint_;
+  CheckpointState state_;
+  std::unique_ptr<TrainableSet> trained_;  // the adapter (lora_trainer.cpp)
+  std::unique_ptr<TrainingLoop> loop_;
 };
 
 }  // namespace orion::train
