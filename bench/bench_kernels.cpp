@@ -70,8 +70,8 @@ void BM_Decode(benchmark::State& st) {
     benchmark::DoNotOptimize(y.data());
   }
   st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(size_t(N) * K * orion::dtype_size(dt)));
-  st.counters["pct_of_triad"] = benchmark::Counter(
-      100.0 * double(size_t(N) * K * orion::dtype_size(dt)) / triad, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["pct_of_triad"] = benchmark::Counter(100.0 * double(size_t(N) * K * orion::dtype_size(dt)) / triad,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
   st.SetLabel(std::string(orion::dtype_name(dt)) + " " + cpu::isa_name(kIsas[st.range(3)]));
   cpu::set_isa(cpu::Isa::Avx512) || cpu::set_isa(cpu::Isa::Avx2);
 }
@@ -131,7 +131,12 @@ void BM_Attention(benchmark::State& st) {
   const double kv_bytes = 2.0 * 4 * D * (double(T) * pos0 + double(T) * (T + 1) / 2);
   st.SetBytesProcessed(int64_t(double(st.iterations()) * kv_bytes));
 }
-BENCHMARK(BM_Attention)->Args({1, 255})->Args({1, 1023})->Args({64, 0})->Args({256, 0})->UseRealTime()
+BENCHMARK(BM_Attention)
+    ->Args({1, 255})
+    ->Args({1, 1023})
+    ->Args({64, 0})
+    ->Args({256, 0})
+    ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
 void BM_StreamTriad(benchmark::State& st) {

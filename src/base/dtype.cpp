@@ -27,7 +27,10 @@ float f16_to_f32(uint16_t h) {
       u = sign;
     } else {  // subnormal: renormalise
       int e = -1;
-      do { man <<= 1; ++e; } while (!(man & 0x400));
+      do {
+        man <<= 1;
+        ++e;
+      } while (!(man & 0x400));
       u = sign | uint32_t(127 - 15 - e) << 23 | (man & 0x3ff) << 13;
     }
   } else if (exp == 31) {
@@ -45,9 +48,9 @@ uint16_t f32_to_f16(float f) {
   std::memcpy(&u, &f, 4);
   uint32_t sign = (u >> 16) & 0x8000;
   uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return uint16_t(sign | 0x7e00);  // NaN
+  if (a > 0x7f800000u) return uint16_t(sign | 0x7e00);   // NaN
   if (a >= 0x477ff000u) return uint16_t(sign | 0x7c00);  // overflows to inf after rounding
-  if (a < 0x38800000u) {                                  // subnormal or zero in fp16
+  if (a < 0x38800000u) {                                 // subnormal or zero in fp16
     float af;
     std::memcpy(&af, &a, 4);
     return uint16_t(sign | uint32_t(std::nearbyint(af * 16777216.0f)));  // units of 2^-24

@@ -18,7 +18,7 @@ inline size_t dtype_size(DType t) {
   }
   return 0;
 }
-const char* dtype_name(DType t);                        // "f32", "f16", "bf16"
+const char* dtype_name(DType t);                       // "f32", "f16", "bf16"
 std::optional<DType> parse_dtype(std::string_view s);  // accepts f32/fp32/float32, f16/fp16/float16, bf16/bfloat16
 
 inline float bf16_to_f32(uint16_t h) {

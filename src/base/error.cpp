@@ -30,13 +30,10 @@ std::string format_error_line(ErrorKind kind, const std::string& message, const 
 }
 
 Error::Error(ErrorKind kind, const std::string& message, ErrorContext ctx)
-    : std::runtime_error(format_error_line(kind, message, ctx)),
-      kind_(kind),
-      message_(message),
-      ctx_(std::move(ctx)) {}
+    : std::runtime_error(format_error_line(kind, message, ctx)), kind_(kind), message_(message), ctx_(std::move(ctx)) {}
 
-void throw_input_error(const std::string& file, const std::string& message, const std::string& field,
-                       int64_t offset, const std::string& hint) {
+void throw_input_error(const std::string& file, const std::string& message, const std::string& field, int64_t offset,
+                       const std::string& hint) {
   throw Error(ErrorKind::Input, message, {file, field, offset, hint});
 }
 
@@ -79,8 +76,7 @@ void* allocate_zeroed(size_t bytes, const std::string& what) {
 
 void check_failed(const char* cond, const char* file, int line, const std::string& msg) {
   throw Error(ErrorKind::Internal,
-              fmt::format("internal check failed: {} at {}:{}{}{}", cond, file, line,
-                          msg.empty() ? "" : ": ", msg),
+              fmt::format("internal check failed: {} at {}:{}{}{}", cond, file, line, msg.empty() ? "" : ": ", msg),
               {{}, {}, -1, "this is a bug in Orion; please report it with the command you ran"});
 }
 

@@ -43,11 +43,9 @@ class Error : public std::runtime_error {
 std::string format_error_line(ErrorKind kind, const std::string& message, const ErrorContext& ctx);
 
 // Shorthands used by readers: input_error(path, "expected ...", {.field = "dim", .offset = 4}).
-[[noreturn]] void throw_input_error(const std::string& file, const std::string& message,
-                                    const std::string& field = {}, int64_t offset = -1,
-                                    const std::string& hint = {});
-[[noreturn]] void throw_usage_error(const std::string& message, const std::string& field = {},
-                                    const std::string& hint = {});
+[[noreturn]] void throw_input_error(const std::string& file, const std::string& message, const std::string& field = {},
+                                    int64_t offset = -1, const std::string& hint = {});
+[[noreturn]] void throw_usage_error(const std::string& message, const std::string& field = {}, const std::string& hint = {});
 [[noreturn]] void throw_runtime_error(const std::string& message, const std::string& file = {},
                                       const std::string& hint = {});
 // A large allocation that failed: a Runtime error naming what it was for and its size, e.g.
@@ -61,7 +59,7 @@ void* allocate_zeroed(size_t bytes, const std::string& what);
 }  // namespace orion
 
 // Invariants that must never fail; a failure is a bug in Orion, reported as an Internal error.
-#define ORION_CHECK(cond, ...)                                                   \
-  do {                                                                           \
+#define ORION_CHECK(cond, ...)                                                                  \
+  do {                                                                                          \
     if (!(cond)) ::orion::check_failed(#cond, __FILE__, __LINE__, fmt::format("" __VA_ARGS__)); \
   } while (0)

@@ -114,16 +114,15 @@ MappedFile::~MappedFile() {
 
 void ByteReader::seek(size_t off, const char* field) {
   if (off > n_)
-    throw_input_error(file_, fmt::format("offset {} is past the end of the file ({} bytes)", off, n_), field,
-                      int64_t(off), "the file is truncated or corrupt");
+    throw_input_error(file_, fmt::format("offset {} is past the end of the file ({} bytes)", off, n_), field, int64_t(off),
+                      "the file is truncated or corrupt");
   off_ = off;
 }
 
 const uint8_t* ByteReader::bytes(size_t count, const char* field) {
   if (count > n_ - off_)
-    throw_input_error(file_,
-                      fmt::format("needs {} bytes but only {} remain of {}", count, n_ - off_, n_),
-                      field, int64_t(off_), "the file is truncated; download or export it again");
+    throw_input_error(file_, fmt::format("needs {} bytes but only {} remain of {}", count, n_ - off_, n_), field,
+                      int64_t(off_), "the file is truncated; download or export it again");
   const uint8_t* p = p_ + off_;
   off_ += count;
   return p;
@@ -131,8 +130,9 @@ const uint8_t* ByteReader::bytes(size_t count, const char* field) {
 
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw_input_error(path, fmt::format("cannot open: {}", std::strerror(errno)), {}, -1,
-                             "check the path and its permissions");
+  if (!in)
+    throw_input_error(path, fmt::format("cannot open: {}", std::strerror(errno)), {}, -1,
+                      "check the path and its permissions");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -171,8 +171,8 @@ void FileWriter::write(const void* data, size_t n) {
       const int e = errno;
       throw_runtime_error(fmt::format("write failed: {}", std::strerror(e)), path_,
                           e == ENOSPC || e == EDQUOT ? "the disk is full; free some space and try again"
-                          : e == EFBIG           ? "the file exceeds the size limit (ulimit -f) or the file system's"
-                                                 : "");
+                          : e == EFBIG               ? "the file exceeds the size limit (ulimit -f) or the file system's"
+                                                     : "");
     }
     p += w;
     n -= size_t(w);

@@ -77,7 +77,9 @@ class FileWriter {
   void write(const void* data, size_t n);
   void write_str(std::string_view s) { write(s.data(), s.size()); }
   template <typename T>
-  void write_pod(const T& v) { write(&v, sizeof(T)); }
+  void write_pod(const T& v) {
+    write(&v, sizeof(T));
+  }
   void pad_to(size_t alignment);  // zero bytes up to the next multiple of alignment
   size_t position() const { return pos_; }
 

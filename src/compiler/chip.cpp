@@ -23,8 +23,8 @@ ChipProfile make(const char* name, const char* prog, const char* target, bool ol
 const std::vector<ChipProfile>& profiles() {
   // Throughput figures are public measurements/estimates, used only for predicted times.
   static const std::vector<ChipProfile> p = {
-      make("m1", "1.0", "ios16", true, 64, 11.0),  make("m2", "1.0", "ios16", true, 64, 15.8),
-      make("m3", "1.3", "ios18", false, 64, 18.0), make("m4", "1.3", "ios18", false, 64, 19.0),
+      make("m1", "1.0", "ios16", true, 64, 11.0),   make("m2", "1.0", "ios16", true, 64, 15.8),
+      make("m3", "1.3", "ios18", false, 64, 18.0),  make("m4", "1.3", "ios18", false, 64, 19.0),
       make("m5", "1.5", "ios18", false, 128, 19.0),
   };
   return p;

@@ -16,7 +16,7 @@ struct CompileResult {
   CompiledProgram program;
   std::vector<Diagnostic> diagnostics;  // warnings (errors throw)
   int64_t sram_estimate_bytes = 0;
-  AneBoundary boundary;                 // what the runtime must do with the buffers
+  AneBoundary boundary;  // what the runtime must do with the buffers
   int pipeline_rounds = 0;
 };
 
@@ -28,6 +28,6 @@ CompileResult compile_graph(ir::Graph& g, const ChipProfile& chip, const EmitOpt
 // The findings of a pipeline run on g without emitting (for `orion mil check`).
 std::vector<Diagnostic> check_graph(ir::Graph& g, const ChipProfile& chip);
 
-std::string format_diagnostic(const Diagnostic& d);  // "error C12 'classifier': ..." 
+std::string format_diagnostic(const Diagnostic& d);  // "error C12 'classifier': ..."
 
 }  // namespace orion::compiler

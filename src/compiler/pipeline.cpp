@@ -57,8 +57,8 @@ PipelineResult run_passes(ir::Graph& g, const std::vector<std::unique_ptr<Pass>>
     if (changers.empty()) return result;
     if (round == options.max_rounds)
       throw Error(ErrorKind::Internal,
-                  fmt::format("passes did not reach a fixed point on graph '{}' in {} rounds; still changing: {}",
-                              g.name(), options.max_rounds, fmt::join(changers, ", ")),
+                  fmt::format("passes did not reach a fixed point on graph '{}' in {} rounds; still changing: {}", g.name(),
+                              options.max_rounds, fmt::join(changers, ", ")),
                   {{}, {}, -1, "a pass must report no change when it has nothing left to do"});
   }
   return result;  // max_rounds <= 0: nothing ran

@@ -59,7 +59,8 @@ void save_program(const CompiledProgram& p, const std::string& dir) {
   for (const auto& [key, image] : p.weights) {
     ORION_CHECK(key.rfind(kWeightKeyPrefix, 0) == 0, "weight key {} lacks {}", key, kWeightKeyPrefix);
     std::string file = key.substr(std::string(kWeightKeyPrefix).size());
-    write_file_atomic((fs::path(dir) / "weights" / file).string(), [&image = image](FileWriter& w) { w.write(image.data(), image.size()); });
+    write_file_atomic((fs::path(dir) / "weights" / file).string(),
+                      [&image = image](FileWriter& w) { w.write(image.data(), image.size()); });
   }
 }
 

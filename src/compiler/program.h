@@ -18,12 +18,12 @@
 namespace orion::compiler {
 
 struct Binding {
-  std::string name;        // MIL name (function parameter or returned value)
-  ir::Type type;           // element type and shape
-  int64_t bytes = 0;       // packed size of the data: numel × element size
-  int64_t alloc_bytes = 0; // allocation size of the buffer (the table's uniform size)
-  int declared_index = 0;  // position in the function signature / return list
-  std::string layout;      // e.g. "[1, C, 1, S] fp16, channel-major, packed from byte 0 (C14)"
+  std::string name;         // MIL name (function parameter or returned value)
+  ir::Type type;            // element type and shape
+  int64_t bytes = 0;        // packed size of the data: numel × element size
+  int64_t alloc_bytes = 0;  // allocation size of the buffer (the table's uniform size)
+  int declared_index = 0;   // position in the function signature / return list
+  std::string layout;       // e.g. "[1, C, 1, S] fp16, channel-major, packed from byte 0 (C14)"
 };
 
 struct BindingTable {
@@ -31,7 +31,7 @@ struct BindingTable {
   int64_t alloc_bytes = 0;        // every buffer of this side: max(largest bytes, C7 minimum), aligned
 
   const Binding* find(const std::string& name) const;  // nullptr when absent
-  std::vector<std::string> names() const;               // in binding order
+  std::vector<std::string> names() const;              // in binding order
 };
 
 // Builds a table from (name, type) in declaration order: sorts by name (C6), computes the uniform

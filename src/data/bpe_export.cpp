@@ -55,19 +55,30 @@ void write_hf_tokenizer_json(const std::string& path, const TrainedTokenizer& t)
   json merges = json::array();
   for (const auto& [a, b] : t.merges) merges.push_back(byte_level(t.tokens[a]) + " " + byte_level(t.tokens[b]));
   json byte_level_step = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
-  json root = {
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", json::array({{{"id", eot}, {"content", "<|endoftext|>"}, {"single_word", false},
-                                     {"lstrip", false}, {"rstrip", false}, {"normalized", false}, {"special", true}}})},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", byte_level_step},
-      {"post_processor", byte_level_step},
-      {"decoder", byte_level_step},
-      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
-                 {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
-                 {"vocab", vocab}, {"merges", merges}}}};
+  json root = {{"version", "1.0"},
+               {"truncation", nullptr},
+               {"padding", nullptr},
+               {"added_tokens", json::array({{{"id", eot},
+                                              {"content", "<|endoftext|>"},
+                                              {"single_word", false},
+                                              {"lstrip", false},
+                                              {"rstrip", false},
+                                              {"normalized", false},
+                                              {"special", true}}})},
+               {"normalizer", nullptr},
+               {"pre_tokenizer", byte_level_step},
+               {"post_processor", byte_level_step},
+               {"decoder", byte_level_step},
+               {"model",
+                {{"type", "BPE"},
+                 {"dropout", nullptr},
+                 {"unk_token", nullptr},
+                 {"continuing_subword_prefix", nullptr},
+                 {"end_of_word_suffix", nullptr},
+                 {"fuse_unk", false},
+                 {"byte_fallback", false},
+                 {"vocab", vocab},
+                 {"merges", merges}}}};
   write_file_atomic(path, [&](FileWriter& w) { w.write_str(root.dump(1) + "\n"); });
 }
 

@@ -158,8 +158,9 @@ TrainedTokenizer train_byte_level(const WordCounts& counts, const BpeTrainOption
 // The llama2.c flavour: words with the dummy prefix, an alphabet of frequent characters.
 TrainedTokenizer train_llama2c(const WordCounts& counts, const BpeTrainOptions& opt) {
   if (opt.vocab_size < kLlama2cFixed + 1)
-    throw_usage_error(fmt::format("--vocab {} is below {} (3 specials + 256 byte pieces + the space piece)",
-                                  opt.vocab_size, kLlama2cFixed + 1), "--vocab");
+    throw_usage_error(fmt::format("--vocab {} is below {} (3 specials + 256 byte pieces + the space piece)", opt.vocab_size,
+                                  kLlama2cFixed + 1),
+                      "--vocab");
   // The first word of each document is seen by the encoder after its dummy-prefix space.
   Counts words = counts.words;
   for (const auto& [w, n] : counts.first_words) {

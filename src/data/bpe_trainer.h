@@ -48,7 +48,7 @@ WordCounts count_words(DocumentStream& docs, int threads, bool progress);
 enum class TokenizerFormat { Llama2c, HfJson };
 
 struct BpeTrainOptions {
-  int vocab_size = 512;          // total ids, specials and byte tokens included
+  int vocab_size = 512;           // total ids, specials and byte tokens included
   double char_coverage = 0.9999;  // llama2c: share of characters the kept alphabet must cover
 };
 

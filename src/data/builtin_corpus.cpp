@@ -139,7 +139,7 @@ void introduce(Story& s) {
   s.say({"{He} was {trait_a} {kind} who loved {gerund}.", "{Hero} was {trait} and liked to eat {food_a} every day.",
          "{He} lived in a small house with {his} {adult}.", "{Hero} was {trait_a} {kind} with a big heart."});
   s.say({"{He} had {obj_a} that {he} loved very much.", "Every day, {he} played in the {place}.",
-               "{His} best friend was {fdesc}.", "{He} always kept {his} {obj} {keep}."});
+         "{His} best friend was {fdesc}.", "{He} always kept {his} {obj} {keep}."});
   scene(s);
   s.maybe(50, {"{He} liked to sing little songs while {he} played.", "{His} {adult} often read {him} stories at night.",
                "{He} was always ready for a new adventure.", "{He} liked to help {his} {adult} in the kitchen."});
@@ -182,8 +182,8 @@ void learn_activity(Story& s) {
   s.say({"{Hero} felt {bad} and sat down.", "\"I can't do it,\" {hero} said with a sigh.",
          "{Hero} was {bad} and wanted to give up."});
   s.paragraph();
-  s.say({"{His} {adult} came and sat next to {him}.", "Then {fdesc} came by.",
-         "{His} {adult} smiled and gave {him} a hug."});
+  s.say(
+      {"{His} {adult} came and sat next to {him}.", "Then {fdesc} came by.", "{His} {adult} smiled and gave {him} a hug."});
   s.say({"\"Don't give up,\" {helper} said. \"Let's try together.\"", "\"I have an idea,\" said {helper}.",
          "{Helper} said, \"Everybody needs practice. Try one more time.\""});
   s.say({"So {hero} {fix}.", "This time, {hero} {fix}.", "{Hero} listened, and {he} {fix}."});
@@ -200,16 +200,21 @@ void sharing_quarrel(Story& s) {
   s.say({"{Opening} {hero} and {friend} were playing in the {place}.", "{Opening} {hero} and {friend} went to the {place}.",
          "{Opening} two friends, {hero} and {friend}, played together at the {place}."});
   scene(s);
-  s.say({"They both wanted to play with {obj_the}.", "They found {obj_a} {spot}.", "{Hero} had {obj_a}, and {friend} wanted it too."});
+  s.say({"They both wanted to play with {obj_the}.", "They found {obj_a} {spot}.",
+         "{Hero} had {obj_a}, and {friend} wanted it too."});
   s.say({"\"It's mine!\" said {hero}.", "\"I saw it first!\" {hero} shouted.", "\"Give it to me!\" said {friend}."});
-  s.say({"\"No, it's mine!\" said {friend}.", "\"But I want to play with it!\" {friend} said.", "{Friend} pulled, and {hero} pulled."});
+  s.say({"\"No, it's mine!\" said {friend}.", "\"But I want to play with it!\" {friend} said.",
+         "{Friend} pulled, and {hero} pulled."});
   s.maybe(60, {"They pulled so hard that they both fell down.", "The {obj} flew up and landed {spot}.",
                "Both of them were {bad} and would not talk."});
   s.paragraph();
-  s.say({"Then {hero}'s {adult} came over.", "A kind {adult} saw them and came to help.", "{Hero}'s {adult} heard the noise."});
-  s.say({"\"Why don't you take turns?\" the {adult} said.", "\"You can share it,\" said the {adult}. \"Then you can both play.\"",
+  s.say({"Then {hero}'s {adult} came over.", "A kind {adult} saw them and came to help.",
+         "{Hero}'s {adult} heard the noise."});
+  s.say({"\"Why don't you take turns?\" the {adult} said.",
+         "\"You can share it,\" said the {adult}. \"Then you can both play.\"",
          "The {adult} said, \"Toys are more fun when you play together.\""});
-  s.say({"{Hero} and {friend} looked at each other.", "The two friends thought about it.", "{Hero} said, \"Sorry, {friend}.\""});
+  s.say({"{Hero} and {friend} looked at each other.", "The two friends thought about it.",
+         "{Hero} said, \"Sorry, {friend}.\""});
   s.say({"They took turns with the {obj}, and it was so much fun.", "They played with the {obj} together and laughed.",
          "{Hero} let {friend} go first, and then {friend} gave it back."});
   s.paragraph();
@@ -220,7 +225,8 @@ void sharing_quarrel(Story& s) {
 void overcome_fear(Story& s) {
   moral(s, {3, 5});
   introduce(s);
-  s.say({"But {hero} was scared of {fear}.", "{Hero} was afraid of {fear}.", "There was one thing {hero} did not like: {fear}."});
+  s.say({"But {hero} was scared of {fear}.", "{Hero} was afraid of {fear}.",
+         "There was one thing {hero} did not like: {fear}."});
   s.say({"Every time {he} thought about it, {he} felt {bad}.", "{He} would hide and close {his} eyes.",
          "\"I don't like {fear},\" {he} said in a small voice."});
   s.paragraph();
@@ -228,8 +234,10 @@ void overcome_fear(Story& s) {
          "{His} {adult} held {his} hand."});
   s.say({"\"There is nothing to be afraid of,\" said {helper}.", "\"Let me show you something,\" said {helper}.",
          "\"I used to be scared too,\" {helper} said."});
-  s.say({"{Helper} showed {him} that {comfort}.", "Then {hero} saw that {comfort}.", "{Hero} looked closely and saw that {comfort}."});
-  s.say({"{Hero} took a deep breath.", "{Hero} was still a little scared, but {he} tried to be brave.", "{Hero} smiled a little."});
+  s.say({"{Helper} showed {him} that {comfort}.", "Then {hero} saw that {comfort}.",
+         "{Hero} looked closely and saw that {comfort}."});
+  s.say({"{Hero} took a deep breath.", "{Hero} was still a little scared, but {he} tried to be brave.",
+         "{Hero} smiled a little."});
   s.paragraph();
   s.say({"Soon {he} was not scared anymore.", "After that, {fear} did not seem so bad.", "{He} felt brave and {feel}."});
   closing(s);
@@ -240,13 +248,15 @@ void help_animal(Story& s) {
   introduce(s);
   s.say({"One day, {hero} heard {sound} {spot}.", "While walking in the {place}, {hero} heard {sound}.",
          "{Hero} was playing when {he} heard {sound}."});
-  s.say({"It was a little {pet} with a hurt leg.", "{He} found a tiny {pet} that could not walk.", "A small {pet} was stuck {spot}."});
+  s.say({"It was a little {pet} with a hurt leg.", "{He} found a tiny {pet} that could not walk.",
+         "A small {pet} was stuck {spot}."});
   s.say({"The {pet} looked {bad} and cold.", "\"Oh no, poor {pet}!\" said {hero}.", "The {pet} was shaking."});
   s.paragraph();
   s.say({"{Hero} picked it up very gently.", "{Hero} wrapped it in {his} scarf.", "{Hero} ran to get {his} {adult}."});
-  s.say({"{His} {adult} helped {him} give the {pet} some water and {food_a}.", "They made a soft bed for the {pet} in a box.",
-         "Together they took care of the {pet} for many days."});
-  s.say({"Soon the {pet} was strong again.", "Day by day, the {pet} got better.", "After a week, the {pet} could run and play."});
+  s.say({"{His} {adult} helped {him} give the {pet} some water and {food_a}.",
+         "They made a soft bed for the {pet} in a box.", "Together they took care of the {pet} for many days."});
+  s.say({"Soon the {pet} was strong again.", "Day by day, the {pet} got better.",
+         "After a week, the {pet} could run and play."});
   s.paragraph();
   s.say({"The {pet} licked {hero}'s hand to say thank you.", "The {pet} did a happy little dance.",
          "The {pet} came back to visit {hero} every day."});
@@ -278,19 +288,22 @@ void make_present(Story& s) {
 void broken_rule(Story& s) {
   moral(s, {2, 7, 8});
   introduce(s);
-  s.say({"{His} {adult} said, \"Please do not play with my {obj} {keep}.\"", "{His} {adult} had a {obj} and said, \"Don't touch it.\"",
+  s.say({"{His} {adult} said, \"Please do not play with my {obj} {keep}.\"",
+         "{His} {adult} had a {obj} and said, \"Don't touch it.\"",
          "There was a {obj} {keep} that {hero} was told not to touch."});
   s.say({"But {hero} was curious.", "{Hero} really wanted to play with it.", "{Hero} forgot what {his} {adult} said."});
   s.say({"{He} took the {obj} and played with it in the {place}.", "{He} picked it up when no one was looking."});
-  s.say({"Then, oh no! The {obj} broke.", "Suddenly the {obj} fell and got dirty and bent.", "{He} dropped it, and it broke in two."});
+  s.say({"Then, oh no! The {obj} broke.", "Suddenly the {obj} fell and got dirty and bent.",
+         "{He} dropped it, and it broke in two."});
   s.paragraph();
   s.say({"{Hero} felt {bad}. {He} wanted to hide it.", "{Hero} was scared and did not know what to do.",
          "{Hero} thought about hiding it {spot}."});
-  s.say({"But then {he} went to {his} {adult} and said, \"I'm sorry. I broke it.\"",
-         "Then {he} decided to tell the truth.", "{Friend} said, \"You should tell the truth.\""});
+  s.say({"But then {he} went to {his} {adult} and said, \"I'm sorry. I broke it.\"", "Then {he} decided to tell the truth.",
+         "{Friend} said, \"You should tell the truth.\""});
   s.say({"{His} {adult} was sad, but {adult_he} was glad {hero} told the truth.",
          "{His} {adult} hugged {him} and said, \"Thank you for being honest.\""});
-  s.say({"Together they fixed the {obj}.", "They glued the {obj} back together.", "They cleaned the {obj} until it looked new."});
+  s.say({"Together they fixed the {obj}.", "They glued the {obj} back together.",
+         "They cleaned the {obj} until it looked new."});
   s.paragraph();
   s.say({"{Hero} learned that {moral}.", "From then on, {hero} always listened to {his} {adult}."});
   s.maybe(75, {"{Ending}"});
@@ -305,8 +318,8 @@ void new_friend(Story& s) {
          "Then {he} saw a {fkind} named {friend} all alone."});
   s.say({"{Friend} looked {bad} too.", "{Friend} looked shy.", "{Friend} was trying to {activity}, but {hard}."});
   s.paragraph();
-  s.say({"\"Hello, I'm {hero}. Do you want to play?\" asked {hero}.", "{Hero} walked over and said, \"Hi! Can I play with you?\"",
-         "{Hero} was shy, but {he} said hello."});
+  s.say({"\"Hello, I'm {hero}. Do you want to play?\" asked {hero}.",
+         "{Hero} walked over and said, \"Hi! Can I play with you?\"", "{Hero} was shy, but {he} said hello."});
   s.say({"{Friend} smiled and said, \"Yes, please!\"", "\"I would like that,\" said {friend}.", "{Friend} nodded happily."});
   s.say({"They played with {obj_a} and ran all over the {place}.", "They played games until the sun went down.",
          "They shared {food_a} and told funny stories."});
@@ -323,10 +336,12 @@ void rainy_day(Story& s) {
          "Then the sky turned gray, and big drops began to fall."});
   s.say({"\"Oh no! Now we can't play,\" said {hero}.", "{Hero} felt {bad}.", "They ran {spot} to stay dry."});
   s.paragraph();
-  s.say({"Then {friend} had an idea.", "\"Let's play inside,\" said {friend}.", "{Hero}'s {adult} said, \"Why not play in the rain?\""});
+  s.say({"Then {friend} had an idea.", "\"Let's play inside,\" said {friend}.",
+         "{Hero}'s {adult} said, \"Why not play in the rain?\""});
   s.say({"They put on boots and jumped in the puddles.", "They built a fort with a blanket and pillows.",
          "They made a boat out of paper and watched it float."});
-  s.say({"They laughed and laughed.", "It was more fun than they thought.", "Splash! They got wet and did not mind at all."});
+  s.say(
+      {"They laughed and laughed.", "It was more fun than they thought.", "Splash! They got wet and did not mind at all."});
   s.paragraph();
   s.say({"When the rain stopped, they saw a big rainbow.", "Later, the sun came out, and a rainbow filled the sky.",
          "Soon the clouds went away."});
@@ -335,8 +350,8 @@ void rainy_day(Story& s) {
 }
 
 using Shape = void (*)(Story&);
-const Shape kShapes[] = {lost_object, learn_activity, sharing_quarrel, overcome_fear, help_animal,
-                         make_present, broken_rule,   new_friend,      rainy_day};
+const Shape kShapes[] = {lost_object,  learn_activity, sharing_quarrel, overcome_fear, help_animal,
+                         make_present, broken_rule,    new_friend,      rainy_day};
 
 // Picks every slot a shape may use; shapes use the ones they need.
 void cast(Story& s) {
@@ -348,8 +363,8 @@ void cast(Story& s) {
   s.set_character("f", friend_);
   const bool animal = hero.kind != "girl" && hero.kind != "boy";
   static const std::vector<std::string> kIntroAdjectives = {"little", "small", "young", "happy", "kind", "curious"};
-  static const std::vector<std::string> kTraits = {"kind",    "curious", "brave",  "playful", "shy",
-                                                   "clever",  "cheerful", "gentle", "silly",   "friendly"};
+  static const std::vector<std::string> kTraits = {"kind",   "curious",  "brave",  "playful", "shy",
+                                                   "clever", "cheerful", "gentle", "silly",   "friendly"};
   s.set("intro", with_article(rng.pick(kIntroAdjectives) + " " + hero.kind) + " named " + hero.name);
   const std::string trait = rng.pick(kTraits);
   s.set("trait", trait);

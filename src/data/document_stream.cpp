@@ -27,7 +27,8 @@ uint64_t parse_count(const std::string& spec, const std::string& s, const char* 
     used = 0;
   }
   if (s.empty() || used != s.size())
-    throw_usage_error(fmt::format("'{}' in '{}' is not a {}", s, spec, what), "--in", "write builtin, builtin:N or builtin:N:SEED");
+    throw_usage_error(fmt::format("'{}' in '{}' is not a {}", s, spec, what), "--in",
+                      "write builtin, builtin:N or builtin:N:SEED");
   return v;
 }
 

@@ -17,7 +17,7 @@ struct TextInput {
   std::string path;            // file (Builtin: "builtin")
   uint64_t builtin_count = 0;  // Builtin only
   uint64_t builtin_seed = 0;
-  uint64_t size_bytes = 0;     // file size, or an estimate for the built-in corpus (progress)
+  uint64_t size_bytes = 0;  // file size, or an estimate for the built-in corpus (progress)
 };
 
 constexpr uint64_t kDefaultBuiltinStories = 10000;

@@ -22,8 +22,8 @@ namespace {
 struct Transfer {
   CURL* curl = nullptr;
   int fd = -1;
-  uint64_t offset = 0;       // bytes in the .part file before this attempt
-  uint64_t written = 0;      // bytes appended by this attempt
+  uint64_t offset = 0;   // bytes in the .part file before this attempt
+  uint64_t written = 0;  // bytes appended by this attempt
   bool checked_status = false;
   bool write_failed = false;
   bool progress = true;
@@ -167,13 +167,12 @@ DownloadResult download_file(const std::string& url, const std::string& dest, co
     // Other 4xx answers (404, 403) will not change by asking again.
     if (code == 416) fs::remove(part);
     else if (code >= 400 && code < 500 && code != 408 && code != 429) break;
-    if (r.attempts <= opt.retries)
-      std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(opt.retry_delay_s * 1000)));
+    if (r.attempts <= opt.retries) std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(opt.retry_delay_s * 1000)));
   }
   if (!failure.empty())
     throw_runtime_error(fmt::format("download of {} failed: {}", url, failure), dest,
-                        fmt::format("{} bytes are kept in {}; run the same command again to resume",
-                                    file_size_or_zero(part), part));
+                        fmt::format("{} bytes are kept in {}; run the same command again to resume", file_size_or_zero(part),
+                                    part));
   r.attempts = std::min(r.attempts, opt.retries + 1);
   std::error_code ec;
   fs::rename(part, dest, ec);

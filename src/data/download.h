@@ -12,15 +12,15 @@
 namespace orion::data {
 
 struct DownloadOptions {
-  int retries = 3;              // further attempts after a failed one, each resuming
+  int retries = 3;  // further attempts after a failed one, each resuming
   double retry_delay_s = 1.0;
   long connect_timeout_s = 30;
-  long stall_timeout_s = 60;    // give up on an attempt that receives nothing for this long
-  bool progress = true;         // progress bar on stderr
+  long stall_timeout_s = 60;  // give up on an attempt that receives nothing for this long
+  bool progress = true;       // progress bar on stderr
 };
 
 struct DownloadResult {
-  uint64_t bytes = 0;       // size of DEST
+  uint64_t bytes = 0;         // size of DEST
   uint64_t resumed_from = 0;  // bytes already in DEST.part when the first attempt began
   int attempts = 0;
   bool already_present = false;  // DEST existed: nothing was downloaded

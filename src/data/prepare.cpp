@@ -84,13 +84,18 @@ std::string_view strip(std::string_view s) {
 }
 
 void write_meta(const PrepareOptions& opt, const PrepareResult& r, const Tokenizer& tok) {
-  nlohmann::json meta = {
-      {"format", token_format_name(r.format)}, {"tokenizer", opt.tokenizer},  {"tokenizer_kind", tok.name()},
-      {"vocab_size", r.vocab_size},            {"delimiter", document_delimiter(tok)},
-      {"val_fraction", opt.val_fraction},      {"documents", r.documents},
-      {"train_documents", r.train_documents},  {"val_documents", r.val_documents},
-      {"train_tokens", r.train_tokens},        {"val_tokens", r.val_tokens},
-      {"inputs", opt.inputs}};
+  nlohmann::json meta = {{"format", token_format_name(r.format)},
+                         {"tokenizer", opt.tokenizer},
+                         {"tokenizer_kind", tok.name()},
+                         {"vocab_size", r.vocab_size},
+                         {"delimiter", document_delimiter(tok)},
+                         {"val_fraction", opt.val_fraction},
+                         {"documents", r.documents},
+                         {"train_documents", r.train_documents},
+                         {"val_documents", r.val_documents},
+                         {"train_tokens", r.train_tokens},
+                         {"val_tokens", r.val_tokens},
+                         {"inputs", opt.inputs}};
   std::vector<std::string> train, val;
   for (const auto& f : r.train_files) train.push_back(fs::path(f).filename().string());
   for (const auto& f : r.val_files) val.push_back(fs::path(f).filename().string());
@@ -114,7 +119,8 @@ PrepareResult prepare_dataset(const PrepareOptions& opt) {
   r.vocab_size = tok.vocab_size();
   r.format = choose_format(opt.format, tok);
   if (r.vocab_size > 65536)
-    throw_usage_error(fmt::format("the vocabulary has {} tokens; token files store uint16 ids (at most 65536)", r.vocab_size),
+    throw_usage_error(fmt::format("the vocabulary has {} tokens; token files store uint16 ids (at most 65536)",
+                                  r.vocab_size),
                       "--tokenizer");
   const int delimiter = document_delimiter(tok);
 

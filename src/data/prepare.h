@@ -27,8 +27,8 @@ struct PrepareOptions {
   std::vector<std::string> inputs;  // document_stream.h specs
   std::string out_dir;
   double val_fraction = 0.05;
-  int threads = 0;                  // 0: all cores
-  std::string format = "auto";      // llama2c | llmc | auto (llmc for GPT-2 tokenizers, else llama2c)
+  int threads = 0;                            // 0: all cores
+  std::string format = "auto";                // llama2c | llmc | auto (llmc for GPT-2 tokenizers, else llama2c)
   uint64_t shard_tokens = uint64_t(1) << 27;  // 128 Mi tokens = 256 MB per shard
   bool progress = true;
 };

@@ -32,8 +32,8 @@ void Progress::finish(uint64_t items, uint64_t bytes) {
 
 void Progress::print(uint64_t items, uint64_t bytes, bool final) {
   const double t = std::max(timer_.seconds(), 1e-9);
-  std::string line = fmt::format("{}: {} {}, {:.0f} {}/s, {:.1f} MB/s", label_, items, unit_, items / t, unit_,
-                                 bytes / t / 1e6);
+  std::string line =
+      fmt::format("{}: {} {}, {:.0f} {}/s, {:.1f} MB/s", label_, items, unit_, items / t, unit_, bytes / t / 1e6);
   if (total_ > 0 && !final) {
     const double frac = std::min(1.0, double(bytes) / double(total_));
     const double eta = frac > 0 ? t * (1 - frac) / frac : -1;

@@ -37,7 +37,9 @@ class Rng {
   uint64_t state() const { return state_; }
 
   template <typename T>
-  const T& pick(const std::vector<T>& v) { return v[below(v.size())]; }
+  const T& pick(const std::vector<T>& v) {
+    return v[below(v.size())];
+  }
 
   // Fisher–Yates shuffle driven by below(): the same permutation everywhere for the same seed.
   template <typename T>

@@ -108,7 +108,8 @@ Batch TokenDataset::batch(uint64_t index) const {
 }
 
 std::vector<std::string> TokenDataset::split_files(const std::string& dir, const std::string& split) {
-  if (split != "train" && split != "val") throw_usage_error(fmt::format("unknown split '{}'", split), "split", "use train or val");
+  if (split != "train" && split != "val")
+    throw_usage_error(fmt::format("unknown split '{}'", split), "split", "use train or val");
   std::vector<std::string> all, named, unnamed;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_regular_file() && e.path().extension() == ".bin") all.push_back(e.path().string());

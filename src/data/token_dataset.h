@@ -24,12 +24,12 @@
 namespace orion::data {
 
 struct DatasetOptions {
-  int B = 4;               // batch size (rows)
-  int T = 64;              // sequence length
-  bool shuffle = false;    // false: llm.c's sequential order
-  uint64_t seed = 0;       // shuffle seed
+  int B = 4;             // batch size (rows)
+  int T = 64;            // sequence length
+  bool shuffle = false;  // false: llm.c's sequential order
+  uint64_t seed = 0;     // shuffle seed
   int rank = 0, world = 1;
-  int vocab_size = -1;     // > 0: every file is checked for ids below it
+  int vocab_size = -1;  // > 0: every file is checked for ids below it
 };
 
 struct Batch {

@@ -20,11 +20,11 @@ void read_llmc_header(TokenFile& f) {
   const int32_t version = r.read<int32_t>("version");
   const int32_t count = r.read<int32_t>("token count");
   if (version != kLlmcVersion)
-    throw_input_error(f.path, fmt::format("llm.c token file version {}; only version {} (uint16 tokens) is supported",
-                                          version, kLlmcVersion),
+    throw_input_error(f.path,
+                      fmt::format("llm.c token file version {}; only version {} (uint16 tokens) is supported", version,
+                                  kLlmcVersion),
                       "version", 4, version == 2 ? "version 2 holds uint32 tokens (Llama 3); re-tokenize to uint16" : "");
-  if (count < 0)
-    throw_input_error(f.path, fmt::format("negative token count {}", count), "token count", 8);
+  if (count < 0) throw_input_error(f.path, fmt::format("negative token count {}", count), "token count", 8);
   const size_t payload = size - kLlmcHeaderBytes;
   if (payload != size_t(count) * 2)
     throw_input_error(f.path,
@@ -42,7 +42,8 @@ void check_ids(const TokenFile& f, int vocab_size) {
   if (max_id < vocab_size) return;
   for (size_t i = 0; i < f.count; ++i)  // the slow path only runs to name the first bad id
     if (f.tokens[i] >= vocab_size)
-      throw_input_error(f.path, fmt::format("token {} has id {}, not below the vocabulary size {}", i, f.tokens[i], vocab_size),
+      throw_input_error(f.path,
+                        fmt::format("token {} has id {}, not below the vocabulary size {}", i, f.tokens[i], vocab_size),
                         "tokens", int64_t(f.data_offset + 2 * i),
                         "the data was tokenized with a different tokenizer than the one given");
 }
@@ -54,7 +55,8 @@ TokenFile open_token_file(const std::string& path, int vocab_size, std::optional
   f.path = path;
   f.map = MappedFile::open(path);
   const size_t size = f.map->size();
-  if (size == 0) throw_input_error(path, "the token file is empty", {}, 0, "expected llama2.c uint16 tokens or an llm.c token file");
+  if (size == 0)
+    throw_input_error(path, "the token file is empty", {}, 0, "expected llama2.c uint16 tokens or an llm.c token file");
   int32_t first = 0;
   if (size >= 4) std::memcpy(&first, f.map->data(), 4);
   if (expect == TokenFormat::Llmc && first != kLlmcMagic)

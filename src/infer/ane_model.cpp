@@ -19,9 +19,9 @@
 namespace orion {
 namespace {
 
-using runtime::TensorMap;
 using runtime::ane_to_rows;
 using runtime::rows_to_ane;
+using runtime::TensorMap;
 
 // True when the model's inference table holds its family's own inference kernels (residual adds
 // and decode kernels inside the programs); false: its training kernels (model/family/family.h).
@@ -41,7 +41,9 @@ std::string AneRuntime::summary() const {
 }
 
 AneModel::AneModel(const ModelWeights& w, runtime::ProgramCache& cache, AneModelOptions opt)
-    : w_(w), cache_(cache), opt_(std::move(opt)),
+    : w_(w),
+      cache_(cache),
+      opt_(std::move(opt)),
       max_seq_(opt_.max_seq > 0 ? std::min(opt_.max_seq, w.config.seq_len) : w.config.seq_len),
       kv_dim_(w.config.kv_dim()) {
   const ModelConfig& c = w_.config;
@@ -49,10 +51,11 @@ AneModel::AneModel(const ModelWeights& w, runtime::ProgramCache& cache, AneModel
   kernels_ = frontends::inference_kernels(c.arch);
   attn_min_ = frontends::inference_attention_bucket(w_, chip);
   if (attn_min_ == 0)
-    throw Error(ErrorKind::Runtime,
-                fmt::format("no sequence bucket up to {} lets the attention kernel of {} reach the {}-byte minimum buffer (C7)",
-                            chip.max_sequence_bucket, opt_.model_name, chip.min_buffer_bytes),
-                {opt_.model_name, "backend", -1, "use --backend cpu for this model"});
+    throw Error(
+        ErrorKind::Runtime,
+        fmt::format("no sequence bucket up to {} lets the attention kernel of {} reach the {}-byte minimum buffer (C7)",
+                    chip.max_sequence_bucket, opt_.model_name, chip.min_buffer_bytes),
+        {opt_.model_name, "backend", -1, "use --backend cpu for this model"});
   const size_t L = size_t(c.n_layers), Q = size_t(c.n_heads) * c.head_dim();
   q_.resize(Q), att_.resize(Q), o_.resize(size_t(c.dim));
   key_cache_.assign(L * max_seq_ * kv_dim_, 0.0f), value_cache_.assign(L * max_seq_ * kv_dim_, 0.0f);
@@ -86,7 +89,8 @@ void AneModel::set_lora(const LoraAdapter* a, float scale_mult) {
     a->check_fits(c, "adapter");
     for (LoraTarget t : a->targets())
       if (t != LoraTarget::Q && t != LoraTarget::V)
-        throw_usage_error(fmt::format("the ANE path applies adapters on q and v; this one also adapts {}", lora_target_name(t)),
+        throw_usage_error(fmt::format("the ANE path applies adapters on q and v; this one also adapts {}",
+                                      lora_target_name(t)),
                           "--lora", "use --backend cpu, or fold the adapter in with `orion lora merge`");
     if (a->rank() > lora_slot_)
       throw_usage_error(fmt::format("adapter rank {} is above the compiled rank slot {}", a->rank(), lora_slot_), "--lora",
@@ -97,8 +101,8 @@ void AneModel::set_lora(const LoraAdapter* a, float scale_mult) {
     const LoraTensor* q = a ? a->find(l, LoraTarget::Q) : nullptr;
     const LoraTensor* v = a ? a->find(l, LoraTarget::V) : nullptr;
     lora_inputs_[size_t(l)] = frontends::lora_qv_inputs(c, lora_slot_, a ? a->rank() : 0, a ? a->scale() * scale_mult : 0.0f,
-                                                         q ? a->A(*q) : nullptr, q ? a->B(*q) : nullptr,
-                                                         v ? a->A(*v) : nullptr, v ? a->B(*v) : nullptr);
+                                                        q ? a->A(*q) : nullptr, q ? a->B(*q) : nullptr,
+                                                        v ? a->A(*v) : nullptr, v ? a->B(*v) : nullptr);
   }
 }
 
@@ -165,25 +169,22 @@ void AneModel::embed(const int* tokens, int n, int pos) {
 void AneModel::prefill(int n) {
   const int S = prefill_bucket(n);
   for (int l = 0; l < w_.config.n_layers; l++) {
-    if (own_inference_kernels(w_.config))
-      prefill_layer_inference_kernels(l, n, S);
-    else
-      prefill_layer_training_kernels(l, n, S);
+    if (own_inference_kernels(w_.config)) prefill_layer_inference_kernels(l, n, S);
+    else prefill_layer_training_kernels(l, n, S);
   }
 }
 
 void AneModel::decode(int pos) {
   for (int l = 0; l < w_.config.n_layers; l++) {
-    if (own_inference_kernels(w_.config))
-      decode_layer_inference_kernels(l, pos);
-    else
-      decode_layer_training_kernels(l, pos);
+    if (own_inference_kernels(w_.config)) decode_layer_inference_kernels(l, pos);
+    else decode_layer_training_kernels(l, pos);
   }
 }
 
 // ANE: y = x + attention(norm1(x)) with k, v for the cache; then y + ffn(norm2(y)) (GPT-2's kernels).
 void AneModel::prefill_layer_inference_kernels(int l, int n, int S) {
-  TensorMap a = program(frontends::kPrefillAttn, l, S)->run(with_lora(l, {{"x", rows_to_ane(x_.data(), n, w_.config.dim, S)}}));
+  TensorMap a =
+      program(frontends::kPrefillAttn, l, S)->run(with_lora(l, {{"x", rows_to_ane(x_.data(), n, w_.config.dim, S)}}));
   ane_to_rows(a.at("k"), n, k_cache(l, 0));  // rows 0..n−1 of the cache, [n, C]
   ane_to_rows(a.at("v"), n, v_cache(l, 0));
   // The FFN is position-wise, so y's padding columns (finite, meaningless) cannot reach real ones.
@@ -198,10 +199,8 @@ void AneModel::prefill_layer_training_kernels(int l, int n, int S) {
   TensorMap a = program(frontends::kPrefillAttn, l, S)->run(with_lora(l, {{"x", rows_to_ane(x_.data(), n, C, S)}}));
   ane_to_rows(a.at("k"), n, k_cache(l, 0));
   ane_to_rows(a.at("v"), n, v_cache(l, 0));
-  if (lora_slot_ > 0)
-    ane_to_rows(a.at("y"), n, x_.data());  // the LoRA kernel returns h = x + o itself
-  else
-    ane_to_rows(a.at("o"), n, x_.data(), /*accumulate=*/true);
+  if (lora_slot_ > 0) ane_to_rows(a.at("y"), n, x_.data());  // the LoRA kernel returns h = x + o itself
+  else ane_to_rows(a.at("o"), n, x_.data(), /*accumulate=*/true);
   TensorMap f = program(frontends::kPrefillFfn, l, S)->run({{"x", rows_to_ane(x_.data(), n, C, S)}});
   ane_to_rows(f.at("y"), n, x_.data(), /*accumulate=*/true);
 }
@@ -217,8 +216,10 @@ void AneModel::decode_layer_inference_kernels(int l, int pos) {
   ane_to_rows(p.at("q"), 1, q_.data());
   ane_to_rows(p.at("k"), 1, k_cache(l, pos));
   ane_to_rows(p.at("v"), 1, v_cache(l, pos));
-  cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, c.head_dim(), kv_dim_);
-  TensorMap f = program(frontends::kDecodeFfn, l, S)->run({{"x", rows_to_ane(x, 1, C, S)}, {"att", rows_to_ane(att_.data(), 1, C, S)}});
+  cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, c.head_dim(),
+                 kv_dim_);
+  TensorMap f = program(frontends::kDecodeFfn, l, S)
+                    ->run({{"x", rows_to_ane(x, 1, C, S)}, {"att", rows_to_ane(att_.data(), 1, C, S)}});
   ane_to_rows(f.at("y"), 1, x);
 }
 

@@ -88,7 +88,7 @@ class AneModel final : public LanguageModel {
   // The program of a role of this family's inference kernels (kernels_), from the cache.
   Kernel program(frontends::InferenceRole role, int layer, int S);
   runtime::TensorMap with_lora(int layer, runtime::TensorMap inputs) const;  // + the layer's adapter inputs
-  int decode_qkv_bucket() const;  // the sequence bucket attn_decode runs at
+  int decode_qkv_bucket() const;                                             // the sequence bucket attn_decode runs at
 
   void check_tokens(const int* tokens, int n, int pos) const;
   void embed(const int* tokens, int n, int pos);  // x_[t] = tok_emb (+ pos_emb)
@@ -109,13 +109,13 @@ class AneModel final : public LanguageModel {
   runtime::ProgramCache& cache_;
   AneModelOptions opt_;
   int max_seq_, kv_dim_, attn_min_;
-  std::vector<float> x_;                        // [n, C] residual stream, row-major (host layout)
-  std::vector<float> q_, att_, o_;              // [NH·HS] / [C]: one decode token's scratch
-  std::vector<float> key_cache_, value_cache_;  // [L, max_seq, NKV·HS], as the Transformer's
-  std::vector<float> logits_;                   // [V]
-  int lora_slot_ = 0;                           // > 0: attention programs take adapter inputs
-  std::vector<frontends::KernelSpec> kernels_;  // by InferenceRole, for lora_slot_
-  std::vector<runtime::TensorMap> lora_inputs_; // [L] lora_a_q, lora_b_q, lora_a_v, lora_b_v
+  std::vector<float> x_;                         // [n, C] residual stream, row-major (host layout)
+  std::vector<float> q_, att_, o_;               // [NH·HS] / [C]: one decode token's scratch
+  std::vector<float> key_cache_, value_cache_;   // [L, max_seq, NKV·HS], as the Transformer's
+  std::vector<float> logits_;                    // [V]
+  int lora_slot_ = 0;                            // > 0: attention programs take adapter inputs
+  std::vector<frontends::KernelSpec> kernels_;   // by InferenceRole, for lora_slot_
+  std::vector<runtime::TensorMap> lora_inputs_;  // [L] lora_a_q, lora_b_q, lora_a_v, lora_b_v
 };
 
 // What a process needs to run AneModels: a driver ("anesim", or "ane" on macOS) for a chip, the

@@ -47,7 +47,9 @@ int Sampler::sample(float* logits, int n) {
   for (int i = 0; i < n; i++)
     if (logits[i] >= cutoff) candidates_.emplace_back(logits[i], i);
   if (candidates_.empty()) return argmax(logits, n);
-  auto by_prob = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  auto by_prob = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
   size_t keep = candidates_.size();
   if (opt_.top_k > 0 && size_t(opt_.top_k) < keep) {
     keep = size_t(opt_.top_k);

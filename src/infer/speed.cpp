@@ -40,7 +40,8 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
   for (int& t : prompt) t = int(rng() % uint32_t(r.config.vocab_size));
 
   for (int rep = 0; rep < opt.repeat; rep++) {
-    say(fmt::format("run {}/{}: prefill {} tokens, decode {} tokens", rep + 1, opt.repeat, opt.prompt_tokens, opt.decode_tokens));
+    say(fmt::format("run {}/{}: prefill {} tokens, decode {} tokens", rep + 1, opt.repeat, opt.prompt_tokens,
+                    opt.decode_tokens));
     Timer t;
     const float* lg = tf.forward(prompt.data(), opt.prompt_tokens, 0);
     r.prefill_tok_s = std::max(r.prefill_tok_s, opt.prompt_tokens / t.seconds());
@@ -88,7 +89,9 @@ std::string SpeedReport::to_json() const {
     j["predicted_ane_prefill_tok_s"] = ane.predicted_prefill_tok_s;
     j["predicted_ane_decode_tok_s"] = ane.predicted_decode_tok_s;
     j["evaluations_per_decode_token"] = ane.evaluations_per_decode_token;
-    j["cache"] = {{"hits", ane.cache_hits}, {"misses", ane.cache_misses}, {"evictions", ane.cache_evictions},
+    j["cache"] = {{"hits", ane.cache_hits},
+                  {"misses", ane.cache_misses},
+                  {"evictions", ane.cache_evictions},
                   {"resident", ane.cache_resident}};
     j["compile_budget"] = {{"used", ane.compiles_used}, {"limit", ane.compile_budget}};
   }

@@ -15,11 +15,11 @@ struct SpeedOptions {
   DType dtype = DType::F32;
   int prompt_tokens = 128;
   int decode_tokens = 128;
-  int repeat = 3;          // best of this many runs
+  int repeat = 3;                 // best of this many runs
   bool measure_bandwidth = true;  // CPU backend only
   uint64_t seed = 1;
-  std::string backend = "cpu";    // "cpu", "anesim", or "ane" (macOS)
-  std::string chip = "m4";        // the ANE generation anesim models
+  std::string backend = "cpu";  // "cpu", "anesim", or "ane" (macOS)
+  std::string chip = "m4";      // the ANE generation anesim models
 };
 
 // The ANE backends' figures. Host tok/s (SpeedReport) is what this machine took — on anesim, the
@@ -29,7 +29,7 @@ struct SpeedOptions {
 // predicts nothing (0).
 struct AneSpeed {
   std::string chip;
-  int programs = 0;                    // distinct programs the prefill and decode use
+  int programs = 0;  // distinct programs the prefill and decode use
   int prefill_bucket = 0, attention_min_bucket = 0;
   double compile_s = 0;                // compiling and loading them (cache misses)
   double first_prefill_tok_s = 0;      // the first prefill, compiles included
@@ -52,7 +52,7 @@ struct SpeedReport {
   double bound_tok_s = 0;           // stream_triad / bytes_per_token
   double bandwidth_efficiency = 0;  // decode_tok_s / bound_tok_s
   std::string backend = "cpu";
-  AneSpeed ane;                     // backend != "cpu"
+  AneSpeed ane;  // backend != "cpu"
   std::string to_json() const;
   std::string to_text() const;
 };

@@ -46,7 +46,8 @@ SpeedReport measure_ane_generation_speed(const SpeedOptions& opt, SpeedReport r,
 
   const runtime::DriverCounters& n = rt.driver->counters();
   for (int rep = 0; rep < opt.repeat; rep++) {
-    say(fmt::format("run {}/{}: prefill {} tokens, decode {} tokens", rep + 1, opt.repeat, opt.prompt_tokens, opt.decode_tokens));
+    say(fmt::format("run {}/{}: prefill {} tokens, decode {} tokens", rep + 1, opt.repeat, opt.prompt_tokens,
+                    opt.decode_tokens));
     double ane0 = n.predicted_ane_ms;
     t.reset();
     const float* lg = model.forward(prompt.data(), opt.prompt_tokens, 0);

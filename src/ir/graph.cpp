@@ -21,8 +21,7 @@ namespace {
 void check_name(const std::string& name) {
   bool ok = !name.empty() && (std::isalpha(uint8_t(name[0])) || name[0] == '_');
   for (char c : name) ok = ok && (std::isalnum(uint8_t(c)) || c == '_' || c == '@');
-  if (!ok)
-    throw Error(ErrorKind::Input, "is not a valid identifier ([A-Za-z_][A-Za-z0-9_@]*)", {{}, name, -1, {}});
+  if (!ok) throw Error(ErrorKind::Input, "is not a valid identifier ([A-Za-z_][A-Za-z0-9_@]*)", {{}, name, -1, {}});
 }
 }  // namespace
 
@@ -42,8 +41,10 @@ Value Graph::constant(const std::string& name, Type type, std::shared_ptr<const 
   check_name(name);
   if (names_.count(name)) throw Error(ErrorKind::Input, "name is already used", {{}, name, -1, {}});
   if (!data || data->bytes.size() != type.bytes())
-    throw Error(ErrorKind::Input, fmt::format("constant of type {} needs {} bytes of data, has {}", type.str(), type.bytes(),
-                                              data ? data->bytes.size() : 0), {{}, name, -1, {}});
+    throw Error(ErrorKind::Input,
+                fmt::format("constant of type {} needs {} bytes of data, has {}", type.str(), type.bytes(),
+                            data ? data->bytes.size() : 0),
+                {{}, name, -1, {}});
   Node n;
   n.op = Op::Const;
   n.name = name;
@@ -190,7 +191,8 @@ std::string Graph::verify() const {
       if (v.node < 0 || v.node >= i) return fmt::format("node '{}' uses a value defined after it (not topological)", n.name);
       const Node& d = nodes_[size_t(v.node)];
       if (d.dead) return fmt::format("node '{}' uses removed node '{}'", n.name, d.name);
-      if (v.result >= int(d.results.size())) return fmt::format("node '{}' uses result {} of '{}'", n.name, v.result, d.name);
+      if (v.result >= int(d.results.size()))
+        return fmt::format("node '{}' uses result {} of '{}'", n.name, v.result, d.name);
       in.push_back(d.results[size_t(v.result)]);
     }
     if (n.op == Op::Input || n.op == Op::Const) {

@@ -22,7 +22,13 @@ enum class Op : uint8_t {
 #undef OP
 };
 enum OpFlag : uint32_t {
-  kSource = 1, kUnary = 2, kBinary = 4, kReduce = 8, kLayout = 16, kComposite = 32, kRejectedByAne = 64
+  kSource = 1,
+  kUnary = 2,
+  kBinary = 4,
+  kReduce = 8,
+  kLayout = 16,
+  kComposite = 32,
+  kRejectedByAne = 64
 };
 struct OpInfo {
   const char* name;  // IR text name
@@ -41,7 +47,7 @@ constexpr int kNumOps = 0
 enum class ElemType : uint8_t { F16, F32, I32, Bool };
 const char* elem_name(ElemType t);  // "fp16", "fp32", "int32", "bool" (MIL spelling)
 std::optional<ElemType> elem_from_name(const std::string& s);
-size_t elem_size(ElemType t);       // bytes (bool: 1)
+size_t elem_size(ElemType t);  // bytes (bool: 1)
 
 struct Type {
   ElemType elem = ElemType::F16;
@@ -70,12 +76,12 @@ struct ConstData {
 
 struct Node {
   Op op = Op::Identity;
-  std::string name;                 // unique; the MIL identifier
+  std::string name;  // unique; the MIL identifier
   std::vector<Value> inputs;
   Attrs attrs;
-  std::vector<Type> results;        // one per result
+  std::vector<Type> results;              // one per result
   std::shared_ptr<const ConstData> data;  // Const only
-  bool dead = false;                // removed by a pass; dropped by Graph::compact()
+  bool dead = false;                      // removed by a pass; dropped by Graph::compact()
 };
 
 struct GraphOutput {
@@ -107,7 +113,7 @@ class Graph {
   const Type& type(Value v) const { return node(v).results.at(size_t(v.result)); }
   const std::vector<GraphOutput>& outputs() const { return outputs_; }
   std::vector<GraphOutput>& outputs_mut() { return outputs_; }
-  std::vector<int> input_nodes() const;  // in declaration order
+  std::vector<int> input_nodes() const;     // in declaration order
   int find(const std::string& name) const;  // node index or −1
 
   // --- editing (for passes) ---

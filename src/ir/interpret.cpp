@@ -89,7 +89,9 @@ template <typename F>
 Tensor32 binary(const Tensor32& a, const Tensor32& b, const Shape& out_shape, F f) {
   Tensor32 y(out_shape);
   for_each_broadcast(out_shape, broadcast_strides(a.shape, out_shape), broadcast_strides(b.shape, out_shape),
-                     [&](int64_t i, int64_t ia, int64_t ib) { y.data[size_t(i)] = f(a.data[size_t(ia)], b.data[size_t(ib)]); });
+                     [&](int64_t i, int64_t ia, int64_t ib) {
+                       y.data[size_t(i)] = f(a.data[size_t(ia)], b.data[size_t(ib)]);
+                     });
   return y;
 }
 
@@ -211,7 +213,8 @@ Tensor32 slice(const Tensor32& x, const Attrs& attrs, const Shape& out_shape, co
   return y;
 }
 
-std::vector<Tensor32> split(const Tensor32& x, const Attrs& attrs, const std::vector<Type>& results, const std::string& node) {
+std::vector<Tensor32> split(const Tensor32& x, const Attrs& attrs, const std::vector<Type>& results,
+                            const std::string& node) {
   int64_t axis = attr_int(attrs, "axis", node);
   if (axis < 0) axis += int64_t(x.shape.size());
   std::vector<Tensor32> parts;

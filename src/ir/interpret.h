@@ -36,8 +36,7 @@ struct InterpretOptions {
 
 // Evaluates g. `inputs` maps every input node's name to a tensor of exactly its declared shape.
 // Returns the graph outputs in g.outputs() order. Input errors name the missing or misshapen input.
-std::vector<Tensor32> interpret(const Graph& g, const std::map<std::string, Tensor32>& inputs,
-                                InterpretOptions opt = {});
+std::vector<Tensor32> interpret(const Graph& g, const std::map<std::string, Tensor32>& inputs, InterpretOptions opt = {});
 // The same, keyed by output name.
 std::map<std::string, Tensor32> interpret_named(const Graph& g, const std::map<std::string, Tensor32>& inputs,
                                                 InterpretOptions opt = {});

@@ -39,7 +39,8 @@ std::vector<int64_t> broadcast(const std::vector<int64_t>& a, const std::vector<
 
 Type conv1x1(const std::vector<Type>& in, const std::string& node) {
   const auto &x = in[0].shape, &w = in[1].shape;
-  if (x.size() != 4 || x[0] != 1 || x[2] != 1) bad(node, fmt::format("conv1x1 input must be [1, C, 1, S], got {}", shape_str(x)));
+  if (x.size() != 4 || x[0] != 1 || x[2] != 1)
+    bad(node, fmt::format("conv1x1 input must be [1, C, 1, S], got {}", shape_str(x)));
   if (w.size() != 4 || w[2] != 1 || w[3] != 1 || w[1] != x[1])
     bad(node, fmt::format("conv1x1 weight must be [Cout, {}, 1, 1], got {}", x[1], shape_str(w)));
   if (in.size() == 3 && in[2].numel() != w[0])
@@ -127,7 +128,8 @@ std::vector<Type> split(const Type& x, const Attrs& attrs, const std::string& no
 
 Type pad(const Type& x, const Attrs& attrs, const std::string& node) {
   auto p = attr_ints(attrs, "pad", node);
-  if (p.size() != 2 * x.shape.size()) bad(node, fmt::format("pad needs {} values (before, after per axis)", 2 * x.shape.size()));
+  if (p.size() != 2 * x.shape.size())
+    bad(node, fmt::format("pad needs {} values (before, after per axis)", 2 * x.shape.size()));
   Type t = x;
   for (size_t i = 0; i < x.shape.size(); i++) {
     if (p[2 * i] < 0 || p[2 * i + 1] < 0) bad(node, "pad amounts must be ≥ 0");

@@ -11,7 +11,7 @@
 namespace orion::ir {
 
 uint64_t fnv1a64(const uint8_t* data, size_t size) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV offset basis
+  uint64_t h = 0xcbf29ce484222325ull;                                      // FNV offset basis
   for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 0x100000001b3ull;  // FNV prime
   return h;
 }
@@ -140,7 +140,8 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
   for (const Node& n : g.nodes())
     if (!n.dead) out += "  " + node_text(g, n, options) + "\n";
   std::vector<std::string> outs;
-  for (const GraphOutput& o : g.outputs()) outs.push_back(fmt::format("%{} = {}", name_text(o.name), value_text(g, o.value)));
+  for (const GraphOutput& o : g.outputs())
+    outs.push_back(fmt::format("%{} = {}", name_text(o.name), value_text(g, o.value)));
   out += outs.empty() ? "  return\n" : fmt::format("  return {}\n", fmt::join(outs, ", "));
   return out + "}\n";
 }

@@ -11,7 +11,7 @@ enum class Tok { Ident, ValueName, Number, String, Punct, Newline, End };
 
 struct Token {
   Tok kind = Tok::End;
-  std::string text;  // identifier, value name (without %), number spelling, unescaped string, punct
+  std::string text;       // identifier, value name (without %), number spelling, unescaped string, punct
   int line = 1, col = 1;  // 1-based; columns count bytes
   bool quoted = false;    // a value name written %"..."
 };

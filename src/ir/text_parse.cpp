@@ -178,7 +178,8 @@ class Parser {
       if (key.kind != Tok::Ident) fail(key, "an attribute name");
       expect_punct("=", fmt::format("'=' after attribute '{}'", key.text));
       AttrValue v = parse_attr_value();
-      if (!attrs.emplace(key.text, std::move(v)).second) error_at(key, fmt::format("attribute '{}' is given twice", key.text));
+      if (!attrs.emplace(key.text, std::move(v)).second)
+        error_at(key, fmt::format("attribute '{}' is given twice", key.text));
       if (at_punct("}")) return lex_.next(), attrs;
       expect_punct(",", "',' or '}' in the attributes");
     }
@@ -307,8 +308,8 @@ void Parser::parse_node() {
   if (int64_t(types.size()) != declared)
     error_at(types[0].first, declared == 1 ? fmt::format("node '{}' has {} result types: declare them with '%{}:{}'",
                                                          name.text, types.size(), name.text, types.size())
-                                           : fmt::format("node '{}' declares {} results but {} written", name.text,
-                                                         declared, types_written(types.size())));
+                                           : fmt::format("node '{}' declares {} results but {} written", name.text, declared,
+                                                         types_written(types.size())));
 
   if (*op == Op::Input || *op == Op::Const) {
     if (types.size() != 1) error_at(types[1].first, fmt::format("'{}' has exactly one result", op_tok.text));
@@ -329,8 +330,8 @@ void Parser::parse_node() {
                                          types_written(types.size())));
   for (size_t i = 0; i < types.size(); i++)
     if (types[i].second != inferred[i])
-      error_at(types[i].first, fmt::format("node '{}': result type is written {} but shape inference gives {}",
-                                           name.text, types[i].second.str(), inferred[i].str()));
+      error_at(types[i].first, fmt::format("node '{}': result type is written {} but shape inference gives {}", name.text,
+                                           types[i].second.str(), inferred[i].str()));
 }
 
 void Parser::parse_return() {
@@ -349,8 +350,6 @@ void Parser::parse_return() {
 
 }  // namespace
 
-Graph parse_graph(std::string_view text, const std::string& source_name) {
-  return Parser(text, source_name).parse();
-}
+Graph parse_graph(std::string_view text, const std::string& source_name) { return Parser(text, source_name).parse(); }
 
 }  // namespace orion::ir

@@ -16,7 +16,7 @@ size_t ModelConfig::num_params() const {
   size_t C = dim, Hd = hidden_dim, L = n_layers, kv = size_t(kv_dim());
   size_t emb = size_t(padded_vocab) * C;
   size_t per_layer = 2 * C + C * C * 2 + 2 * C * kv + (a.gated_ffn ? 3 : 2) * C * Hd;
-  size_t extra = C;  // final norm
+  size_t extra = C;                                            // final norm
   if (a.biases) per_layer += 2 * C + C + 2 * kv + C + Hd + C;  // norm biases, bq bk bv bo, b1 b2
   if (a.norm == NormKind::LayerNorm) extra += C;               // final norm's bias
   if (a.positions == Positions::Learned) extra += size_t(seq_len) * C;
@@ -49,10 +49,9 @@ void ModelConfig::validate(const std::string& source) const {
 }
 
 std::string ModelConfig::describe() const {
-  return fmt::format("{} C={} H={} L={} NH={} NKV={} V={}{} T={} ({:.1f}M params)", arch_name(arch), dim,
-                     hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
-                     padded_vocab != vocab_size ? fmt::format(" (Vp={})", padded_vocab) : "", seq_len,
-                     num_params() / 1e6);
+  return fmt::format("{} C={} H={} L={} NH={} NKV={} V={}{} T={} ({:.1f}M params)", arch_name(arch), dim, hidden_dim,
+                     n_layers, n_heads, n_kv_heads, vocab_size,
+                     padded_vocab != vocab_size ? fmt::format(" (Vp={})", padded_vocab) : "", seq_len, num_params() / 1e6);
 }
 
 std::vector<std::string> config_preset_names() {

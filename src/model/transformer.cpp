@@ -10,7 +10,8 @@
 namespace orion {
 
 Transformer::Transformer(const ModelWeights& weights, int max_seq)
-    : w_(weights), max_seq_(max_seq > 0 ? std::min(max_seq, weights.config.seq_len) : weights.config.seq_len),
+    : w_(weights),
+      max_seq_(max_seq > 0 ? std::min(max_seq, weights.config.seq_len) : weights.config.seq_len),
       kv_dim_(weights.config.kv_dim()) {
   const ModelConfig& c = w_.config;
   size_t n = kChunk, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), H = c.hidden_dim;
@@ -24,8 +25,8 @@ const float* Transformer::forward(const int* tokens, int n, int pos, bool all_lo
   const ModelConfig& c = w_.config;
   if (n <= 0) throw_usage_error("no tokens to run", "prompt", "give a non-empty prompt");
   if (pos < 0 || pos + n > max_seq_)
-    throw_usage_error(fmt::format("sequence of {} tokens exceeds the model's context of {}", pos + n, max_seq_),
-                      "n", "ask for fewer tokens or use a shorter prompt");
+    throw_usage_error(fmt::format("sequence of {} tokens exceeds the model's context of {}", pos + n, max_seq_), "n",
+                      "ask for fewer tokens or use a shorter prompt");
   for (int i = 0; i < n; i++)
     if (tokens[i] < 0 || tokens[i] >= c.vocab_size)
       throw_usage_error(fmt::format("token id {} is outside the model's vocabulary of {}", tokens[i], c.vocab_size),
@@ -68,10 +69,8 @@ void Transformer::forward_chunk(const int* tokens, int n, int pos, float* logits
   // Final norm and classifier: on every token, or only on the last one.
   int first = all_logits ? 0 : n - 1, rows = n - first;
   const float* x = a_.x.data() + size_t(first) * C;
-  if (anatomy.norm == NormKind::RMSNorm)
-    cpu::rmsnorm(a_.xb.data(), x, w_.final_norm.f32(), rows, C, c.norm_eps);
-  else
-    cpu::layernorm(a_.xb.data(), x, w_.final_norm.f32(), w_.final_norm_b.f32(), rows, C, c.norm_eps);
+  if (anatomy.norm == NormKind::RMSNorm) cpu::rmsnorm(a_.xb.data(), x, w_.final_norm.f32(), rows, C, c.norm_eps);
+  else cpu::layernorm(a_.xb.data(), x, w_.final_norm.f32(), w_.final_norm_b.f32(), rows, C, c.norm_eps);
   // logits[t] = xb[t] · classifierᵀ over the real vocabulary (llm.c's padding rows are skipped)
   cpu::matmul(logits_out, a_.xb.data(), w_.classifier.data, w_.classifier.dtype, nullptr, rows, C, c.vocab_size);
 }
@@ -94,10 +93,11 @@ void Transformer::set_lora(const LoraAdapter* adapter, float scale_mult) {
   a_.lora_delta.resize(size_t(kChunk) * max_out);
 }
 
-void lora_add(const LoraLayerRef* lora, int t, float* y, const float* x, int n, int in, int out, Transformer::Activations& a) {
+void lora_add(const LoraLayerRef* lora, int t, float* y, const float* x, int n, int in, int out,
+              Transformer::Activations& a) {
   if (!lora || !lora->A[t]) return;
   const int r = lora->rank;
-  cpu::matmul(a.lora_ax.data(), x, lora->A[t], DType::F32, nullptr, n, in, r);              // ax = x·Aᵀ    [n, r]
+  cpu::matmul(a.lora_ax.data(), x, lora->A[t], DType::F32, nullptr, n, in, r);                     // ax = x·Aᵀ    [n, r]
   cpu::matmul(a.lora_delta.data(), a.lora_ax.data(), lora->B[t], DType::F32, nullptr, n, r, out);  // ax·Bᵀ [n, out]
   const float s = lora->scale;
   const float* d = a.lora_delta.data();

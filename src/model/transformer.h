@@ -51,12 +51,12 @@ class Transformer {
 
   // Activations of one chunk of n tokens (n ≤ kChunk), row-major.
   struct Activations {
-    std::vector<float> x;       // [n, C] residual stream
-    std::vector<float> xb;      // [n, C] normalised input of a sublayer / its output
-    std::vector<float> q;       // [n, NH·HS] queries
-    std::vector<float> att;     // [n, NH·HS] attention output (before wo)
-    std::vector<float> hb, hb2; // [n, H] FFN hidden (gate and up for SwiGLU)
-    std::vector<float> logits;  // [n, V] or [V]
+    std::vector<float> x;                    // [n, C] residual stream
+    std::vector<float> xb;                   // [n, C] normalised input of a sublayer / its output
+    std::vector<float> q;                    // [n, NH·HS] queries
+    std::vector<float> att;                  // [n, NH·HS] attention output (before wo)
+    std::vector<float> hb, hb2;              // [n, H] FFN hidden (gate and up for SwiGLU)
+    std::vector<float> logits;               // [n, V] or [V]
     std::vector<float> lora_ax, lora_delta;  // [n, r] = x·Aᵀ, [n, out] = s·(x·Aᵀ)·Bᵀ (with an adapter)
   };
   static constexpr int kChunk = 128;  // prefill runs in chunks of at most this many tokens
@@ -77,6 +77,7 @@ class Transformer {
 
 // y [n, out] += scale·(x·A[t]ᵀ)·B[t]ᵀ for target t of the layer's adapter (nothing when lora is null
 // or does not adapt t). x [n, in].
-void lora_add(const LoraLayerRef* lora, int t, float* y, const float* x, int n, int in, int out, Transformer::Activations& a);
+void lora_add(const LoraLayerRef* lora, int t, float* y, const float* x, int n, int in, int out,
+              Transformer::Activations& a);
 
 }  // namespace orion

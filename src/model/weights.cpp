@@ -89,10 +89,12 @@ void ModelWeights::validate(const std::string& source) const {
   c.validate(source);
   const int64_t C = c.dim, H = c.hidden_dim, Q = int64_t(c.n_heads) * c.head_dim(), KV = c.kv_dim();
   auto expect = [&](const std::string& name, const Tensor& t, std::vector<int64_t> shape) {
-    if (t.empty()) throw_input_error(source, "tensor is missing", name, -1, "the file is incomplete or not of this architecture");
+    if (t.empty())
+      throw_input_error(source, "tensor is missing", name, -1, "the file is incomplete or not of this architecture");
     if (t.shape != shape)
-      throw_input_error(source, fmt::format("has shape [{}], expected [{}]", fmt::join(t.shape, ", "), fmt::join(shape, ", ")),
-                        name, -1, "the tensor does not match the model's config");
+      throw_input_error(source,
+                        fmt::format("has shape [{}], expected [{}]", fmt::join(t.shape, ", "), fmt::join(shape, ", ")), name,
+                        -1, "the tensor does not match the model's config");
     size_t bad;
     if (!all_finite(t.data, t.dtype, size_t(t.numel()), &bad))
       throw_input_error(source, fmt::format("element {} is NaN or Inf", bad), name, -1,

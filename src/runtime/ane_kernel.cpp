@@ -57,7 +57,8 @@ ir::Tensor32 concat(const std::vector<ir::Tensor32>& parts, int64_t axis) {
 }  // namespace
 
 std::vector<float> restride_rows(const std::vector<float>& from, int64_t rows, int64_t from_len, int64_t to_len) {
-  ORION_CHECK(int64_t(from.size()) == rows * from_len, "restride of {} floats as {} rows of {}", from.size(), rows, from_len);
+  ORION_CHECK(int64_t(from.size()) == rows * from_len, "restride of {} floats as {} rows of {}", from.size(), rows,
+              from_len);
   std::vector<float> to(size_t(rows * to_len), 0.0f);
   const int64_t n = std::min(from_len, to_len);
   for (int64_t r = 0; r < rows; r++)
@@ -130,7 +131,8 @@ void AneKernel::write_inputs(const TensorMap& inputs) {
                                     shape_str(it->second.shape), shape_str(t.host.shape)),
                         b.name);
     const int64_t rows = row_count(t.host);
-    ORION_CHECK(rows == row_count(t.buffer), "input '{}': {} and {} do not have the same rows", b.name, t.host.str(), t.buffer.str());
+    ORION_CHECK(rows == row_count(t.buffer), "input '{}': {} and {} do not have the same rows", b.name, t.host.str(),
+                t.buffer.str());
     if (row_length(t.host) == row_length(t.buffer)) {
       inputs_[k].write_f32(it->second.data.data(), it->second.data.size());
     } else {
@@ -150,7 +152,8 @@ TensorMap AneKernel::read_outputs() {
     const BoundaryTypes t = boundary_types(boundary_, b, false);
     std::vector<float> buf(size_t(t.buffer.numel()));
     outputs_[k].read_f32(buf.data(), buf.size());
-    if (row_length(t.host) != row_length(t.buffer)) buf = restride_rows(buf, row_count(t.buffer), row_length(t.buffer), row_length(t.host));
+    if (row_length(t.host) != row_length(t.buffer))
+      buf = restride_rows(buf, row_count(t.buffer), row_length(t.buffer), row_length(t.host));
     parts[b.name] = ir::Tensor32(t.host.shape, std::move(buf));
   }
   for (const compiler::OutputSplit& s : boundary_.output_splits) {
@@ -170,8 +173,8 @@ TensorMap AneKernel::read_outputs() {
     ir::Tensor32 tensor = std::move(it->second);
     const std::vector<int64_t>& declared = graph_.type(o.value).shape;
     const int64_t declared_numel = graph_.type(o.value).numel();
-    ORION_CHECK(tensor.numel() == declared_numel, "output '{}' of '{}' has {} values for {}",
-                o.name, name(), tensor.numel(), shape_str(declared));
+    ORION_CHECK(tensor.numel() == declared_numel, "output '{}' of '{}' has {} values for {}", o.name, name(), tensor.numel(),
+                shape_str(declared));
     tensor.shape = declared;
     out[o.name] = std::move(tensor);
   }

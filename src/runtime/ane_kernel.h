@@ -34,10 +34,10 @@ using TensorMap = std::map<std::string, ir::Tensor32>;
 
 // Seconds spent, summed over the kernel's life.
 struct KernelTiming {
-  double compile_s = 0;        // passes + emission + driver compile + load
-  double write_surfaces_s = 0; // fp32 → fp16, padding, into the input surfaces
-  double evaluate_s = 0;       // driver.evaluate
-  double read_surfaces_s = 0;  // fp16 → fp32, unpadding, reassembling split outputs
+  double compile_s = 0;         // passes + emission + driver compile + load
+  double write_surfaces_s = 0;  // fp32 → fp16, padding, into the input surfaces
+  double evaluate_s = 0;        // driver.evaluate
+  double read_surfaces_s = 0;   // fp16 → fp32, unpadding, reassembling split outputs
   int64_t runs = 0;
 };
 
@@ -81,7 +81,7 @@ class AneKernel {
   TensorMap read_outputs();
 
   Driver& driver_;
-  ir::Graph graph_;                  // as built
+  ir::Graph graph_;  // as built
   compiler::CompiledProgram program_;
   compiler::AneBoundary boundary_;
   std::unique_ptr<DriverProgram> handle_;

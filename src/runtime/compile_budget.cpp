@@ -25,7 +25,8 @@ void CompileBudget::charge(const std::string& program, const Driver* driver) {
         fmt::format("compile budget spent: {} of {} ANE compiles used in this process; compiling '{}' would fail "
                     "silently on the hardware (C9)",
                     used_, limit_, program),
-        {}, "reuse compiled programs (the program cache), update weights as inputs instead of recompiling, or continue in a new process");
+        {},
+        "reuse compiled programs (the program cache), update weights as inputs instead of recompiling, or continue in a new process");
   used_++;
   if (!warned_ && used_ >= warn_at()) {
     warned_ = true;

@@ -21,7 +21,6 @@ const char* status_name(DriverStatus s) {
 }  // namespace
 
 DriverError::DriverError(DriverStatus status, const std::string& message, const std::string& hint)
-    : Error(ErrorKind::Runtime, fmt::format("{}: {}", status_name(status), message), {{}, {}, -1, hint}),
-      status_(status) {}
+    : Error(ErrorKind::Runtime, fmt::format("{}: {}", status_name(status), message), {{}, {}, -1, hint}), status_(status) {}
 
 }  // namespace orion::runtime

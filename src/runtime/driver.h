@@ -28,11 +28,11 @@ using WeightDict = std::map<std::string, std::vector<uint8_t>>;
 // Failures the hardware reports, carried in an orion::Error of kind Runtime whose message starts
 // with the status name; DriverError adds the numeric status for code that must react to it.
 enum class DriverStatus : uint32_t {
-  CompileFailed = 1,     // the ANE compiler refused the program (or failed silently past the budget, C9)
+  CompileFailed = 1,  // the ANE compiler refused the program (or failed silently past the budget, C9)
   LoadFailed = 2,
   EvalFailed = 3,
-  BadSurfaces = 0x1d,    // evaluation with small or non-uniform buffers (C5, C7, C13)
-  NotAvailable = 0xff,   // no ANE on this platform
+  BadSurfaces = 0x1d,   // evaluation with small or non-uniform buffers (C5, C7, C13)
+  NotAvailable = 0xff,  // no ANE on this platform
 };
 class DriverError : public Error {
  public:
@@ -62,7 +62,7 @@ struct DriverOptions {
 };
 
 struct DriverCounters {
-  int compiles = 0;          // attempted compiles in this process (C9 budget)
+  int compiles = 0;  // attempted compiles in this process (C9 budget)
   int failed_compiles = 0;
   int loads = 0, unloads = 0, evaluations = 0;
   double predicted_ane_ms = 0;  // anesim's timing model: what the hardware would have taken

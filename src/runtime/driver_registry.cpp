@@ -9,7 +9,9 @@ namespace orion::runtime {
 #ifdef __APPLE__
 std::unique_ptr<Driver> make_ane_driver(const DriverOptions& options);  // runtime/ane/
 #endif
-namespace anesim { std::unique_ptr<Driver> make_anesim_driver(const DriverOptions& options); }  // runtime/anesim/
+namespace anesim {
+std::unique_ptr<Driver> make_anesim_driver(const DriverOptions& options);
+}  // namespace anesim
 
 namespace {
 

@@ -8,7 +8,8 @@
 namespace orion::runtime {
 
 std::string ProgramKey::str() const {
-  return fmt::format("{}/{}/{}S{}/v{}", model, kernel, layer >= 0 ? fmt::format("layer{}/", layer) : "", bucket, weights_version);
+  return fmt::format("{}/{}/{}S{}/v{}", model, kernel, layer >= 0 ? fmt::format("layer{}/", layer) : "", bucket,
+                     weights_version);
 }
 
 std::string CacheStats::str() const {

@@ -31,8 +31,8 @@ struct ProgramKey {
 
 struct CacheStats {
   int64_t hits = 0, misses = 0, evictions = 0;
-  int64_t resident = 0;    // programs loaded now
-  double compile_s = 0;    // time spent compiling on misses
+  int64_t resident = 0;     // programs loaded now
+  double compile_s = 0;     // time spent compiling on misses
   std::string str() const;  // one line for --verbose and `orion bench`
 };
 
@@ -46,7 +46,7 @@ class ProgramCache {
   std::shared_ptr<AneKernel> get(const ProgramKey& key, const std::function<ir::Graph()>& build);
   // The resident program for `key` (same weights version), or nullptr; changes no statistics.
   std::shared_ptr<AneKernel> find(const ProgramKey& key) const;
-  void clear();  // unloads every program
+  void clear();                          // unloads every program
   std::vector<ProgramKey> keys() const;  // the resident programs, in slot order
 
   CacheStats stats() const;

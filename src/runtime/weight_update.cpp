@@ -29,8 +29,11 @@ const char* strategy_name(UpdateStrategy s) {
 // ---- UpdatableKernel --------------------------------------------------------------------------
 
 UpdatableKernel::UpdatableKernel(Driver& driver, CompileBudget& budget, ir::Graph g, Mode mode)
-    : own_cache_(std::make_unique<ProgramCache>(driver, budget)), cache_(*own_cache_), key_{"", g.name()},
-      graph_(std::move(g)), mode_(mode) {
+    : own_cache_(std::make_unique<ProgramCache>(driver, budget)),
+      cache_(*own_cache_),
+      key_{"", g.name()},
+      graph_(std::move(g)),
+      mode_(mode) {
   compile_first();
 }
 
@@ -53,10 +56,8 @@ void UpdatableKernel::stream_weights(const ir::Graph& g) {
 }
 
 void UpdatableKernel::compile_first() {
-  if (mode_ == Mode::BakedWeights)
-    compile_baked(graph_);
-  else
-    compile_weights_as_inputs(graph_);
+  if (mode_ == Mode::BakedWeights) compile_baked(graph_);
+  else compile_weights_as_inputs(graph_);
 }
 
 void UpdatableKernel::compile(const ir::Graph& program) {
@@ -230,16 +231,18 @@ UpdateResult update_weights(UpdatableKernel& k, const ir::Graph& new_graph, Upda
       break;
     }
     r.stale_detected = true;
-    r.attempts.push_back(fmt::format("{}: {} results (error {:.3g} > {:.3g}{}{})", strategy_name(s),
-                                     s == UpdateStrategy::DeltaReload ? "stale" : "wrong", err,
-                                     moved ? verification.tolerance : change / 2, moved ? "" : ", half the update's change",
-                                     s == UpdateStrategy::DeltaReload ? "; the hardware kept the compiled weights, C10" : ""));
+    r.attempts.push_back(
+        fmt::format("{}: {} results (error {:.3g} > {:.3g}{}{})", strategy_name(s),
+                    s == UpdateStrategy::DeltaReload ? "stale" : "wrong", err, moved ? verification.tolerance : change / 2,
+                    moved ? "" : ", half the update's change",
+                    s == UpdateStrategy::DeltaReload ? "; the hardware kept the compiled weights, C10" : ""));
   }
   r.compiles = k.budget().used() - compiles_before;
   r.seconds = t.seconds();
   const std::string tried = r.attempts.empty() ? "" : fmt::format("; {}", fmt::join(r.attempts, "; "));
   if (!accepted)
-    throw_runtime_error(fmt::format("the weights of '{}' could not be updated: {}", new_graph.name(), fmt::join(r.attempts, "; ")),
+    throw_runtime_error(fmt::format("the weights of '{}' could not be updated: {}", new_graph.name(),
+                                    fmt::join(r.attempts, "; ")),
                         {}, "run the kernel on the CPU backend");
   r.message = fmt::format("'{}': weights updated by {} ({}, {} compile{}){}", new_graph.name(), strategy_name(r.used),
                           r.verified ? fmt::format("verified, error {:.3g}", r.max_error) : std::string("not verified"),
@@ -262,7 +265,9 @@ ir::Graph with_weights(const ir::Graph& g, const TensorMap& weights) {
       throw_usage_error(fmt::format("graph '{}' has no constant '{}'", g.name(), name), name);
     const ir::Type& type = out.node(i).results[0];
     if (t.shape != type.shape)
-      throw_usage_error(fmt::format("weight '{}' has shape [{}], the constant is {}", name, fmt::join(t.shape, ", "), type.str()), name);
+      throw_usage_error(fmt::format("weight '{}' has shape [{}], the constant is {}", name, fmt::join(t.shape, ", "),
+                                    type.str()),
+                        name);
     auto data = std::make_shared<ir::ConstData>();
     data->bytes.resize(type.bytes());
     switch (type.elem) {

@@ -88,9 +88,9 @@ class UpdatableKernel {
 using ReferenceFn = std::function<TensorMap(const TensorMap& inputs)>;
 
 struct Verification {
-  bool enabled = true;     // Auto always verifies: it could not choose otherwise
-  TensorMap probe;         // empty: uniform [−1, 1) inputs of the graph's shapes (fixed seed)
-  ReferenceFn reference;   // empty: ir::interpret of the new graph, fp32
+  bool enabled = true;    // Auto always verifies: it could not choose otherwise
+  TensorMap probe;        // empty: uniform [−1, 1) inputs of the graph's shapes (fixed seed)
+  ReferenceFn reference;  // empty: ir::interpret of the new graph, fp32
   // An output passes when max |kernel − reference| ≤ tolerance · max(1, max |reference|), and —
   // when the update changes the outputs by more than tolerance / 4 — by at most half that change
   // (a stale kernel keeps giving the old outputs, which a small update leaves within tolerance).

@@ -57,11 +57,13 @@ std::vector<WeightInput> weights_to_inputs(ir::Graph& g, const WeightsToInputsOp
     const int64_t used_rows = w.declared.shape[3] == 1 ? w.original.numel() : rows;
     if (used_rows != w.declared.shape[1])
       v = g.add_node(ir::Op::Slice, {v},
-                     {{"begin", std::vector<int64_t>{0, 0, 0, 0}}, {"end", std::vector<int64_t>{1, used_rows, 1, w.declared.shape[3]}}},
+                     {{"begin", std::vector<int64_t>{0, 0, 0, 0}},
+                      {"end", std::vector<int64_t>{1, used_rows, 1, w.declared.shape[3]}}},
                      g.fresh_name(w.name + "_rows"));
     v = g.add_node(ir::Op::Reshape, {v}, {{"shape", w.original.shape}}, g.fresh_name(w.name + "_weight"));
     if (w.original.elem != ir::ElemType::F16)
-      v = g.add_node(ir::Op::Cast, {v}, {{"dtype", std::string(ir::elem_name(w.original.elem))}}, g.fresh_name(w.name + "_cast"));
+      v = g.add_node(ir::Op::Cast, {v}, {{"dtype", std::string(ir::elem_name(w.original.elem))}},
+                     g.fresh_name(w.name + "_cast"));
     for (auto [u, k] : uses) g.node_mut(u).inputs[k] = v;
     weights.push_back(std::move(w));
   }

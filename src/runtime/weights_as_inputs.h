@@ -35,7 +35,7 @@ struct WeightInput {
 };
 
 struct WeightsToInputsOptions {
-  int64_t min_elements = 2;  // smaller constants (scalars: eps, exponents) stay baked in
+  int64_t min_elements = 2;                     // smaller constants (scalars: eps, exponents) stay baked in
   const compiler::ChipProfile* chip = nullptr;  // for the minimum buffer (C7); nullptr: default chip
 };
 

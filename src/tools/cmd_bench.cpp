@@ -35,16 +35,26 @@ void add_bench_command(CLI::App& app) {
 
   auto a = std::make_shared<BenchGenerateArgs>();
   CLI::App* gen = bench->add_subcommand(
-      "generate", "prefill and decode tok/s: the CPU path against the memory-bandwidth bound, or the ANE path (--backend) "
-                  "with compile time, cache statistics and anesim's predicted ANE tok/s");
+      "generate",
+      "prefill and decode tok/s: the CPU path against the memory-bandwidth bound, or the ANE path (--backend) "
+      "with compile time, cache statistics and anesim's predicted ANE tok/s");
   gen->add_option("--config", a->speed.config, "model config")
-      ->capture_default_str()->check(CLI::IsMember(config_preset_names()));
+      ->capture_default_str()
+      ->check(CLI::IsMember(config_preset_names()));
   a->dtype.add(gen, "weight precision (default f32)");
-  gen->add_option("--prompt-len", a->speed.prompt_tokens, "prompt tokens (prefill)")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  gen->add_option("--decode-len", a->speed.decode_tokens, "decoded tokens")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  gen->add_option("--repeat", a->speed.repeat, "runs; the best is reported")->capture_default_str()->check(CLI::Range(1, 100));
-  gen->add_option("--backend", a->speed.backend, "cpu, or transformer blocks as ANE programs on anesim (any machine) or ane (macOS)")
-      ->capture_default_str()->check(CLI::IsMember({"cpu", "anesim", "ane"}));
+  gen->add_option("--prompt-len", a->speed.prompt_tokens, "prompt tokens (prefill)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  gen->add_option("--decode-len", a->speed.decode_tokens, "decoded tokens")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  gen->add_option("--repeat", a->speed.repeat, "runs; the best is reported")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  gen->add_option("--backend", a->speed.backend,
+                  "cpu, or transformer blocks as ANE programs on anesim (any machine) or ane (macOS)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "anesim", "ane"}));
   gen->add_option("--chip", a->speed.chip, "ANE generation anesim models (m1 … m5)")->capture_default_str();
   gen->add_flag("--json", a->json, "print the figures as one JSON object");
   gen->add_flag("--no-bandwidth", a->no_bandwidth, "skip the STREAM-triad bandwidth measurement");

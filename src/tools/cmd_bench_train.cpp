@@ -61,8 +61,8 @@ void run_bench_train(const BenchTrainArgs& a) {
   for (int& x : tokens) x = int(rng.below(uint64_t(c.vocab_size)));
   for (int& x : targets) x = int(rng.below(uint64_t(c.vocab_size)));
   if (!a.json)
-    std::fprintf(stderr, "… %s, batch %d×%d, %d threads, blocks on %s: %d warmup + %d timed steps\n", c.describe().c_str(), a.batch,
-                 a.seq, cpu::num_threads(), a.backend.c_str(), a.warmup, a.steps);
+    std::fprintf(stderr, "… %s, batch %d×%d, %d threads, blocks on %s: %d warmup + %d timed steps\n", c.describe().c_str(),
+                 a.batch, a.seq, cpu::num_threads(), a.backend.c_str(), a.warmup, a.steps);
   double fwd = 0, bwd = 0, upd = 0, wupd = 0, best = 1e30, total = 0;
   double cpu_fwd = 0, cpu_bwd = 0, cpu_upd = 0;  // CPU seconds of all threads (passive waits cost none)
   for (int s = 0; s < a.warmup + a.steps; ++s) {
@@ -92,11 +92,12 @@ void run_bench_train(const BenchTrainArgs& a) {
   }
   const double n = a.steps, ms = 1000 * total / n, tok_s = double(a.batch) * a.seq / (total / n);
   if (a.json) {
-    std::printf("{\"config\":\"%s\",\"params\":%zu,\"batch\":%d,\"seq\":%d,\"threads\":%d,\"steps\":%d,\"ms_per_step\":%.3f,"
-                "\"best_ms\":%.3f,\"tok_per_s\":%.1f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"adamw_ms\":%.3f,"
-                "\"cpu_forward_ms\":%.3f,\"cpu_backward_ms\":%.3f,\"cpu_adamw_ms\":%.3f}\n",
-                a.config.c_str(), c.num_params(), a.batch, a.seq, cpu::num_threads(), a.steps, ms, best * 1000, tok_s,
-                1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n, 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n);
+    std::printf(
+        "{\"config\":\"%s\",\"params\":%zu,\"batch\":%d,\"seq\":%d,\"threads\":%d,\"steps\":%d,\"ms_per_step\":%.3f,"
+        "\"best_ms\":%.3f,\"tok_per_s\":%.1f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"adamw_ms\":%.3f,"
+        "\"cpu_forward_ms\":%.3f,\"cpu_backward_ms\":%.3f,\"cpu_adamw_ms\":%.3f}\n",
+        a.config.c_str(), c.num_params(), a.batch, a.seq, cpu::num_threads(), a.steps, ms, best * 1000, tok_s,
+        1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n, 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n);
   } else {
     std::printf("train step %s (B=%d, T=%d, %d threads): %.1f ms/step (best %.1f), %.0f tok/s\n", a.config.c_str(), a.batch,
                 a.seq, cpu::num_threads(), ms, best * 1000, tok_s);
@@ -109,25 +110,32 @@ void run_bench_train(const BenchTrainArgs& a) {
   const train::AnePhaseTimes& ph = af.ph;
   auto per_step = [&](double s) { return 1000 * s / n; };
   if (a.json) {
-    std::printf("{\"backend\":\"%s\",\"ane_eval_ms\":%.3f,\"surface_copy_ms\":%.3f,\"cpu_dw_ms\":%.3f,\"dw_wait_ms\":%.3f,\"cpu_other_ms\":%.3f,"
-                "\"adamw_ms\":%.3f,\"weight_update_ms\":%.3f,\"compile_ms\":%.3f,\"first_compile_s\":%.3f,"
-                "\"predicted_ane_ms_per_step\":%.3f,\"predicted_compute_ms\":%.3f,\"predicted_copy_ms\":%.3f,\"predicted_weight_stream_ms\":%.3f,"
-                "\"evaluations_per_step\":%.1f,\"programs\":%d,\"strategy\":\"%s\"}\n",
-                a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s), per_step(ph.dw_wait_s),
-                per_step(ph.cpu_other_s), 1000 * upd / n, per_step(ph.weight_update_s), per_step(ph.compile_s), af.first_compile_s, ph.predicted_ane_ms / n, ph.predicted_compute_ms / n,
-                ph.predicted_copy_ms / n, ph.predicted_weight_stream_ms / n, double(ph.evaluations) / n,
-                af.programs, af.strategy.c_str());
+    std::printf(
+        "{\"backend\":\"%s\",\"ane_eval_ms\":%.3f,\"surface_copy_ms\":%.3f,\"cpu_dw_ms\":%.3f,\"dw_wait_ms\":%.3f,\"cpu_other_ms\":%.3f,"
+        "\"adamw_ms\":%.3f,\"weight_update_ms\":%.3f,\"compile_ms\":%.3f,\"first_compile_s\":%.3f,"
+        "\"predicted_ane_ms_per_step\":%.3f,\"predicted_compute_ms\":%.3f,\"predicted_copy_ms\":%.3f,\"predicted_weight_stream_ms\":%.3f,"
+        "\"evaluations_per_step\":%.1f,\"programs\":%d,\"strategy\":\"%s\"}\n",
+        a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s),
+        per_step(ph.dw_wait_s), per_step(ph.cpu_other_s), 1000 * upd / n, per_step(ph.weight_update_s),
+        per_step(ph.compile_s), af.first_compile_s, ph.predicted_ane_ms / n, ph.predicted_compute_ms / n,
+        ph.predicted_copy_ms / n, ph.predicted_weight_stream_ms / n, double(ph.evaluations) / n, af.programs,
+        af.strategy.c_str());
     return;
   }
-  std::printf("  %s phases per step (host): ANE evaluation %.1f ms | surface copies %.1f ms | CPU dW %.1f ms (%s) | CPU other %.1f ms |\n"
-              "    AdamW %.1f ms | weight update %.1f ms (%s) | compile %.1f ms; first step's compile %.2f s\n",
-              a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s),
-              af.overlap_dw ? fmt::format("overlapped with the ANE; waited for {:.1f} ms", per_step(ph.dw_wait_s)).c_str() : "not overlapped",
-              per_step(ph.cpu_other_s), 1000 * upd / n, per_step(ph.weight_update_s), af.strategy.c_str(), per_step(ph.compile_s), af.first_compile_s);
-  std::printf("  predicted ANE time per step (%s timing model, chip %s): %.1f ms over %.0f evaluations = dispatch %.1f + compute %.1f\n"
-              "    + surface copies %.1f ms (of which streaming the weights as inputs %.1f ms)\n", a.backend.c_str(), a.ane.chip.c_str(),
-              ph.predicted_ane_ms / n, double(ph.evaluations) / n, ph.predicted_dispatch_ms / n, ph.predicted_compute_ms / n,
-              ph.predicted_copy_ms / n, ph.predicted_weight_stream_ms / n);
+  std::printf(
+      "  %s phases per step (host): ANE evaluation %.1f ms | surface copies %.1f ms | CPU dW %.1f ms (%s) | CPU other %.1f ms |\n"
+      "    AdamW %.1f ms | weight update %.1f ms (%s) | compile %.1f ms; first step's compile %.2f s\n",
+      a.backend.c_str(), per_step(ph.ane_eval_s), per_step(ph.surface_copy_s), per_step(ph.cpu_dw_s),
+      af.overlap_dw ? fmt::format("overlapped with the ANE; waited for {:.1f} ms", per_step(ph.dw_wait_s)).c_str()
+                    : "not overlapped",
+      per_step(ph.cpu_other_s), 1000 * upd / n, per_step(ph.weight_update_s), af.strategy.c_str(), per_step(ph.compile_s),
+      af.first_compile_s);
+  std::printf(
+      "  predicted ANE time per step (%s timing model, chip %s): %.1f ms over %.0f evaluations = dispatch %.1f + compute %.1f\n"
+      "    + surface copies %.1f ms (of which streaming the weights as inputs %.1f ms)\n",
+      a.backend.c_str(), a.ane.chip.c_str(), ph.predicted_ane_ms / n, double(ph.evaluations) / n,
+      ph.predicted_dispatch_ms / n, ph.predicted_compute_ms / n, ph.predicted_copy_ms / n,
+      ph.predicted_weight_stream_ms / n);
   std::printf("  %d programs, buckets S=%d (attention) / %d (feed-forward), %s; probe: %s\n", af.programs, af.Sa, af.Sf,
               af.budget.c_str(), af.probe.empty() ? "none" : af.probe.c_str());
 }
@@ -138,17 +146,19 @@ void add_bench_train_command(CLI::App& app) {
   CLI::App* bench = app.get_subcommand("bench");
   auto a = std::make_shared<BenchTrainArgs>();
   CLI::App* cmd = bench->add_subcommand(
-      "train", "ms per training step (forward, backward, AdamW) and tok/s on random weights and tokens; with --backend anesim\n"
-               "the ANE path's phases and the predicted ANE time per step\n"
-               "Examples: orion bench train --config gpt2-124m --batch 4 --seq 64 --threads 2\n"
-               "          orion bench train --backend anesim --config stories110m --batch 1 --seq 256 --steps 1");
+      "train",
+      "ms per training step (forward, backward, AdamW) and tok/s on random weights and tokens; with --backend anesim\n"
+      "the ANE path's phases and the predicted ANE time per step\n"
+      "Examples: orion bench train --config gpt2-124m --batch 4 --seq 64 --threads 2\n"
+      "          orion bench train --backend anesim --config stories110m --batch 1 --seq 256 --steps 1");
   cmd->add_option("--config", a->config, "a preset or a JSON file of dimensions")->capture_default_str();
   cmd->add_option("--batch,-b", a->batch, "sequences per step (B)")->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--seq", a->seq, "tokens per sequence (T)")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--steps", a->steps, "timed steps")->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", a->warmup, "untimed steps first")->capture_default_str()->check(CLI::Range(0, 1000));
   cmd->add_flag("--json", a->json, "print the figures as one JSON object (two with --backend anesim|ane)");
-  cmd->add_option("--backend", a->backend, "cpu, or anesim / ane: the blocks as ANE programs")->capture_default_str()
+  cmd->add_option("--backend", a->backend, "cpu, or anesim / ane: the blocks as ANE programs")
+      ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "anesim", "ane"}));
   add_ane_train_options(cmd, a->ane);
   a->threads.add(cmd);

@@ -28,8 +28,12 @@ using compiler::Binding;
 nlohmann::json bindings_json(const compiler::BindingTable& t) {
   nlohmann::json a = nlohmann::json::array();
   for (const Binding& b : t.bindings)
-    a.push_back({{"name", b.name}, {"dtype", ir::elem_name(b.type.elem)}, {"shape", b.type.shape}, {"bytes", b.bytes},
-                 {"alloc_bytes", b.alloc_bytes}, {"declared_index", b.declared_index}});
+    a.push_back({{"name", b.name},
+                 {"dtype", ir::elem_name(b.type.elem)},
+                 {"shape", b.type.shape},
+                 {"bytes", b.bytes},
+                 {"alloc_bytes", b.alloc_bytes},
+                 {"declared_index", b.declared_index}});
   return a;
 }
 
@@ -40,8 +44,11 @@ nlohmann::json type_json(const ir::Type& t) { return {{"dtype", ir::elem_name(t.
 nlohmann::json boundary_json(const compiler::AneBoundary& b) {
   nlohmann::json changes = nlohmann::json::array(), splits = nlohmann::json::array();
   for (const compiler::BoundaryChange& c : b.changes)
-    changes.push_back({{"name", c.name}, {"is_input", c.is_input}, {"original", type_json(c.original)},
-                       {"legalized", type_json(c.legalized)}, {"rules", c.rules}});
+    changes.push_back({{"name", c.name},
+                       {"is_input", c.is_input},
+                       {"original", type_json(c.original)},
+                       {"legalized", type_json(c.legalized)},
+                       {"rules", c.rules}});
   for (const compiler::OutputSplit& s : b.output_splits)
     splits.push_back({{"output", s.output}, {"axis", s.axis}, {"parts", s.parts}});
   return {{"changes", changes}, {"output_splits", splits}};
@@ -52,7 +59,7 @@ nlohmann::json manifest_json(const std::string& name, const compiler::CompileRes
   for (auto& d : r.diagnostics) warnings.push_back(compiler::format_diagnostic(d));
   return {{"name", name},
           {"chip", r.program.chip},
-          {"inputs", bindings_json(r.program.inputs)},    // in binding (alphabetical) order, C6
+          {"inputs", bindings_json(r.program.inputs)},  // in binding (alphabetical) order, C6
           {"outputs", bindings_json(r.program.outputs)},
           {"input_alloc_bytes", r.program.inputs.alloc_bytes},
           {"output_alloc_bytes", r.program.outputs.alloc_bytes},
@@ -115,10 +122,11 @@ struct ProgramWriter {
 std::vector<frontends::ProgramSpec> model_program_list(const ModelWeights& w, int seq, const std::string& use,
                                                        const compiler::ChipProfile& chip) {
   auto no_bucket = [&] {
-    return Error(ErrorKind::Input,
-                 fmt::format("no sequence bucket up to {} lets this model's attention kernels reach the {}-byte minimum buffer (C7)",
-                             chip.max_sequence_bucket, chip.min_buffer_bytes),
-                 {"", "--model", -1, "the model is too narrow for the ANE path; use the CPU backend"});
+    return Error(
+        ErrorKind::Input,
+        fmt::format("no sequence bucket up to {} lets this model's attention kernels reach the {}-byte minimum buffer (C7)",
+                    chip.max_sequence_bucket, chip.min_buffer_bytes),
+        {"", "--model", -1, "the model is too narrow for the ANE path; use the CPU backend"});
   };
   if (use == "train") {
     const frontends::TrainingBuckets b = frontends::training_buckets(w, seq, chip);
@@ -143,8 +151,10 @@ void compile_model(const ModelWeights& w, int seq, const std::string& use, Progr
   if (tty) std::fprintf(stderr, "\r%70s\r", "");
   const int widest = std::max_element(specs.begin(), specs.end(), [](auto& a, auto& b) { return a.S < b.S; })->S;
   if (widest > compiler::sequence_bucket_at_least(seq, out.chip))
-    std::fprintf(stderr, "orion compile: attention programs built for sequence bucket %d: at --seq %d their buffers are below the %lld-byte minimum (C7)\n",
-                 widest, seq, static_cast<long long>(out.chip.min_buffer_bytes));
+    std::fprintf(
+        stderr,
+        "orion compile: attention programs built for sequence bucket %d: at --seq %d their buffers are below the %lld-byte minimum (C7)\n",
+        widest, seq, static_cast<long long>(out.chip.min_buffer_bytes));
   summary["use"] = use;
   summary["seq_buckets"] = buckets;
 }
@@ -226,11 +236,13 @@ void add_compile_command(CLI::App& app) {
       ->check(CLI::IsMember(config_preset_names()));
   cmd->add_option("--ir", a->ir_file, "compile one graph written in Orion's IR text form");
   cmd->add_option("--chip", a->chip, "ANE generation whose rules and syntax to use")
-      ->capture_default_str()->check(CLI::IsMember(compiler::chip_names()));
+      ->capture_default_str()
+      ->check(CLI::IsMember(compiler::chip_names()));
   cmd->add_option("--seq", a->seq, "tokens: the prompt length (generate) or the training sequence length (train)")
       ->capture_default_str();
   cmd->add_option("--for", a->use, "the program set of `orion generate --backend anesim` or `orion train --backend anesim`")
-      ->capture_default_str()->check(CLI::IsMember({"generate", "train"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"generate", "train"}));
   cmd->add_option("--out,-o", a->out, "output folder (one sub-folder per program)")->required();
   cmd->callback([a] { run_compile(*a); });
 }
@@ -242,7 +254,9 @@ void add_mil_command(CLI::App& app) {
   CLI::App* check = mil->add_subcommand("check", "parse a MIL file and list every ANE rule it breaks");
   check->add_option("file", a->file, "the .mil file")->required();
   check->add_option("--weights", a->weights, "folder of its weight blobs (default: weights/ beside the file)");
-  check->add_option("--chip", a->chip, "ANE generation")->capture_default_str()->check(CLI::IsMember(compiler::chip_names()));
+  check->add_option("--chip", a->chip, "ANE generation")
+      ->capture_default_str()
+      ->check(CLI::IsMember(compiler::chip_names()));
   check->callback([a] { run_mil_check(*a); });
 }
 

@@ -22,10 +22,11 @@ constexpr const char* kTinyStoriesUrl =
 
 void run_prepare(const data::PrepareOptions& o) {
   data::PrepareResult r = data::prepare_dataset(o);
-  std::printf("%llu documents → %s: train %llu docs, %llu tokens in %zu file(s); val %llu docs, %llu tokens in %zu file(s)\n",
-              (unsigned long long)r.documents, o.out_dir.c_str(), (unsigned long long)r.train_documents,
-              (unsigned long long)r.train_tokens, r.train_files.size(), (unsigned long long)r.val_documents,
-              (unsigned long long)r.val_tokens, r.val_files.size());
+  std::printf(
+      "%llu documents → %s: train %llu docs, %llu tokens in %zu file(s); val %llu docs, %llu tokens in %zu file(s)\n",
+      (unsigned long long)r.documents, o.out_dir.c_str(), (unsigned long long)r.train_documents,
+      (unsigned long long)r.train_tokens, r.train_files.size(), (unsigned long long)r.val_documents,
+      (unsigned long long)r.val_tokens, r.val_files.size());
   std::printf("format %s, vocabulary %d; meta.json describes the files\n", data::token_format_name(r.format), r.vocab_size);
 }
 
@@ -64,9 +65,11 @@ void run_fetch(const FetchArgs& a) {
   opt.retries = a.retries;
   std::fprintf(stderr, "fetch: %s → %s\n", url.c_str(), dest.c_str());
   data::DownloadResult r = data::download_file(url, dest, opt);
-  if (r.already_present) std::printf("%s is already here (%llu bytes); delete it to fetch again\n", dest.c_str(), (unsigned long long)r.bytes);
-  else std::printf("downloaded %s (%llu bytes%s)\n", dest.c_str(), (unsigned long long)r.bytes,
-                   r.resumed_from ? fmt::format(", resumed from {}", r.resumed_from).c_str() : "");
+  if (r.already_present)
+    std::printf("%s is already here (%llu bytes); delete it to fetch again\n", dest.c_str(), (unsigned long long)r.bytes);
+  else
+    std::printf("downloaded %s (%llu bytes%s)\n", dest.c_str(), (unsigned long long)r.bytes,
+                r.resumed_from ? fmt::format(", resumed from {}", r.resumed_from).c_str() : "");
   const bool tarball = name.size() > 7 && (name.ends_with(".tar.gz") || name.ends_with(".tgz"));
   std::string data_dir = dest;
   if (tarball && !a.no_extract) {
@@ -100,16 +103,20 @@ void add_prepare(CLI::App* data) {
       "Examples:\n"
       "  orion data prepare --tokenizer tokenizer.bin --in builtin:20000 --out data/builtin\n"
       "  orion data prepare --tokenizer gpt2/ --in data/TinyStories_all_data --out data/ts --format llmc");
-  cmd->add_option("--tokenizer", o->tokenizer, "tokenizer file or folder (tokenizer.bin, tokenizer.json, vocab.json, *.model)")
+  cmd->add_option("--tokenizer", o->tokenizer,
+                  "tokenizer file or folder (tokenizer.bin, tokenizer.json, vocab.json, *.model)")
       ->required();
   cmd->add_option("--in", o->inputs, "input file, folder, or builtin[:N[:SEED]] (repeatable)")->required();
   cmd->add_option("--out", o->out_dir, "output folder")->required();
-  cmd->add_option("--val-fraction", o->val_fraction, "share of documents for validation")->capture_default_str()
+  cmd->add_option("--val-fraction", o->val_fraction, "share of documents for validation")
+      ->capture_default_str()
       ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--threads", o->threads, "tokenizer threads (0 = all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--format", o->format, "token file format: llama2c (raw uint16), llmc (with header), auto")
-      ->capture_default_str()->check(CLI::IsMember({"llama2c", "llmc", "auto"}));
-  cmd->add_option("--shard-tokens", o->shard_tokens, "tokens per shard file at most")->capture_default_str()
+      ->capture_default_str()
+      ->check(CLI::IsMember({"llama2c", "llmc", "auto"}));
+  cmd->add_option("--shard-tokens", o->shard_tokens, "tokens per shard file at most")
+      ->capture_default_str()
       ->check(CLI::Range(uint64_t(1024), uint64_t(INT32_MAX)));
   cmd->add_flag("!--no-progress", o->progress, "no progress line on stderr");
   cmd->callback([o] { run_prepare(*o); });
@@ -126,7 +133,8 @@ void add_fetch(CLI::App* data) {
   cmd->add_option("dataset", a->what, "the data set")->capture_default_str()->check(CLI::IsMember({"tinystories"}));
   cmd->add_option("--out", a->out, "output folder")->capture_default_str();
   cmd->add_option("--url", a->url, "download from this URL instead (a mirror, or a local server)");
-  cmd->add_option("--retries", a->retries, "further attempts after a failure, each resuming")->capture_default_str()
+  cmd->add_option("--retries", a->retries, "further attempts after a failure, each resuming")
+      ->capture_default_str()
       ->check(CLI::Range(0, 100));
   cmd->add_flag("--no-extract", a->no_extract, "keep a .tar.gz packed");
   cmd->callback([a] { run_fetch(*a); });
@@ -136,7 +144,8 @@ void add_info(CLI::App* data) {
   auto path = std::make_shared<std::string>();
   auto vocab = std::make_shared<int>(-1);
   auto sep = std::make_shared<int>(-1);
-  auto* cmd = data->add_subcommand("info", "Check a token file (llama2.c shard or llm.c file) and print its format and size.");
+  auto* cmd =
+      data->add_subcommand("info", "Check a token file (llama2.c shard or llm.c file) and print its format and size.");
   cmd->add_option("file", *path, "token file")->required();
   cmd->add_option("--vocab", *vocab, "also check that every id is below this vocabulary size");
   cmd->add_option("--separator", *sep, "the id that starts each sequence (default: 1 for llama2.c, 50256 for llm.c)");

@@ -63,7 +63,7 @@ train::TrainOptions demo_training(const DemoArgs& a, const std::string& dir) {
   o.log_every = int(std::max<int64_t>(1, a.steps / 15));
   o.checkpoint_every = 0;  // one checkpoint at the end
   o.keep = 1;
-  o.sample_tokens = 0;     // the demo tells its own story below
+  o.sample_tokens = 0;  // the demo tells its own story below
   o.out = dir;
   o.on_progress = progress_printer(ProgressStyle::Train);  // the progress lines on stderr
   return o;
@@ -131,15 +131,21 @@ void add_demo_command(CLI::App& app) {
       "demo",
       "run Orion end to end with no files and no network: learn a 512-token BPE tokenizer from the built-in\n"
       "stories, train a small Llama on them (about a minute on 2 cores), and generate a story with it");
-  cmd->add_option("--steps", a->steps, "training steps")->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1000000)));
+  cmd->add_option("--steps", a->steps, "training steps")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(1), int64_t(1000000)));
   cmd->add_option("--config", a->config, "model: a preset or a JSON file (vocabulary set to 512)")->capture_default_str();
   cmd->add_option("--batch,-b", a->batch, "sequences per step")->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--seq", a->seq, "tokens per sequence")->capture_default_str()->check(CLI::Range(8, 4096));
   cmd->add_option("--lr", a->lr, "peak learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--stories", a->stories, "built-in stories to learn from")->capture_default_str()->check(CLI::Range(50, 1000000));
+  cmd->add_option("--stories", a->stories, "built-in stories to learn from")
+      ->capture_default_str()
+      ->check(CLI::Range(50, 1000000));
   cmd->add_option("-n", a->n, "tokens to generate")->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--prompt", a->prompt, "start of the story")->capture_default_str();
-  cmd->add_option("--temperature", a->temperature, "sampling temperature (0 = greedy)")->capture_default_str()->check(CLI::Range(0.0f, 2.0f));
+  cmd->add_option("--temperature", a->temperature, "sampling temperature (0 = greedy)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0f, 2.0f));
   cmd->add_option("--out,-o", a->out, "keep the run (tokenizer, model, checkpoint, metrics) in this folder");
   // One thread by default: the demo's model has 0.3M parameters, too little work per step to
   // share — on an idle 2-core VM one thread ran 500 steps at 135 ms/step, two at 320 ms/step

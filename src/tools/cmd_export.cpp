@@ -27,7 +27,8 @@ void run_export(const ExportArgs& a) {
   if (!a.format.empty()) {
     format = parse_format(a.format);
     if (!format)
-      throw_usage_error(fmt::format("unknown format '{}'", a.format), "--format", "use llama2c, llama2c-v1, safetensors or llmc");
+      throw_usage_error(fmt::format("unknown format '{}'", a.format), "--format",
+                        "use llama2c, llama2c-v1, safetensors or llmc");
   } else {
     format = format_for_output(a.out, arch);
     if (!format)
@@ -51,7 +52,8 @@ void run_export(const ExportArgs& a) {
 
 void add_export_command(CLI::App& app) {
   auto args = std::make_shared<ExportArgs>();
-  auto* cmd = app.add_subcommand("export", "Write the model of a training checkpoint as a llama2.c, safetensors or llm.c file");
+  auto* cmd =
+      app.add_subcommand("export", "Write the model of a training checkpoint as a llama2.c, safetensors or llm.c file");
   cmd->footer(
       "--ckpt takes a ckpt_*.ckpt file, a checkpoints folder or a run folder (its newest valid checkpoint).\n"
       "Formats: llama2c (run.c's .bin, Llama), llama2c-v1, safetensors (a folder with config.json), llmc (GPT-2).\n"

@@ -27,7 +27,7 @@ struct GenerateArgs {
   int max_seq = 0;
   std::vector<std::string> loras;  // adapters loaded at once, switched per prompt
   float lora_scale = 1.0f;
-  std::string prompts;             // a file (or - for stdin) of prompts, one a line, "@NAME text" picks an adapter
+  std::string prompts;  // a file (or - for stdin) of prompts, one a line, "@NAME text" picks an adapter
   SamplerOptions sampler{1.0f, 0.9f, 0, 0};
   ThreadOptions threads;
   DTypeOption dtype;
@@ -44,7 +44,8 @@ void run_generate(const GenerateArgs& a) {
   ModelWeights w = load_model(a.model, lo);
   if (tokenizer->vocab_size() > w.config.vocab_size)
     throw Error(ErrorKind::Usage,
-                fmt::format("the tokenizer has {} tokens but the model only {}", tokenizer->vocab_size(), w.config.vocab_size),
+                fmt::format("the tokenizer has {} tokens but the model only {}", tokenizer->vocab_size(),
+                            w.config.vocab_size),
                 {tok_path, "--tokenizer", -1, "use the tokenizer the model was trained with"});
   // cpu: every layer on the CPU. anesim / ane: the transformer blocks as compiled ANE programs,
   // embedding, classifier and sampling on the CPU (infer/ane_model.h).
@@ -69,7 +70,8 @@ void run_generate(const GenerateArgs& a) {
     model = std::make_unique<CpuLanguageModel>(*tf);
   } else {
     rt = std::make_unique<AneRuntime>(a.backend, a.chip);
-    auto m = std::make_unique<AneModel>(w, rt->cache, AneModelOptions{std::filesystem::path(a.model).stem().string(), a.max_seq});
+    auto m =
+        std::make_unique<AneModel>(w, rt->cache, AneModelOptions{std::filesystem::path(a.model).stem().string(), a.max_seq});
     if (max_rank > 0) m->enable_lora(max_rank);
     ane = m.get();
     model = std::move(m);
@@ -160,7 +162,8 @@ void run_generate(const GenerateArgs& a) {
 
 void add_generate_command(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
-  CLI::App* cmd = app.add_subcommand("generate", "generate text from a model (llama2.c .bin, safetensors folder, llm.c .bin)");
+  CLI::App* cmd =
+      app.add_subcommand("generate", "generate text from a model (llama2.c .bin, safetensors folder, llm.c .bin)");
   cmd->add_option("--model,-m", a->model, "model file or Hugging Face folder")->required();
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer file (default: one found beside the model)");
   cmd->add_option("--prompt,-p", a->prompt, "text to continue")->capture_default_str();
@@ -168,16 +171,20 @@ void add_generate_command(CLI::App& app) {
                   "LoRA adapter (adapter.olora, or a folder from `orion lora train` or PEFT); repeat to load several: "
                   "the prompt runs once per adapter, or --prompts picks one per line");
   cmd->add_option("--lora-scale", a->lora_scale, "multiplies every adapter's update alpha/r")->capture_default_str();
-  cmd->add_option("--prompts", a->prompts,
-                  "file of prompts, one a line (- reads stdin line by line: interactive); \"@NAME text\" switches to adapter "
-                  "NAME (@base: none) for this and later lines");
+  cmd->add_option(
+      "--prompts", a->prompts,
+      "file of prompts, one a line (- reads stdin line by line: interactive); \"@NAME text\" switches to adapter "
+      "NAME (@base: none) for this and later lines");
   cmd->add_option("-n,--max-new-tokens", a->n, "number of new tokens to generate (stops earlier at end of sequence)")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-seq", a->max_seq, "context length to allocate (0 = the model's)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-echo", a->no_echo, "do not print the prompt before the generated text");
   cmd->add_flag("--no-bos", a->no_bos, "do not start the prompt with the beginning-of-sequence token");
-  cmd->add_option("--backend", a->backend, "cpu, or the transformer blocks as ANE programs on anesim (any machine) or ane (macOS)")
-      ->capture_default_str()->check(CLI::IsMember({"cpu", "anesim", "ane"}));
+  cmd->add_option("--backend", a->backend,
+                  "cpu, or the transformer blocks as ANE programs on anesim (any machine) or ane (macOS)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "anesim", "ane"}));
   cmd->add_option("--chip", a->chip, "ANE generation anesim models (m1 … m5)")->capture_default_str();
   cmd->add_flag("--verbose", a->verbose, "print program-cache statistics, the compile budget and predicted ANE time");
   add_sampler_options(cmd, a->sampler);

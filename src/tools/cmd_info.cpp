@@ -36,7 +36,9 @@ void run_info(const InfoArgs& a) {
   std::printf("format:     %s — %s\n", format_name(format), format_description(format).c_str());
   std::printf("config:     %s\n", w.config.describe().c_str());
   std::printf("arch:       %s, norm_eps=%g%s, %s classifier\n", arch_name(w.config.arch), w.config.norm_eps,
-              model_family(w.config.arch).anatomy().positions == Positions::Rope ? fmt::format(", rope_theta={:g}", w.config.rope_theta).c_str() : "",
+              model_family(w.config.arch).anatomy().positions == Positions::Rope
+                  ? fmt::format(", rope_theta={:g}", w.config.rope_theta).c_str()
+                  : "",
               w.config.tied_embeddings ? "tied" : "untied");
   std::printf("dtype:      %s matrices, f32 vectors\n", dtype_name(w.matrix_dtype()));
   std::printf("parameters: %zu (%.2fM)\n", w.config.num_params(), w.config.num_params() / 1e6);
@@ -44,7 +46,8 @@ void run_info(const InfoArgs& a) {
               (unsigned long long)disk_bytes(a.model), w.matrix_bytes());
   if (a.tensors)
     for (auto& [name, t] : w.named_tensors())
-      std::printf("  %-28s %-5s [%s]\n", name.c_str(), dtype_name(t->dtype), fmt::format("{}", fmt::join(t->shape, ", ")).c_str());
+      std::printf("  %-28s %-5s [%s]\n", name.c_str(), dtype_name(t->dtype),
+                  fmt::format("{}", fmt::join(t->shape, ", ")).c_str());
 }
 
 }  // namespace

@@ -34,8 +34,9 @@ void run_lora_train(LoraArgs& a, CLI::App* cmd, train::dist::Communicator& comm)
   train::LoraTrainer t(o, &comm);
   train::TrainResult r = t.run();
   if (comm.rank() == 0)
-    std::printf("adapter: %s (%s)\nloss %.4f -> %.4f%s | %.0f tok/s\n", r.model.c_str(), t.adapter().describe().c_str(), r.first_loss,
-                r.last_loss, r.val_loss >= 0 ? fmt::format(" | val {:.4f}", r.val_loss).c_str() : "", r.tokens_per_second);
+    std::printf("adapter: %s (%s)\nloss %.4f -> %.4f%s | %.0f tok/s\n", r.model.c_str(), t.adapter().describe().c_str(),
+                r.first_loss, r.last_loss, r.val_loss >= 0 ? fmt::format(" | val {:.4f}", r.val_loss).c_str() : "",
+                r.tokens_per_second);
 }
 
 void run_lora_merge(const LoraArgs& a) {
@@ -45,7 +46,9 @@ void run_lora_merge(const LoraArgs& a) {
   const LoraAdapter ad = load_lora(a.lora, base.config);
   ModelWeights merged = merge_lora(base, ad, a.scale);
   std::optional<ModelFormat> f = a.to.empty() ? format_for_output(a.out, base.config.arch) : parse_format(a.to);
-  if (!f) throw_usage_error(fmt::format("unknown model format '{}'", a.to), "--to", "use llama2c, llama2c-v1, safetensors or llmc");
+  if (!f)
+    throw_usage_error(fmt::format("unknown model format '{}'", a.to), "--to",
+                      "use llama2c, llama2c-v1, safetensors or llmc");
   save_model(merged, a.out, *f, a.dtype.get());
   std::printf("merged %s into %s → %s (%s)\n", ad.describe().c_str(), a.model.c_str(), a.out.c_str(), format_name(*f));
 }
@@ -66,7 +69,8 @@ void run_lora_info(const LoraArgs& a) {
 }  // namespace
 
 void add_lora_command(CLI::App& app) {
-  CLI::App* lora = app.add_subcommand("lora", "LoRA adapters: fine-tune one on a frozen model, merge it in, convert to/from PEFT");
+  CLI::App* lora =
+      app.add_subcommand("lora", "LoRA adapters: fine-tune one on a frozen model, merge it in, convert to/from PEFT");
   lora->require_subcommand(1);
   auto a = std::make_shared<LoraArgs>();
   train::TrainOptions& t = a->train.train;
@@ -81,17 +85,21 @@ void add_lora_command(CLI::App& app) {
   tr->add_option("--model,-m", a->train.model, "base model (any format `orion generate` reads)")->required();
   tr->add_option("--rank,-r", a->train.rank, "adapter rank r")->capture_default_str()->check(CLI::Range(1, 4096));
   tr->add_option("--alpha", a->train.alpha, "adapter alpha (the update is scaled by alpha/r)")->capture_default_str();
-  tr->add_option("--targets", a->train.targets, "projections to adapt: q,k,v,o,w1 (gate),w2 (down),w3 (up) or all")->capture_default_str();
+  tr->add_option("--targets", a->train.targets, "projections to adapt: q,k,v,o,w1 (gate),w2 (down),w3 (up) or all")
+      ->capture_default_str();
   tr->add_option("--format", a->train.format, "adapter files written at the end: orion, peft or both")
-      ->capture_default_str()->check(CLI::IsMember({"orion", "peft", "both"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"orion", "peft", "both"}));
   tr->add_option("--base-dtype", a->train.base_dtype,
                  "keep the frozen base's block matrices in f16 or bf16 (half the memory; CPU backend), or f32")
-      ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
-  a->train_flags.add(tr, t,
-                     {.data = "a folder from `orion data prepare`, a token file, or text (files, folders, builtin:N) to tokenize",
-                      .out = "output folder: the adapter, checkpoints/, metrics.jsonl, data/ (text data tokenized)",
-                      .resume = "continue from the newest checkpoint of a folder or a lora_*.olora file (bare: --ckpt-dir, "
-                                "else OUT/checkpoints); the other flags must be the run's"});
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  a->train_flags.add(
+      tr, t,
+      {.data = "a folder from `orion data prepare`, a token file, or text (files, folders, builtin:N) to tokenize",
+       .out = "output folder: the adapter, checkpoints/, metrics.jsonl, data/ (text data tokenized)",
+       .resume = "continue from the newest checkpoint of a folder or a lora_*.olora file (bare: --ckpt-dir, "
+                 "else OUT/checkpoints); the other flags must be the run's"});
   tr->get_option("--data")->required()->default_str("");  // no default: the data to fine-tune on
   tr->get_option("--out")->capture_default_str();
   tr->callback([a, tr] {

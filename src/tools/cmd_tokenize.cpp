@@ -72,8 +72,7 @@ void run_tokenize(const TokenizeArgs& a) {
 
 void add_tokenize_command(CLI::App& app) {
   auto args = std::make_shared<TokenizeArgs>();
-  auto* cmd = app.add_subcommand(
-      "tokenize", "turn text into token ids, or ids back into text (--decode)");
+  auto* cmd = app.add_subcommand("tokenize", "turn text into token ids, or ids back into text (--decode)");
   cmd->footer(
       "Prints the ids as a JSON array on one line, e.g. [15496, 995]. With --decode, prints the decoded\n"
       "text exactly, with no newline added. Text comes from --text, or from stdin when --text is absent.\n"
@@ -90,8 +89,7 @@ void add_tokenize_command(CLI::App& app) {
   cmd->add_option("--text", args->text, "the text to encode (or, with --decode, the ids); default: read stdin");
   cmd->add_flag("--decode,-d", args->decode,
                 "decode: read token ids (a JSON array, or separated by spaces or commas) and print the text");
-  cmd->add_flag("--bos", args->bos,
-                "prepend the beginning-of-sequence id (llama2.c / SentencePiece: 1; GPT-2 has none)");
+  cmd->add_flag("--bos", args->bos, "prepend the beginning-of-sequence id (llama2.c / SentencePiece: 1; GPT-2 has none)");
   cmd->callback([cmd, args] {
     args->text_given = cmd->count("--text") > 0;
     run_tokenize(*args);

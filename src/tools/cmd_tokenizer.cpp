@@ -32,8 +32,8 @@ void report(const std::string& path, const std::vector<std::string>& inputs) {
     bytes += doc.size();
     tokens += tok->encode(doc, false).size();
   }
-  std::printf("wrote %s: %d tokens (%s), %.2f bytes per token on the first documents\n", path.c_str(),
-              tok->vocab_size(), tok->name().c_str(), tokens ? double(bytes) / double(tokens) : 0.0);
+  std::printf("wrote %s: %d tokens (%s), %.2f bytes per token on the first documents\n", path.c_str(), tok->vocab_size(),
+              tok->name().c_str(), tokens ? double(bytes) / double(tokens) : 0.0);
 }
 
 void run_train(const TrainArgs& a) {
@@ -74,11 +74,13 @@ void add_tokenizer_command(CLI::App& app) {
       "  both     the two files\n"
       "Inputs as for `orion data prepare`: TinyStories *.json, text files, folders, builtin[:N[:SEED]].\n"
       "Example: orion tokenizer train --vocab 512 --in builtin --out tok512");
-  cmd->add_option("--vocab", a->vocab, "vocabulary size, special and byte tokens included")->capture_default_str()
+  cmd->add_option("--vocab", a->vocab, "vocabulary size, special and byte tokens included")
+      ->capture_default_str()
       ->check(CLI::Range(256, 32000));
   cmd->add_option("--in", a->inputs, "input file, folder, or builtin[:N[:SEED]] (repeatable)")->required();
   cmd->add_option("--out", a->out, "output folder")->required();
-  cmd->add_option("--format", a->format, "llama2c, hf or both")->capture_default_str()
+  cmd->add_option("--format", a->format, "llama2c, hf or both")
+      ->capture_default_str()
       ->check(CLI::IsMember({"llama2c", "hf", "both"}));
   cmd->add_option("--threads", a->threads, "word-counting threads (0 = all cores)")->check(CLI::Range(0, 1024));
   cmd->add_flag("!--no-progress", a->progress, "no progress line on stderr");

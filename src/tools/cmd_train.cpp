@@ -23,11 +23,13 @@ struct TrainArgs {
 // On --resume the checkpoint's numeric options win (bit-identical continuation); flags that would
 // change them are reported instead of silently ignored.
 void note_ignored_flags(CLI::App* cmd) {
-  for (const char* flag : {"--config", "--init", "--data", "--tokenizer", "--vocab", "--batch", "--seq", "--accum", "--lr",
-                           "--schedule", "--warmup", "--min-lr-ratio", "--weight-decay", "--beta1", "--beta2", "--clip",
-                           "--seed", "--sequential", "--plain", "--max-bad-steps", "--sanitize-grads"})
+  for (const char* flag :
+       {"--config", "--init", "--data",     "--tokenizer",  "--vocab",        "--batch",         "--seq",
+        "--accum",  "--lr",   "--schedule", "--warmup",     "--min-lr-ratio", "--weight-decay",  "--beta1",
+        "--beta2",  "--clip", "--seed",     "--sequential", "--plain",        "--max-bad-steps", "--sanitize-grads"})
     if (cmd->count(flag) > 0)
-      std::fprintf(stderr, "train: note: %s is ignored with --resume (the checkpoint's value continues the run as started)\n", flag);
+      std::fprintf(stderr,
+                   "train: note: %s is ignored with --resume (the checkpoint's value continues the run as started)\n", flag);
 }
 
 // Data parallel under mpirun: every rank runs this (tools/options.h: run_data_parallel).
@@ -42,8 +44,8 @@ void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm
   }
   if (!a.flags.no_progress && comm.rank() == 0)
     std::fprintf(stderr, "train: %s, %d CPU threads%s\n",
-                 a.o.backend == "cpu" ? "CPU backend" : ("blocks on " + a.o.backend + " (ANE programs)").c_str(), cpu::num_threads(),
-                 comm.world() > 1 ? " per rank" : "");
+                 a.o.backend == "cpu" ? "CPU backend" : ("blocks on " + a.o.backend + " (ANE programs)").c_str(),
+                 cpu::num_threads(), comm.world() > 1 ? " per rank" : "");
   train::Trainer t(a.o, &comm);
   train::TrainResult r = t.run();
   if (!r.model.empty() && !a.flags.no_progress && comm.rank() == 0)
@@ -69,19 +71,32 @@ void add_train_command(CLI::App& app) {
       "  orion train --config my.json --data prepared/ --tokenizer tok.bin --out run2\n"
       "  orion train --init model.bin --data prepared/ --lr 1e-4 --steps 100 --out finetuned\n"
       "  mpirun -np 2 orion train --batch 4 --threads 1 --out run3   (data parallel: 2 ranks × 4 rows; docs/distributed.md)");
-  cmd->add_option("--config", o.config, "model: a preset (" + fmt::format("{}", fmt::join(config_preset_names(), ", ")) +
-                                            ") or a JSON file of dimensions")->capture_default_str();
+  cmd->add_option("--config", o.config,
+                  "model: a preset (" + fmt::format("{}", fmt::join(config_preset_names(), ", ")) +
+                      ") or a JSON file of dimensions")
+      ->capture_default_str();
   cmd->add_option("--init", o.init, "fine-tune from this model file (any format) instead of a fresh init");
-  cmd->add_option("--vocab", o.vocab, "vocabulary of the trained tokenizer")->capture_default_str()->check(CLI::Range(260, 32000));
-  cmd->add_flag("--plain", a->plain, "llm.c's plain settings: constant lr, no warmup, no clipping, no weight decay, sequential");
-  cmd->add_option("--export-format", o.export_format, "format of the final model: llama2c, llama2c-v1, safetensors, llmc or none "
-                                                      "(default llama2c for Llama, llmc for GPT-2)");
-  cmd->add_option("--sample", o.sample_tokens, "tokens of the greedy sample printed at the end, and (≤ 32) at every evaluation (0: none)")->capture_default_str()->check(CLI::Range(0, 4096));
-  a->flags.add(cmd, o,
-               {.data = "builtin[:STORIES[:SEED]], a folder from `orion data prepare`, or a token file",
-                .out = "run folder: tokenizer, data, checkpoints/, metrics.jsonl, model (default orion-train)",
-                .resume = "continue from a run folder, its checkpoints/, a --ckpt-dir or a ckpt_*.ckpt file (bare: --ckpt-dir, else --out)"});
-  cmd->callback([a, cmd] { run_data_parallel(cmd, a->flags.threads, [&](train::dist::Communicator& c) { train_one_rank(*a, cmd, c); }); });
+  cmd->add_option("--vocab", o.vocab, "vocabulary of the trained tokenizer")
+      ->capture_default_str()
+      ->check(CLI::Range(260, 32000));
+  cmd->add_flag("--plain", a->plain,
+                "llm.c's plain settings: constant lr, no warmup, no clipping, no weight decay, sequential");
+  cmd->add_option("--export-format", o.export_format,
+                  "format of the final model: llama2c, llama2c-v1, safetensors, llmc or none "
+                  "(default llama2c for Llama, llmc for GPT-2)");
+  cmd->add_option("--sample", o.sample_tokens,
+                  "tokens of the greedy sample printed at the end, and (≤ 32) at every evaluation (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  a->flags.add(
+      cmd, o,
+      {.data = "builtin[:STORIES[:SEED]], a folder from `orion data prepare`, or a token file",
+       .out = "run folder: tokenizer, data, checkpoints/, metrics.jsonl, model (default orion-train)",
+       .resume =
+           "continue from a run folder, its checkpoints/, a --ckpt-dir or a ckpt_*.ckpt file (bare: --ckpt-dir, else --out)"});
+  cmd->callback([a, cmd] {
+    run_data_parallel(cmd, a->flags.threads, [&](train::dist::Communicator& c) { train_one_rank(*a, cmd, c); });
+  });
 }
 
 }  // namespace orion::tools

@@ -14,7 +14,7 @@
 namespace orion::train {
 struct AneTrainOptions;
 struct TrainOptions;
-}
+}  // namespace orion::train
 namespace orion::train::dist {
 class Communicator;
 }

@@ -16,8 +16,9 @@ using train::ProgressEvent;
 using train::TrainOptions;
 
 std::string format_rate(double tok_s) {
-  return tok_s >= 1e6 ? fmt::format("{:.2f}M", tok_s / 1e6) : tok_s >= 1e3 ? fmt::format("{:.1f}k", tok_s / 1e3)
-                                                                             : fmt::format("{:.0f}", tok_s);
+  return tok_s >= 1e6   ? fmt::format("{:.2f}M", tok_s / 1e6)
+         : tok_s >= 1e3 ? fmt::format("{:.1f}k", tok_s / 1e3)
+                        : fmt::format("{:.0f}", tok_s);
 }
 
 // Every rank's tokens per step, and the rate of the steps this process ran.
@@ -29,9 +30,11 @@ double rate(const ProgressEvent& e) {
 void print_start(ProgressStyle style, const ProgressEvent& e) {
   const TrainOptions& o = *e.options;
   const int global_batch = o.batch * e.world;
-  const std::string parallel = fmt::format("data parallel over {}: {} rows per rank, global batch {} rows", e.comm, o.batch, global_batch);
+  const std::string parallel =
+      fmt::format("data parallel over {}: {} rows per rank, global batch {} rows", e.comm, o.batch, global_batch);
   if (style == ProgressStyle::Lora) {
-    const std::string shape = o.accum == 1 ? fmt::format("{}×{}", o.batch, o.seq) : fmt::format("{}×{}×{}", o.batch, o.seq, o.accum);
+    const std::string shape =
+        o.accum == 1 ? fmt::format("{}×{}", o.batch, o.seq) : fmt::format("{}×{}×{}", o.batch, o.seq, o.accum);
     std::fprintf(stderr, "lora: %s; %llu training tokens, %s tokens/step, steps %lld→%lld, lr %.1e %s\n", e.text.c_str(),
                  (unsigned long long)e.train_tokens, shape.c_str(), (long long)e.first_step, (long long)o.steps, o.lr,
                  o.schedule.c_str());
@@ -41,12 +44,13 @@ void print_start(ProgressStyle style, const ProgressEvent& e) {
   std::fprintf(stderr, "train: %s\n", e.text.c_str());
   if (e.world > 1) std::fprintf(stderr, "train: %s\n", parallel.c_str());
   const std::string val = e.val_tokens >= 0 ? fmt::format("{} validation tokens", e.val_tokens) : "no validation split";
-  std::fprintf(stderr,
-               "train: %llu training tokens (%llu batches/epoch), %s; %d×%d×%d = %d tokens/step; steps %lld→%lld; lr %.2e %s, "
-               "warmup %d, clip %g\n",
-               (unsigned long long)e.train_tokens, (unsigned long long)e.batches_per_epoch, val.c_str(), global_batch, o.seq,
-               o.accum, global_batch * o.seq * o.accum, (long long)e.first_step, (long long)o.steps, o.lr, o.schedule.c_str(),
-               o.warmup_steps(), o.clip);
+  std::fprintf(
+      stderr,
+      "train: %llu training tokens (%llu batches/epoch), %s; %d×%d×%d = %d tokens/step; steps %lld→%lld; lr %.2e %s, "
+      "warmup %d, clip %g\n",
+      (unsigned long long)e.train_tokens, (unsigned long long)e.batches_per_epoch, val.c_str(), global_batch, o.seq, o.accum,
+      global_batch * o.seq * o.accum, (long long)e.first_step, (long long)o.steps, o.lr, o.schedule.c_str(),
+      o.warmup_steps(), o.clip);
 }
 
 void print_step(ProgressStyle style, const ProgressEvent& e) {
@@ -54,8 +58,8 @@ void print_step(ProgressStyle style, const ProgressEvent& e) {
   const train::StepStats& s = e.stats;
   const char* prefix = style == ProgressStyle::Lora ? "lora: " : "train: ";
   if (s.skipped)
-    std::fprintf(stderr, "%sstep %lld skipped: loss %g, gradient norm %g (%lld skipped so far)\n", prefix, (long long)e.done, s.loss,
-                 s.grad_norm, (long long)e.skipped_total);
+    std::fprintf(stderr, "%sstep %lld skipped: loss %g, gradient norm %g (%lld skipped so far)\n", prefix, (long long)e.done,
+                 s.loss, s.grad_norm, (long long)e.skipped_total);
   if (style == ProgressStyle::Lora) {  // about 20 lines a run
     const int every = o.log_every > 0 ? o.log_every : int(std::max<int64_t>(1, o.steps / 20));
     if (!(e.done % every == 0 || e.val_loss >= 0 || e.run_steps == 1)) return;
@@ -73,8 +77,8 @@ void print_step(ProgressStyle style, const ProgressEvent& e) {
   std::string line =
       fmt::format("step {:>{}}/{} | loss {:.4f}", e.done, int(std::to_string(o.steps).size()), o.steps, s.loss);
   if (e.val_loss >= 0) line += fmt::format(" | val {:.4f}", e.val_loss);
-  line += fmt::format(" | lr {:.2e} | gnorm {:.2f} | {} tok/s | {:.0f} ms/step | ETA {}", s.lr, s.grad_norm, format_rate(rate(e)), ms,
-                      data::format_duration(eta));
+  line += fmt::format(" | lr {:.2e} | gnorm {:.2f} | {} tok/s | {:.0f} ms/step | ETA {}", s.lr, s.grad_norm,
+                      format_rate(rate(e)), ms, data::format_duration(eta));
   std::fprintf(stderr, "%s\n", line.c_str());
   if (std::string phases = e.phases ? e.phases() : ""; !phases.empty()) std::fprintf(stderr, "  %s\n", phases.c_str());
 }

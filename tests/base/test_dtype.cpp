@@ -17,10 +17,10 @@ TEST(DType, F16RoundTripsEveryHalf) {
 
 TEST(DType, F16RoundsToNearestEven) {
   EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
-  EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);          // halfway → even
-  EXPECT_EQ(f32_to_f16(1.0f + 3.0f / 2048), 0x3c02);          // halfway → even (up)
-  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);                    // rounds to inf
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);       // smallest subnormal
+  EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);     // halfway → even
+  EXPECT_EQ(f32_to_f16(1.0f + 3.0f / 2048), 0x3c02);     // halfway → even (up)
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);               // rounds to inf
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(std::numeric_limits<float>::quiet_NaN()))));
 }
 

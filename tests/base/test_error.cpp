@@ -25,10 +25,11 @@ TEST(File, AtomicWriteReplacesOrKeepsOld) {
   std::string dir = test::temp_dir(), p = dir + "/f.txt";
   write_file_atomic(p, [](FileWriter& w) { w.write_str("old"); });
   EXPECT_EQ(read_text_file(p), "old");
-  EXPECT_THROW(write_file_atomic(p, [](FileWriter& w) {
-                 w.write_str("partial");
-                 throw_runtime_error("simulated failure");
-               }),
+  EXPECT_THROW(write_file_atomic(p,
+                                 [](FileWriter& w) {
+                                   w.write_str("partial");
+                                   throw_runtime_error("simulated failure");
+                                 }),
                Error);
   EXPECT_EQ(read_text_file(p), "old");  // the failed write left the old content
   write_file_atomic(p, [](FileWriter& w) { w.write_str("new"); });

@@ -115,7 +115,9 @@ struct NamedGraph {
   bool uses_cast;
 };
 inline std::vector<NamedGraph> all() {
-  return {{"linear", linear, false}, {"norm_attention", norm_attention, false}, {"every_op", every_op, false},
+  return {{"linear", linear, false},
+          {"norm_attention", norm_attention, false},
+          {"every_op", every_op, false},
           {"cast_fp32", cast_fp32, true}};
 }
 

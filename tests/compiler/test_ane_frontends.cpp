@@ -127,7 +127,8 @@ std::map<std::string, Tensor32> run_like_runtime(const Graph& g, const PassConte
   }
   auto out = ir::interpret_named(g, in2);
   for (auto& [name, t] : out)
-    if (const BoundaryChange* c = ctx.ane_boundary.find_change(name, false)) t = fit(t, c->legalized.shape, c->original.shape);
+    if (const BoundaryChange* c = ctx.ane_boundary.find_change(name, false))
+      t = fit(t, c->legalized.shape, c->original.shape);
   return out;
 }
 
@@ -158,7 +159,8 @@ TEST(AneFrontends, LegalizedKernelsComputeTheSameInFp32) {
       ASSERT_EQ(got[out].numel(), t.numel()) << name << " " << out;
       double worst = 0;
       for (size_t i = 0; i < t.data.size(); i++)
-        worst = std::max(worst, double(std::fabs(t.data[i] - got[out].data[i])) / std::max(1.0, double(std::fabs(t.data[i]))));
+        worst =
+            std::max(worst, double(std::fabs(t.data[i] - got[out].data[i])) / std::max(1.0, double(std::fabs(t.data[i]))));
       EXPECT_LE(worst, 1e-5) << name << " " << out;
     }
   }

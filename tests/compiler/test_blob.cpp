@@ -51,12 +51,12 @@ TEST(Blob, OneFp16BlobHasTheDocumentedLayout) {
   auto img = write_blob_file({{BlobDType::F16, data.data(), data.size()}}, 64, &offs);
   ASSERT_EQ(offs, std::vector<uint64_t>{64});  // C8: the first record is at 64
   EXPECT_EQ(img.size(), 128u + 1536u);
-  EXPECT_EQ(get<uint32_t>(img, 0), 1u);           // count
-  EXPECT_EQ(get<uint32_t>(img, 4), 2u);           // version
+  EXPECT_EQ(get<uint32_t>(img, 0), 1u);            // count
+  EXPECT_EQ(get<uint32_t>(img, 4), 2u);            // version
   EXPECT_EQ(get<uint32_t>(img, 64), 0xDEADBEEFu);  // sentinel
-  EXPECT_EQ(get<uint32_t>(img, 68), 1u);          // fp16
-  EXPECT_EQ(get<uint64_t>(img, 72), 1536u);       // size_in_bytes
-  EXPECT_EQ(get<uint64_t>(img, 80), 128u);        // data_offset (absolute)
+  EXPECT_EQ(get<uint32_t>(img, 68), 1u);           // fp16
+  EXPECT_EQ(get<uint64_t>(img, 72), 1536u);        // size_in_bytes
+  EXPECT_EQ(get<uint64_t>(img, 80), 128u);         // data_offset (absolute)
   EXPECT_EQ(std::memcmp(img.data() + 128, data.data(), data.size()), 0);
   BlobFile f(img, "w.bin");
   ASSERT_EQ(f.entries().size(), 1u);
@@ -66,9 +66,9 @@ TEST(Blob, OneFp16BlobHasTheDocumentedLayout) {
 
 TEST(Blob, ManyBlobsOfEveryDtypeRoundTrip) {
   // fp16, fp32, bf16, int8, uint8, int32 with sizes that are not multiples of 64.
-  const std::vector<std::pair<BlobDType, size_t>> kinds = {
-      {BlobDType::F16, 2 * 33}, {BlobDType::F32, 4 * 7}, {BlobDType::BF16, 2 * 100},
-      {BlobDType::I8, 1},       {BlobDType::U8, 65},     {BlobDType::I32, 4 * 300}};
+  const std::vector<std::pair<BlobDType, size_t>> kinds = {{BlobDType::F16, 2 * 33},   {BlobDType::F32, 4 * 7},
+                                                           {BlobDType::BF16, 2 * 100}, {BlobDType::I8, 1},
+                                                           {BlobDType::U8, 65},        {BlobDType::I32, 4 * 300}};
   std::vector<std::vector<uint8_t>> datas;
   std::vector<BlobIn> in;
   for (size_t i = 0; i < kinds.size(); i++) datas.push_back(random_bytes(kinds[i].second, uint32_t(i + 7)));
@@ -133,22 +133,51 @@ TEST(Blob, MalformedFilesAreInputErrors) {
     std::string m = read_error(img);
     EXPECT_NE(m.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << m;
   };
-  expect(std::vector<uint8_t>(good.begin(), good.begin() + 6), "field 'version'");      // truncated header
-  auto v = good; set<uint32_t>(v, 4, 1);        expect(v, "storage version is 1");
-  v = good; set<uint32_t>(v, 64, 0xDEADBEEE);   expect(v, "expected metadata sentinel 0xDEADBEEF");
-  v = good; set<uint32_t>(v, 68, 9);            expect(v, "unknown dtype code 9");
-  v = good; set<uint64_t>(v, 72, 1u << 20);     expect(v, "runs past the end");
-  v = good; set<uint64_t>(v, 72, ~0ull);        expect(v, "runs past the end");  // no overflow
-  v = good; set<uint64_t>(v, 80, 100);          expect(v, "64-byte aligned");
-  v = good; set<uint64_t>(v, 80, 0);            expect(v, "after its record");
-  v = good; set<uint64_t>(v, 72, 198);          expect(v, "whole number of elements");  // fp32 needs 4n
-  v = good; set<uint32_t>(v, 0, 3);             expect(v, "found only 2");
-  v = good; set<uint32_t>(v, 0, 1);             expect(v, "more blobs than the header's count");
-  v = good; set<uint32_t>(v, 0, 0xFFFFFFFF);    expect(v, "hold at most");
-  v = good; v[20] = 1;                          expect(v, "reserved header bytes");
-  v = good; v[64 + 40] = 1;                     expect(v, "reserved record bytes");
-  v = good; v.push_back(7);                     expect(v, "after the last blob");
-  v = std::vector<uint8_t>(good.begin(), good.end() - 64);  expect(v, "runs past the end");  // truncated data
+  expect(std::vector<uint8_t>(good.begin(), good.begin() + 6), "field 'version'");  // truncated header
+  auto v = good;
+  set<uint32_t>(v, 4, 1);
+  expect(v, "storage version is 1");
+  v = good;
+  set<uint32_t>(v, 64, 0xDEADBEEE);
+  expect(v, "expected metadata sentinel 0xDEADBEEF");
+  v = good;
+  set<uint32_t>(v, 68, 9);
+  expect(v, "unknown dtype code 9");
+  v = good;
+  set<uint64_t>(v, 72, 1u << 20);
+  expect(v, "runs past the end");
+  v = good;
+  set<uint64_t>(v, 72, ~0ull);
+  expect(v, "runs past the end");  // no overflow
+  v = good;
+  set<uint64_t>(v, 80, 100);
+  expect(v, "64-byte aligned");
+  v = good;
+  set<uint64_t>(v, 80, 0);
+  expect(v, "after its record");
+  v = good;
+  set<uint64_t>(v, 72, 198);
+  expect(v, "whole number of elements");  // fp32 needs 4n
+  v = good;
+  set<uint32_t>(v, 0, 3);
+  expect(v, "found only 2");
+  v = good;
+  set<uint32_t>(v, 0, 1);
+  expect(v, "more blobs than the header's count");
+  v = good;
+  set<uint32_t>(v, 0, 0xFFFFFFFF);
+  expect(v, "hold at most");
+  v = good;
+  v[20] = 1;
+  expect(v, "reserved header bytes");
+  v = good;
+  v[64 + 40] = 1;
+  expect(v, "reserved record bytes");
+  v = good;
+  v.push_back(7);
+  expect(v, "after the last blob");
+  v = std::vector<uint8_t>(good.begin(), good.end() - 64);
+  expect(v, "runs past the end");  // truncated data
 }
 
 TEST(Blob, EveryTruncationAndByteFlipFailsCleanly) {

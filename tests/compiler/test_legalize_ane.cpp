@@ -101,11 +101,10 @@ void expect_same_math(const Graph& before, const Graph& after, const std::map<st
 }
 
 // v's producer, looking through a reshape legalize-ane put at the boundary (C14).
-Value through_reshape(const Graph& g, Value v) {
-  return g.node(v).op == Op::Reshape ? g.node(v).inputs[0] : v;
-}
+Value through_reshape(const Graph& g, Value v) { return g.node(v).op == Op::Reshape ? g.node(v).inputs[0] : v; }
 
-Value weight(Graph& g, const std::string& name, std::vector<int64_t> shape, ElemType t = ElemType::F32, float scale = 0.02f) {
+Value weight(Graph& g, const std::string& name, std::vector<int64_t> shape, ElemType t = ElemType::F32,
+             float scale = 0.02f) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::vector<float> v(static_cast<size_t>(n));
@@ -493,9 +492,12 @@ TEST(LegalizeAne, Gpt2FfnBlockLegalisesInOnePass) {
   // conv+bias → gelu → conv+bias → residual, prefill of 8 tokens: C4 twice, C2, C7.
   Graph g;
   Value x = g.input("x", {ElemType::F16, {1, 768, 1, 8}});
-  Value h = g.add_node(Op::Conv1x1, {x, weight(g, "w1", {3072, 768, 1, 1}, ElemType::F16), weight(g, "b1", {3072}, ElemType::F16)}, {}, "fc");
+  Value h =
+      g.add_node(Op::Conv1x1, {x, weight(g, "w1", {3072, 768, 1, 1}, ElemType::F16), weight(g, "b1", {3072}, ElemType::F16)},
+                 {}, "fc");
   h = g.add_node(Op::Gelu, {h}, {}, "act");
-  h = g.add_node(Op::Conv1x1, {h, weight(g, "w2", {768, 3072, 1, 1}, ElemType::F16), weight(g, "b2", {768}, ElemType::F16)}, {}, "proj");
+  h = g.add_node(Op::Conv1x1, {h, weight(g, "w2", {768, 3072, 1, 1}, ElemType::F16), weight(g, "b2", {768}, ElemType::F16)},
+                 {}, "proj");
   g.add_output("y", g.add_node(Op::Add, {x, h}, {}, "res"));
   PassContext ctx = legalize(g);
   EXPECT_EQ(count_ops(g, Op::Gelu), 0);

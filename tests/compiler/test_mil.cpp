@@ -85,13 +85,18 @@ TEST(MilEmit, ChipProfileChoosesHeaderAndLiteralSyntax) {
 
 TEST(MilEmit, ConvParametersAndMatmulFlagsAreNamedConsts) {
   std::string t = emit_mil(tg::norm_attention(), default_chip()).mil_text;
-  EXPECT_TRUE(contains(t, "        tensor<fp16, [1, 64, 1, 16]> q = conv(dilations = q_dilations, groups = q_groups, pad = q_pad, "
-                          "pad_type = q_pad_type, strides = q_strides, weight = wq, x = xn)[name = string(\"q\")];\n")) << t;
+  EXPECT_TRUE(
+      contains(t,
+               "        tensor<fp16, [1, 64, 1, 16]> q = conv(dilations = q_dilations, groups = q_groups, pad = q_pad, "
+               "pad_type = q_pad_type, strides = q_strides, weight = wq, x = xn)[name = string(\"q\")];\n"))
+      << t;
   EXPECT_TRUE(contains(t, "string q_pad_type = const()[name = string(\"q_pad_type\"), val = string(\"valid\")];"));
-  EXPECT_TRUE(contains(t, "tensor<int32, [4]> q_pad = const()[name = string(\"q_pad\"), val = tensor<int32, [4]>([0, 0, 0, 0])];"));
+  EXPECT_TRUE(
+      contains(t, "tensor<int32, [4]> q_pad = const()[name = string(\"q_pad\"), val = tensor<int32, [4]>([0, 0, 0, 0])];"));
   // C3: transpose flags are bool consts declared before the matmul, never literals in the call.
   EXPECT_TRUE(contains(t, "bool scores_transpose_y = const()[name = string(\"scores_transpose_y\"), val = bool(true)];"));
-  EXPECT_TRUE(contains(t, "scores = matmul(transpose_x = scores_transpose_x, transpose_y = scores_transpose_y, x = qt, y = k)"));
+  EXPECT_TRUE(
+      contains(t, "scores = matmul(transpose_x = scores_transpose_x, transpose_y = scores_transpose_y, x = qt, y = k)"));
   EXPECT_LT(t.find("bool scores_transpose_y"), t.find("= matmul("));
   // Outputs named differently from their nodes are identity statements with the output's name.
   EXPECT_TRUE(contains(t, "tensor<fp16, [1, 4, 16, 16]> probs = identity(x = sm)[name = string(\"probs\")];"));
@@ -104,8 +109,9 @@ TEST(MilEmit, WeightsAreBlobFilesWhoseOffsetsNameRecords) {
   EXPECT_EQ(p.blob_constants, 2);
   EXPECT_EQ(p.inline_constants, 0);
   EXPECT_EQ(p.parameter_constants, 5);  // conv: dilations, groups, pad, pad_type, strides
-  EXPECT_TRUE(contains(p.mil_text, "tensor<fp16, [32, 64, 1, 1]> w = const()[name = string(\"w\"), val = tensor<fp16, [32, 64, 1, 1]>"
-                                   "(BLOBFILE(path = string(\"@model_path/weights/w.bin\"), offset = uint64(64)))];"));
+  EXPECT_TRUE(contains(p.mil_text,
+                       "tensor<fp16, [32, 64, 1, 1]> w = const()[name = string(\"w\"), val = tensor<fp16, [32, 64, 1, 1]>"
+                       "(BLOBFILE(path = string(\"@model_path/weights/w.bin\"), offset = uint64(64)))];"));
   const auto& img = p.weights.at("@model_path/weights/w.bin");
   blob::BlobFile f(img, "w.bin");
   const blob::BlobEntry& e = f.at(64);  // C8
@@ -138,8 +144,8 @@ TEST(MilEmit, SaveProgramWritesModelMilAndWeights) {
   std::string dir = test::temp_dir() + "/linear";
   save_program(p, dir);
   EXPECT_EQ(read_text(dir + "/model.mil"), p.mil_text);
-  EXPECT_EQ(read_text(dir + "/weights/w.bin"), std::string(p.weights.at("@model_path/weights/w.bin").begin(),
-                                                           p.weights.at("@model_path/weights/w.bin").end()));
+  EXPECT_EQ(read_text(dir + "/weights/w.bin"),
+            std::string(p.weights.at("@model_path/weights/w.bin").begin(), p.weights.at("@model_path/weights/w.bin").end()));
   EXPECT_TRUE(std::filesystem::exists(dir + "/weights/b.bin"));
 }
 
@@ -154,9 +160,9 @@ TEST(MilEmit, DeterministicBytes) {
 TEST(MilEmit, BindingTablesAreAlphabeticalWithUniformSizes) {
   // Declared order z_big, a_small, m_mid; the hardware binds a_small, m_mid, z_big (C6).
   ir::Graph g("bind");
-  auto z = g.input("z_big", {ElemType::F16, {1, 768, 1, 64}});     // 98304 bytes
-  auto a = g.input("a_small", {ElemType::F16, {1, 16, 1, 16}});    // 512 bytes
-  auto m = g.input("m_mid", {ElemType::F16, {1, 100, 1, 300}});    // 60000 bytes
+  auto z = g.input("z_big", {ElemType::F16, {1, 768, 1, 64}});   // 98304 bytes
+  auto a = g.input("a_small", {ElemType::F16, {1, 16, 1, 16}});  // 512 bytes
+  auto m = g.input("m_mid", {ElemType::F16, {1, 100, 1, 300}});  // 60000 bytes
   g.add_output("out_z", g.add_node(Op::Relu, {z}, {}, "out_z"));
   g.add_output("out_a", g.add_node(Op::Relu, {a}, {}, "out_a"));
   g.add_output("Out_m", g.add_node(Op::Relu, {m}, {}, "Out_m"));
@@ -173,7 +179,8 @@ TEST(MilEmit, BindingTablesAreAlphabeticalWithUniformSizes) {
   // C7: a small program still gets minimum-size buffers; M5 rounds to 128 bytes.
   std::vector<std::pair<std::string, ir::Type>> small = {{"x", {ElemType::F16, {1, 8, 1, 16}}}};
   EXPECT_EQ(make_binding_table(small, chip_profile("m4")).alloc_bytes, 49152);
-  std::vector<std::pair<std::string, ir::Type>> odd = {{"x", {ElemType::F16, {1, 25000, 1, 1}}}, {"y", {ElemType::F16, {1, 3, 1, 1}}}};
+  std::vector<std::pair<std::string, ir::Type>> odd = {{"x", {ElemType::F16, {1, 25000, 1, 1}}},
+                                                       {"y", {ElemType::F16, {1, 3, 1, 1}}}};
   EXPECT_EQ(make_binding_table(odd, chip_profile("m5")).alloc_bytes, 50048);  // 50000 → multiple of 128
   EXPECT_EQ(make_binding_table(odd, chip_profile("m4")).alloc_bytes, 50048);  // and of 64
 }

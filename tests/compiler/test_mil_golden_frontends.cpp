@@ -123,8 +123,7 @@ std::vector<Case> cases() {
       {"gpt2_decode_qkv_m1", "m1", [] { return gpt2_decode_qkv(gpt2(), 0, 16); }},
       {"llama_fwd_attn_m4", "m4", [] { return llama_fwd_attn(stories_wide(), 1, 256); }},
       {"llama_ffn_bwd_m4", "m4", [] { return llama_ffn_bwd(stories(), 0, 16); }},
-      {"lora_linear_m4", "m4",
-       [] { return lora_linear(lora_layer().W, lora_layer().bias, 32, 16.0f, 32); }},
+      {"lora_linear_m4", "m4", [] { return lora_linear(lora_layer().W, lora_layer().bias, 32, 16.0f, 32); }},
   };
 }
 
@@ -169,7 +168,8 @@ void expect_golden(const std::string& rel, const std::string& actual) {
     std::ofstream(path, std::ios::binary) << actual;
   }
   ASSERT_TRUE(fs::exists(path)) << path << " is missing; run with ORION_UPDATE_GOLDEN=1";
-  EXPECT_EQ(actual, read_text(path)) << rel << " differs from its golden file; if intended, regenerate with ORION_UPDATE_GOLDEN=1";
+  EXPECT_EQ(actual, read_text(path)) << rel
+                                     << " differs from its golden file; if intended, regenerate with ORION_UPDATE_GOLDEN=1";
 }
 
 TEST(MilGoldenFrontends, TextAndWeightsMatchGoldens) {

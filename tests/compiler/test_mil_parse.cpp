@@ -92,7 +92,8 @@ TEST(MilParse, SyntaxErrorsSayWhereAndWhatWasExpected) {
   expect_error(t, "line 11, column 1", "expected end of input, found 'func'");
   expect_error(replace(kHand, "string(\"t\")", "string(\"t)"), where(kHand, "\"t\""), "unterminated string");
   expect_error(replace(kHand, "x=x,", "x=$x,"), where(kHand, "x,y=s"), "unexpected character '$'");
-  expect_error(replace(kHand, "y=s)", "y=2.0)"), where(kHand, "s)[name"), "expected a value name (MIL operands are named values, C3), found '2.0'");
+  expect_error(replace(kHand, "y=s)", "y=2.0)"), where(kHand, "s)[name"),
+               "expected a value name (MIL operands are named values, C3), found '2.0'");
   t = replace(kHand, "[1,8,1,16]>", "[1,8,1,16>");
   expect_error(t, where(t, "> y = mul"), "expected ']', found '>'");
 }
@@ -103,14 +104,18 @@ TEST(MilParse, SemanticErrorsNameTheStatement) {
   std::string t = replace(kHand, "mul(x=x,y=s)", "mul(x=x,y=s,alpha=s)");
   expect_error(t, where(t, "alpha"), "mul has no argument 'alpha' (expected: x, y)");
   expect_error(replace(kHand, "add(x = y", "add(x = w"), where(kHand, "y, y = t"), "undefined identifier 'w'");
-  expect_error(replace(kHand, "add(x = y", "add(x = z"), where(kHand, "y, y = t"), "undefined identifier 'z'");  // own result
+  expect_error(replace(kHand, "add(x = y", "add(x = z"), where(kHand, "y, y = t"),
+               "undefined identifier 'z'");  // own result
   expect_error(replace(kHand, "mul(x=x,y=s)", "mul(x=x,x=s)"), where(kHand, "y=s)"), "argument 'x' is given twice");
-  expect_error(replace(kHand, "tensor<fp16, []> t =", "tensor<fp16, []> s ="), where(kHand, "t = const"), "'s' is defined twice");
+  expect_error(replace(kHand, "tensor<fp16, []> t =", "tensor<fp16, []> s ="), where(kHand, "t = const"),
+               "'s' is defined twice");
   t = replace(kHand, "tensor<fp16, [1, 8, 1, 16]> z", "tensor<fp16, [1, 8, 1, 8]> z");
-  expect_error(t, where(t, "z = add"), "'z' is declared tensor<fp16, [1, 8, 1, 8]>, but add gives tensor<fp16, [1, 8, 1, 16]>");
+  expect_error(t, where(t, "z = add"),
+               "'z' is declared tensor<fp16, [1, 8, 1, 8]>, but add gives tensor<fp16, [1, 8, 1, 16]>");
   expect_error(replace(kHand, "val=fp16(0x1p-4)", "val=fp32(0.5)"), where(kHand, "fp16(0x1p-4)"),
                "value type fp32 differs from the declared type fp16");
-  expect_error(replace(kHand, "val=fp16(0x1p-4)", "val=fp16(half)"), where(kHand, "0x1p-4"), "expected fp16 value, found 'half'");
+  expect_error(replace(kHand, "val=fp16(0x1p-4)", "val=fp16(half)"), where(kHand, "0x1p-4"),
+               "expected fp16 value, found 'half'");
   expect_error(replace(kHand, "-> (z)", "-> (z, z)"), "line 9, column 12", "'z' is returned twice");
   expect_error(replace(kHand, "fp16, [1, 8, 1, 16]> x", "int8, [1, 8, 1, 16]> x"), where(kHand, "fp16, [1, 8, 1, 16]> x"),
                "unsupported element type 'int8'");
@@ -121,22 +126,33 @@ TEST(MilParse, HugeOrEmptyDimensionsAreRefused) {
                "a dimension 99999999999 is too large");
   std::string t = replace(kHand, "[1, 8, 1, 16]> x", "[2147483647, 2147483647, 16]> x");
   expect_error(t, where(t, "2147483647, 16"), "more than 2^40 elements");  // the second dimension overflows
-  std::string big = replace(kHand, "    fp16 s = const()", "    tensor<int32, [3]> sh = const()[name = string(\"sh\"), val = tensor<int32, [3]>([2147483647, 2147483647, -1])];\n"
-                            "    tensor<fp16, [1, 8, 1, 16]> rs = reshape(shape = sh, x = x)[name = string(\"rs\")];\n    fp16 s = const()");
+  std::string big = replace(
+      kHand, "    fp16 s = const()",
+      "    tensor<int32, [3]> sh = const()[name = string(\"sh\"), val = tensor<int32, [3]>([2147483647, 2147483647, -1])];\n"
+      "    tensor<fp16, [1, 8, 1, 16]> rs = reshape(shape = sh, x = x)[name = string(\"rs\")];\n    fp16 s = const()");
   expect_error(big, where(big, "sh, x = x"), "'sh' asks for more than 2^40 elements");
-  expect_error(replace(kHand, "[1, 8, 1, 16]> x", "[1, 0, 1, 16]> x"), where(kHand, "8, 1, 16]> x"), "dimensions must be positive");
-  expect_error(replace(kHand, "[1, 8, 1, 16]> x", "[1, -8, 1, 16]> x"), where(kHand, "8, 1, 16]> x") , "expected a dimension");
-  expect_error(replace(kHand, "[1, 8, 1, 16]> x", "[1,1,1,1,1,1,1,1,1]> x"), "line 4, column 50", "rank above 8");  // the ninth
+  expect_error(replace(kHand, "[1, 8, 1, 16]> x", "[1, 0, 1, 16]> x"), where(kHand, "8, 1, 16]> x"),
+               "dimensions must be positive");
+  expect_error(replace(kHand, "[1, 8, 1, 16]> x", "[1, -8, 1, 16]> x"), where(kHand, "8, 1, 16]> x"),
+               "expected a dimension");
+  expect_error(replace(kHand, "[1, 8, 1, 16]> x", "[1,1,1,1,1,1,1,1,1]> x"), "line 4, column 50",
+               "rank above 8");  // the ninth
 }
 
 TEST(MilParse, ConstValuesAreChecked) {
-  std::string base = replace(kHand, "    fp16 s = const()", "    tensor<int32, [2]> v = const()[name = string(\"v\"), val = tensor<int32, [2]>([1, 2, 3])];\n    fp16 s = const()");
+  std::string base = replace(
+      kHand, "    fp16 s = const()",
+      "    tensor<int32, [2]> v = const()[name = string(\"v\"), val = tensor<int32, [2]>([1, 2, 3])];\n    fp16 s = const()");
   expect_error(base, where(base, "3])"), "more values than tensor<int32, [2]> holds (2)");
-  base = replace(kHand, "    fp16 s = const()", "    tensor<int32, [3]> v = const()[name = string(\"v\"), val = tensor<int32, [3]>([1, 2])];\n    fp16 s = const()");
+  base = replace(
+      kHand, "    fp16 s = const()",
+      "    tensor<int32, [3]> v = const()[name = string(\"v\"), val = tensor<int32, [3]>([1, 2])];\n    fp16 s = const()");
   expect_error(base, where(base, "])]"), "tensor<int32, [3]> needs 3 values, found 2");
-  base = replace(kHand, "    fp16 s = const()", "    int32 v = const()[name = string(\"v\"), val = int32(4294967296)];\n    fp16 s = const()");
+  base = replace(kHand, "    fp16 s = const()",
+                 "    int32 v = const()[name = string(\"v\"), val = int32(4294967296)];\n    fp16 s = const()");
   expect_error(base, where(base, "4294967296"), "expected int32 value");
-  expect_error(replace(kHand, "fp16 s = const()[name=string(\"s\"), val=fp16(0x1p-4)]", "fp16 s = const()[name=string(\"s\")]"),
+  expect_error(replace(kHand, "fp16 s = const()[name=string(\"s\"), val=fp16(0x1p-4)]",
+                       "fp16 s = const()[name=string(\"s\")]"),
                where(kHand, "s = const"), "const 's' has no val");
 }
 
@@ -144,11 +160,13 @@ TEST(MilParse, ConstValuesAreChecked) {
 TEST(MilParse, OpParametersMustBeConstsOfTheSupportedValue) {
   std::string conv = emit_mil(test_graphs::linear(), default_chip()).mil_text;
   auto weights = emit_mil(test_graphs::linear(), default_chip()).weights;
-  std::string strided = replace(conv, "proj_strides\"), val = tensor<int32, [2]>([1, 1])", "proj_strides\"), val = tensor<int32, [2]>([2, 2])");
+  std::string strided = replace(conv, "proj_strides\"), val = tensor<int32, [2]>([1, 1])",
+                                "proj_strides\"), val = tensor<int32, [2]>([2, 2])");
   expect_error(strided, where(strided, "proj_strides, weight"),
                "argument 'strides' of conv must be [1, 1] (Orion supports no other), 'proj_strides' is [2, 2]", weights);
   std::string typed = replace(conv, "groups = proj_groups", "groups = proj_pad");
-  expect_error(typed, where(typed, "proj_pad, pad ="), "argument 'groups' of conv must be int32, 'proj_pad' is tensor<int32, [4]>", weights);
+  expect_error(typed, where(typed, "proj_pad, pad ="),
+               "argument 'groups' of conv must be int32, 'proj_pad' is tensor<int32, [4]>", weights);
   std::string nonconst = replace(conv, "pad = proj_pad,", "pad = x,");
   expect_error(nonconst, where(nonconst, "x, pad_type"), "argument 'pad' of conv must name a const", weights);
 }
@@ -159,8 +177,8 @@ TEST(MilParse, BlobfileProblemsPointAtTheConst) {
   expect_error(c8, where(c8, "128)))"), "does not point at a blob metadata record but at a blob's data", p.weights);
   EXPECT_NE(parse_error(c8, p.weights).find("rule C8"), std::string::npos);
   std::string missing = replace(p.mil_text, "weights/w.bin", "weights/nope.bin");
-  expect_error(missing, where(missing, "BLOBFILE"), "weight file '@model_path/weights/nope.bin' is not in the weight dictionary",
-               p.weights);
+  expect_error(missing, where(missing, "BLOBFILE"),
+               "weight file '@model_path/weights/nope.bin' is not in the weight dictionary", p.weights);
   auto corrupt = p.weights;
   corrupt["@model_path/weights/w.bin"][64] ^= 0xFF;  // the sentinel
   expect_error(p.mil_text, where(p.mil_text, "BLOBFILE"), "expected metadata sentinel 0xDEADBEEF", corrupt);
@@ -206,7 +224,9 @@ TEST(MilParse, AbsurdInputsAreErrorsNotHangs) {
   EXPECT_NE(parse_error("program(1.3) {" + std::string(50000, '{')), "");
   EXPECT_NE(parse_error(std::string("program(1.3)\n\0\n", 15)), "");
   std::string many = "program(1.3) { func main<ios18>(tensor<fp16, [1, 8, 1, 16]> x) {\n";
-  for (int i = 0; i < 2000; i++) many += fmt::format("tensor<fp16, [1, 8, 1, 16]> r{} = relu(x = {})[name = string(\"r{}\")];\n", i, i ? fmt::format("r{}", i - 1) : "x", i);
+  for (int i = 0; i < 2000; i++)
+    many += fmt::format("tensor<fp16, [1, 8, 1, 16]> r{} = relu(x = {})[name = string(\"r{}\")];\n", i,
+                        i ? fmt::format("r{}", i - 1) : "x", i);
   EXPECT_EQ(parse_error(many + "} -> (r1999); }"), "");  // long programs are fine
   EXPECT_NE(parse_error(many + "} -> (r2000); }").find("undefined identifier 'r2000'"), std::string::npos);
 }

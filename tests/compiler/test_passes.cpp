@@ -144,8 +144,7 @@ TEST(PassGoldenFiles, EveryRegisteredPassHasCases) {
     int n = int(std::count_if(cases.begin(), cases.end(), [&](const GoldenCase& c) { return c.pass == pass; }));
     EXPECT_GE(n, 2) << "pass " << pass << " needs golden cases in tests/testdata/compiler/passes/" << pass;
   }
-  for (const GoldenCase& c : cases)
-    EXPECT_NO_THROW(make_pass(c.pass)) << "folder " << c.pass << " names no registered pass";
+  for (const GoldenCase& c : cases) EXPECT_NO_THROW(make_pass(c.pass)) << "folder " << c.pass << " names no registered pass";
 }
 
 }  // namespace

@@ -130,7 +130,8 @@ TEST(Pipeline, NoFixedPointIsAnInternalErrorNamingThePass) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Internal);
     // dce and fold-identity settle in round 2; only the faulty pass is still changing in round 5.
-    EXPECT_EQ(e.message(), "passes did not reach a fixed point on graph 'messy' in 5 rounds; still changing: always-changes");
+    EXPECT_EQ(e.message(),
+              "passes did not reach a fixed point on graph 'messy' in 5 rounds; still changing: always-changes");
   }
 }
 

@@ -98,8 +98,7 @@ class LoopbackHttpServer {
     if (from > 0)
       head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes " + std::to_string(from) + "-" +
              std::to_string(body_.size() - 1) + "/" + std::to_string(body_.size()) + "\r\n";
-    else
-      head = "HTTP/1.1 200 OK\r\n";
+    else head = "HTTP/1.1 200 OK\r\n";
     head += "Content-Length: " + std::to_string(body_.size() - from) + "\r\nConnection: close\r\n\r\n";
     std::string body = body_.substr(from);
     if (first == 1 && b_.cut_first_response_after > 0) body.resize(std::min(body.size(), b_.cut_first_response_after));

@@ -62,7 +62,7 @@ TEST(BuiltinCorpus, StoriesLookLikeTinyStories) {
     words += n;
     EXPECT_GE(n, 50u) << s;
     EXPECT_LE(n, 250u) << s;
-    EXPECT_EQ(s.find('{'), std::string::npos) << s;   // every slot filled
+    EXPECT_EQ(s.find('{'), std::string::npos) << s;     // every slot filled
     EXPECT_EQ(s.find("\n\n"), std::string::npos) << s;  // stays one document in a text file
     EXPECT_EQ(s.find("  "), std::string::npos) << s;
     for (unsigned char c : s) EXPECT_TRUE(c == '\n' || (c >= 32 && c < 127)) << s;

@@ -109,9 +109,9 @@ TEST(TextDocuments, BinaryAndInvalidUtf8AreRefusedWithOffset) {
   Error bad = error_of([&] { read_all<TextDocumentReader>(write("bad.txt", "ok\xc3\xa9 then \xff here")); });
   EXPECT_EQ(bad.context().offset, 10);
   EXPECT_NE(bad.message().find("0xFF"), std::string::npos);
-  EXPECT_EQ(find_invalid_utf8("\xc0\xaf"), 0u);           // overlong '/'
-  EXPECT_EQ(find_invalid_utf8("a\xed\xa0\x80"), 1u);      // surrogate
-  EXPECT_EQ(find_invalid_utf8("\xe2\x82"), 0u);           // truncated
+  EXPECT_EQ(find_invalid_utf8("\xc0\xaf"), 0u);       // overlong '/'
+  EXPECT_EQ(find_invalid_utf8("a\xed\xa0\x80"), 1u);  // surrogate
+  EXPECT_EQ(find_invalid_utf8("\xe2\x82"), 0u);       // truncated
   EXPECT_EQ(find_invalid_utf8("\xf0\x9f\x99\x82 ok"), std::string_view::npos);
 }
 

@@ -75,7 +75,8 @@ struct LogitError {
   double max_abs = 0, max_rel = 0;  // rel: |ane − cpu| / max |cpu| over the row
   void add(const float* cpu, const float* ane, int V) {
     double scale = 0, worst = 0;
-    for (int i = 0; i < V; i++) scale = std::max(scale, double(std::fabs(cpu[i]))), worst = std::max(worst, double(std::fabs(cpu[i] - ane[i])));
+    for (int i = 0; i < V; i++)
+      scale = std::max(scale, double(std::fabs(cpu[i]))), worst = std::max(worst, double(std::fabs(cpu[i] - ane[i])));
     max_abs = std::max(max_abs, worst), max_rel = std::max(max_rel, worst / scale);
   }
 };
@@ -284,7 +285,11 @@ TEST(anesim_GenerateCli, GenerateWithBackendAnesimMatchesCpuText) {
 
 TEST(anesim_GenerateCli, BenchGenerateBackendAnesimJson) {
   std::string out, err;
-  ASSERT_EQ(run_orion("bench generate --backend anesim --config gpt2-tiny --prompt-len 16 --decode-len 8 --repeat 1 --threads 1 --json", &out, &err), 0)
+  ASSERT_EQ(
+      run_orion(
+          "bench generate --backend anesim --config gpt2-tiny --prompt-len 16 --decode-len 8 --repeat 1 --threads 1 --json",
+          &out, &err),
+      0)
       << err;
   auto j = nlohmann::json::parse(out);
   std::printf("[anesim] %s\n", out.c_str());

@@ -21,9 +21,9 @@ namespace {
 ModelConfig small(Arch arch) {
   ModelConfig c = config_preset(arch == Arch::GPT2 ? "gpt2-tiny" : "stories260k");
   if (arch == Arch::GPT2)
-    c.dim = 256, c.hidden_dim = 1024, c.n_heads = 4, c.n_kv_heads = 4, c.n_layers = 2, c.vocab_size = c.padded_vocab = 2000, c.seq_len = 256;
-  else
-    c.dim = 192, c.hidden_dim = 512, c.n_heads = 6, c.n_kv_heads = 3, c.n_layers = 2, c.seq_len = 256;
+    c.dim = 256, c.hidden_dim = 1024, c.n_heads = 4, c.n_kv_heads = 4, c.n_layers = 2, c.vocab_size = c.padded_vocab = 2000,
+    c.seq_len = 256;
+  else c.dim = 192, c.hidden_dim = 512, c.n_heads = 6, c.n_kv_heads = 3, c.n_layers = 2, c.seq_len = 256;
   c.tied_embeddings = false;
   return c;
 }
@@ -55,7 +55,8 @@ std::vector<float> run(LanguageModel& m, int V) {
 
 double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double worst = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); i++) worst = std::max(worst, double(std::fabs(a[i] - b[i]))), scale = std::max(scale, double(std::fabs(a[i])));
+  for (size_t i = 0; i < a.size(); i++)
+    worst = std::max(worst, double(std::fabs(a[i] - b[i]))), scale = std::max(scale, double(std::fabs(a[i])));
   return worst / scale;
 }
 
@@ -92,10 +93,11 @@ TEST_P(lora_anesim, SwitchingAdaptersChangesOutputsWithoutCompiling) {
     tf.set_lora(ad, s);
     return run(cpu, V);
   };
-  const auto cpu_a = cpu_with(&a, 1), cpu_b = cpu_with(&b, 1), cpu_none = cpu_with(nullptr, 1), cpu_half = cpu_with(&a, 0.5f);
-  std::printf("  rel error vs CPU: a %.2e  b %.2e  none %.2e  half %.2e | a vs b %.2e, a vs none %.2e\n", rel_diff(cpu_a, ane_a),
-              rel_diff(cpu_b, ane_b), rel_diff(cpu_none, ane_none), rel_diff(cpu_half, ane_half), rel_diff(ane_a, ane_b),
-              rel_diff(ane_a, ane_none));
+  const auto cpu_a = cpu_with(&a, 1), cpu_b = cpu_with(&b, 1), cpu_none = cpu_with(nullptr, 1),
+             cpu_half = cpu_with(&a, 0.5f);
+  std::printf("  rel error vs CPU: a %.2e  b %.2e  none %.2e  half %.2e | a vs b %.2e, a vs none %.2e\n",
+              rel_diff(cpu_a, ane_a), rel_diff(cpu_b, ane_b), rel_diff(cpu_none, ane_none), rel_diff(cpu_half, ane_half),
+              rel_diff(ane_a, ane_b), rel_diff(ane_a, ane_none));
   for (auto [cpu_l, ane_l] : {std::pair{&cpu_a, &ane_a}, {&cpu_b, &ane_b}, {&cpu_none, &ane_none}, {&cpu_half, &ane_half}})
     EXPECT_LT(rel_diff(*cpu_l, *ane_l), 2e-2);
   EXPECT_GT(rel_diff(ane_a, ane_b), 0.1) << "two adapters must give different outputs";
@@ -117,14 +119,16 @@ TEST(lora_anesim, AdapterInputsFollowTheBoundaryRules) {
   ane.prepare(10);
   int checked = 0;
   for (int l = 0; l < c.n_layers; l++)
-    for (auto [kernel, S] : {std::pair{"lora_prefill_attn_r4", ane.prefill_bucket(10)}, {"lora_decode_qkv_r4", ane.attention_min_bucket()}}) {
+    for (auto [kernel, S] :
+         {std::pair{"lora_prefill_attn_r4", ane.prefill_bucket(10)}, {"lora_decode_qkv_r4", ane.attention_min_bucket()}}) {
       auto k = rt.cache.find({"lora-rules", kernel, l, S, 0});
       ASSERT_TRUE(k) << kernel << " layer " << l;
       const auto& in = k->program().inputs;
       std::vector<std::string> names = in.names();
       EXPECT_TRUE(std::is_sorted(names.begin(), names.end())) << kernel;
       EXPECT_EQ(names, (std::vector<std::string>{"lora_a_q", "lora_a_v", "lora_b_q", "lora_b_v", "x"}));
-      for (const auto& bnd : in.bindings) EXPECT_GE(int64_t(bnd.type.bytes()), rt.driver->chip().min_buffer_bytes) << bnd.name;
+      for (const auto& bnd : in.bindings)
+        EXPECT_GE(int64_t(bnd.type.bytes()), rt.driver->chip().min_buffer_bytes) << bnd.name;
       EXPECT_GE(in.alloc_bytes, rt.driver->chip().min_buffer_bytes);
       checked++;
     }

@@ -48,8 +48,8 @@ TEST(IrInterpret, Conv1x1WithAndWithoutBias) {
 }
 
 TEST(IrInterpret, MatmulTransposesAndBroadcastsBatches) {
-  Tensor32 a({2, 3}, Vals{1, 2, 3, 4, 5, 6});     // [[1,2,3],[4,5,6]]
-  Tensor32 b({3, 2}, Vals{1, 0, 0, 1, 1, 1});     // [[1,0],[0,1],[1,1]]
+  Tensor32 a({2, 3}, Vals{1, 2, 3, 4, 5, 6});  // [[1,2,3],[4,5,6]]
+  Tensor32 b({3, 2}, Vals{1, 0, 0, 1, 1, 1});  // [[1,0],[0,1],[1,1]]
   expect_values(run(Op::Matmul, {a, b}), {2, 2}, {4, 5, 10, 11});
   // aᵀ·a: [3, 3]
   expect_values(run(Op::Matmul, {a, a}, {{"transpose_x", true}}), {3, 3}, {17, 22, 27, 22, 29, 36, 27, 36, 45});
@@ -105,8 +105,7 @@ TEST(IrInterpret, SoftmaxAlongAnyAxis) {
   expect_values(run(Op::Softmax, {x}), {2, 2}, {0.25f, 0.75f, 0.5f, 0.5f});
   // axis 0: columns (0, 1) and (ln 3, 1)
   float e = std::exp(1.0f);
-  expect_values(run(Op::Softmax, {x}, {{"axis", int64_t(0)}}), {2, 2},
-                {1 / (1 + e), 3 / (3 + e), e / (1 + e), e / (3 + e)});
+  expect_values(run(Op::Softmax, {x}, {{"axis", int64_t(0)}}), {2, 2}, {1 / (1 + e), 3 / (3 + e), e / (1 + e), e / (3 + e)});
   // Large values do not overflow (the max is subtracted).
   expect_values(run(Op::Softmax, {Tensor32({2}, Vals{1000, 1000})}), {2}, {0.5f, 0.5f});
 }
@@ -127,8 +126,7 @@ TEST(IrInterpret, SplitSliceAndPad) {
   expect_values(run(Op::Split, {x}, sp, ElemType::F32, false, 1), {2, 2}, {2, 3, 5, 6});
   expect_values(run(Op::Slice, {x}, {{"begin", Shape{1, 1}}, {"end", Shape{2, 3}}}), {1, 2}, {5, 6});
   expect_values(run(Op::Pad, {x}, {{"pad", Shape{0, 1, 1, 0}}}), {3, 4}, {0, 1, 2, 3, 0, 4, 5, 6, 0, 0, 0, 0});
-  expect_values(run(Op::Pad, {Tensor32({2}, Vals{1, 2})}, {{"pad", Shape{1, 2}}, {"value", -1.0}}), {5},
-                {-1, 1, 2, -1, -1});
+  expect_values(run(Op::Pad, {Tensor32({2}, Vals{1, 2})}, {{"pad", Shape{1, 2}}, {"value", -1.0}}), {5}, {-1, 1, 2, -1, -1});
 }
 
 TEST(IrInterpret, Concat) {
@@ -195,7 +193,8 @@ TEST(IrInterpret, Fp16RoundingAppliesToFp16TypedResultsOnly) {
   EXPECT_EQ(run(Op::Add, {one, eps}, {}, ElemType::F16, false).data[0], 1.0f + std::ldexp(1.0f, -11));
   EXPECT_EQ(run(Op::Add, {one, eps}, {}, ElemType::F32, true).data[0], 1.0f + std::ldexp(1.0f, -11));
   // Overflow goes to infinity in fp16.
-  EXPECT_TRUE(std::isinf(run(Op::Mul, {Tensor32({1}, Vals{300}), Tensor32({1}, Vals{300})}, {}, ElemType::F16, true).data[0]));
+  EXPECT_TRUE(
+      std::isinf(run(Op::Mul, {Tensor32({1}, Vals{300}), Tensor32({1}, Vals{300})}, {}, ElemType::F16, true).data[0]));
   // Inputs typed fp16 are rounded on the way in.
   EXPECT_EQ(run(Op::Identity, {Tensor32({1}, Vals{2049})}, {}, ElemType::F16, true).data[0], 2048.0f);
   EXPECT_EQ(round_to_fp16(0.1f), 0.0999755859375f);
@@ -213,7 +212,7 @@ TEST(IrInterpret, ChainsOpsAndChecksInputs) {
   ASSERT_EQ(out.size(), 2u);
   expect_values(out[0], {1, 2, 1, 2}, {0, 1, 3, 0});
   expect_values(out[1], {1, 2, 1, 2}, {0, 1, 2, -3});
-  EXPECT_THROW(interpret(g, {}), Error);                                 // missing input
+  EXPECT_THROW(interpret(g, {}), Error);                                     // missing input
   EXPECT_THROW(interpret(g, {{"x", Tensor32({1, 4, 1, 1}, 0.0f)}}), Error);  // wrong shape
 }
 

@@ -205,12 +205,13 @@ TEST(IrText, ConstantsKeepTheirExactBytes) {
   // fp16 NaN splat (prints dense, payload kept), a non-splat fp32, int32, bool, empty, odd fp16.
   g.constant("nan16", {ElemType::F16, {2}}, bytes_of({0x01, 0x7E, 0x01, 0x7E}));
   g.constant("f32", {ElemType::F32, {2}}, bytes_of({0, 0, 0x80, 0x3F, 0, 0, 0, 0x40}));
-  g.constant("i32", {ElemType::I32, {3}}, bytes_of({0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}));
+  g.constant("i32", {ElemType::I32, {3}},
+             bytes_of({0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}));
   g.constant("flags", {ElemType::Bool, {2}}, bytes_of({1, 1}));
   g.constant("odd_bool", {ElemType::Bool, {2}}, bytes_of({2, 2}));
   g.constant("none", {ElemType::F16, {0, 4}}, bytes_of({}));
   g.constant("negzero", {ElemType::F16, {}}, bytes_of({0x00, 0x80}));
-  g.constant("tiny", {ElemType::F16, {}}, bytes_of({0x01, 0x00}));  // the smallest subnormal
+  g.constant("tiny", {ElemType::F16, {}}, bytes_of({0x01, 0x00}));   // the smallest subnormal
   g.constant("third", {ElemType::F16, {}}, bytes_of({0x55, 0x35}));  // fp16 nearest 1/3
   std::string text = print_graph(g);
   EXPECT_NE(text.find(R"(%nan16 = const dense<"0x017E017E"> : fp16[2])"), std::string::npos) << text;
@@ -236,7 +237,7 @@ TEST(IrText, BigConstantsElideOnlyWhenAsked) {
   EXPECT_NE(elided.find(fmt::format("%w = const blob<128 bytes, fnv1a=0x{:016X}> : fp16[64]", fnv1a64(bytes.data(), 128))),
             std::string::npos)
       << elided;
-  EXPECT_EQ(print_graph(g, {.elide_constants_above = 128}), full);  // not above the limit
+  EXPECT_EQ(print_graph(g, {.elide_constants_above = 128}), full);                      // not above the limit
   EXPECT_EQ(fnv1a64(reinterpret_cast<const uint8_t*>("a"), 1), 0xaf63dc4c8601ec8cull);  // published test vector
   EXPECT_EQ(parse_error(elided),
             "t.ir: field 'line 2, column 14': elided constant data (blob<...>) cannot be parsed: print the graph "
@@ -247,10 +248,14 @@ TEST(IrText, ParseErrorsSayWhereAndWhat) {
   const std::string head = "graph g {\n  %x = input : fp16[1, 8, 1, 16]\n";
   auto err = [&](const std::string& body) { return parse_error(head + body + "  return %x = %x\n}\n"); };
   EXPECT_EQ(parse_error("grap g {"), "t.ir: field 'line 1, column 1': expected 'graph' at the start, got 'grap'");
-  EXPECT_EQ(parse_error("graph g {\n  return\n"), "t.ir: field 'line 3, column 1': expected '}' after the return line, got end of input");
-  EXPECT_EQ(parse_error("graph g {\n  return\n}\n}"), "t.ir: field 'line 4, column 1': expected end of input after '}', got '}'");
-  EXPECT_EQ(parse_error("graph g {\n}\n"), "t.ir: field 'line 2, column 1': expected a node ('%name = ...') or 'return', got '}'");
-  EXPECT_EQ(err("  %y = relu %x : fp16[1, 8, 1, 16]\n"), "t.ir: field 'line 3, column 13': expected '(' after 'relu', got '%x'");
+  EXPECT_EQ(parse_error("graph g {\n  return\n"),
+            "t.ir: field 'line 3, column 1': expected '}' after the return line, got end of input");
+  EXPECT_EQ(parse_error("graph g {\n  return\n}\n}"),
+            "t.ir: field 'line 4, column 1': expected end of input after '}', got '}'");
+  EXPECT_EQ(parse_error("graph g {\n}\n"),
+            "t.ir: field 'line 2, column 1': expected a node ('%name = ...') or 'return', got '}'");
+  EXPECT_EQ(err("  %y = relu %x : fp16[1, 8, 1, 16]\n"),
+            "t.ir: field 'line 3, column 13': expected '(' after 'relu', got '%x'");
   EXPECT_EQ(err("  %y = frobnicate(%x) : fp16[1, 8, 1, 16]\n"), "t.ir: field 'line 3, column 8': unknown op 'frobnicate'");
   EXPECT_EQ(err("  %y = relu(%q) : fp16[1, 8, 1, 16]\n"), "t.ir: field 'line 3, column 13': '%q' is not defined");
   EXPECT_EQ(err("  %x = relu(%x) : fp16[1, 8, 1, 16]\n"), "t.ir: field 'line 3, column 3': '%x' is already defined");
@@ -274,22 +279,27 @@ TEST(IrText, ParseErrorsSayWhereAndWhat) {
   EXPECT_EQ(err("  %p:2 = split(%x) {axis = 1, split_sizes = [4, 4]} : fp16[1, 4, 1, 16], fp16[1, 4, 1, 16]\n"
                 "  %y = relu(%p) : fp16[1, 4, 1, 16]\n"),
             "t.ir: field 'line 4, column 13': '%p' has 2 results: pick one with '%p#i'");
-  EXPECT_EQ(err("  %y = relu(%x#0) : fp16[1, 8, 1, 16]\n"), "t.ir: field 'line 3, column 16': '%x' has one result: write '%x'");
+  EXPECT_EQ(err("  %y = relu(%x#0) : fp16[1, 8, 1, 16]\n"),
+            "t.ir: field 'line 3, column 16': '%x' has one result: write '%x'");
   EXPECT_EQ(err("  %w = const dense<\"0x0000\"> : fp16[2]\n"),
             "t.ir: field 'line 3, column 20': constant 'w' of type fp16[2] needs 4 bytes, dense data has 2");
   EXPECT_EQ(err("  %w = const dense<\"0x00G0\"> : fp16[1]\n"),
             "t.ir: field 'line 3, column 20': dense data has a non-hex character at digit 3");
-  EXPECT_EQ(err("  %w = const splat<true> : fp16[1]\n"), "t.ir: field 'line 3, column 20': splat value 'true' is not a valid fp16");
+  EXPECT_EQ(err("  %w = const splat<true> : fp16[1]\n"),
+            "t.ir: field 'line 3, column 20': splat value 'true' is not a valid fp16");
   EXPECT_EQ(err("  %w = const [1] : fp16[1]\n"),
             "t.ir: field 'line 3, column 14': expected constant data (dense<\"0x...\"> or splat<value>), got '['");
   EXPECT_EQ(err("  %s = cast(%x) {dtype = \"fp64\"} : fp32[1, 8, 1, 16]\n"),
             "t.ir: field 'line 3, column 8': node 's': cast needs attribute dtype = fp16 | fp32 | int32 | bool");
-  EXPECT_EQ(err("  %y = relu(%x) : fp16[1, 8, 1, 16] extra\n"), "t.ir: field 'line 3, column 37': expected end of line, got 'extra'");
-  EXPECT_EQ(err("  %y = relu(%x) {s = \"open} : fp16[1, 8, 1, 16]\n"), "t.ir: field 'line 3, column 22': unterminated string");
+  EXPECT_EQ(err("  %y = relu(%x) : fp16[1, 8, 1, 16] extra\n"),
+            "t.ir: field 'line 3, column 37': expected end of line, got 'extra'");
+  EXPECT_EQ(err("  %y = relu(%x) {s = \"open} : fp16[1, 8, 1, 16]\n"),
+            "t.ir: field 'line 3, column 22': unterminated string");
   EXPECT_EQ(err("  %y = relu(%x) ; fp16[1, 8, 1, 16]\n"), "t.ir: field 'line 3, column 17': unexpected character ';'");
   EXPECT_EQ(err(std::string("  %y = relu(%x)\0", 16)), "t.ir: field 'line 3, column 16': unexpected character '\\x00'");
   EXPECT_EQ(err("  %y = relu(%x) \xC3\xA9\n"), "t.ir: field 'line 3, column 17': unexpected character '\\xC3'");
-  EXPECT_EQ(parse_error(head + "  return %a = %x, %a = %x\n}\n"), "t.ir: field 'line 3, column 19': output 'a' is given twice");
+  EXPECT_EQ(parse_error(head + "  return %a = %x, %a = %x\n}\n"),
+            "t.ir: field 'line 3, column 19': output 'a' is given twice");
 }
 
 TEST(IrText, ErrorsNameTheSourceAndCarryTheLocation) {

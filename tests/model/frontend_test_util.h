@@ -40,7 +40,7 @@ inline ModelWeights test_weights(const ModelConfig& c, uint64_t seed, float gain
       if (t->shape.size() == 2) p[i] *= gain;
       else if (is_bias) p[i] = 0.1f * u(rng);
       else if (name.size() > 2 && name.substr(name.size() - 2) == "_b") p[i] = 0.1f * u(rng);  // LayerNorm bias
-      else p[i] = 1.0f + 0.3f * u(rng);                                                      // norm weight
+      else p[i] = 1.0f + 0.3f * u(rng);                                                        // norm weight
     }
   }
   return w;
@@ -84,7 +84,8 @@ inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>&
 // Every graph the frontends build must verify and contain nothing the ANE rejects outright.
 inline void expect_valid(const ir::Graph& g) {
   EXPECT_EQ(g.verify(), "") << g.name();
-  for (const ir::Node& n : g.nodes()) EXPECT_FALSE(ir::op_info(n.op).flags & ir::kRejectedByAne) << g.name() << ": " << n.name;
+  for (const ir::Node& n : g.nodes())
+    EXPECT_FALSE(ir::op_info(n.op).flags & ir::kRejectedByAne) << g.name() << ": " << n.name;
   for (const ir::GraphOutput& o : g.outputs()) EXPECT_EQ(g.node(o.value).name, o.name) << g.name();
   // Every program input and output is [1, C, 1, S] (C14).
   auto boundary = [&](const ir::Type& t, const std::string& what) {

@@ -17,8 +17,7 @@ std::vector<float> logits_of(const ModelWeights& w) {
   return std::vector<float>(lg, lg + toks.size() * size_t(w.config.vocab_size));
 }
 
-void expect_same_logits(const ModelWeights& w, ModelFormat f, const std::string& path, std::optional<DType> dt,
-                        double tol) {
+void expect_same_logits(const ModelWeights& w, ModelFormat f, const std::string& path, std::optional<DType> dt, double tol) {
   save_model(w, path, f, dt);
   ModelWeights r = load_model(path);
   auto a = logits_of(w), b = logits_of(r);

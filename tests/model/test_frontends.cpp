@@ -174,8 +174,10 @@ TEST(Frontends, LoraAttentionWithBZeroIsTheBaseAttentionExactly) {
     const int C = c.dim, Q = c.n_heads * c.head_dim(), KV = c.kv_dim();
     Tensor32 x = random_tensor({1, C, 1, S}, 10);
     In in{{"x", x},
-          {"lora_a_q", random_tensor({1, r, 1, C}, 11)}, {"lora_b_q", Tensor32({1, Q, 1, r}, 0.0f)},
-          {"lora_a_v", random_tensor({1, r, 1, C}, 12)}, {"lora_b_v", Tensor32({1, KV, 1, r}, 0.0f)}};
+          {"lora_a_q", random_tensor({1, r, 1, C}, 11)},
+          {"lora_b_q", Tensor32({1, Q, 1, r}, 0.0f)},
+          {"lora_a_v", random_tensor({1, r, 1, C}, 12)},
+          {"lora_b_v", Tensor32({1, KV, 1, r}, 0.0f)}};
     for (auto [opt, round] : {std::pair{kF32, false}, {KernelOptions{}, true}}) {
       ir::Graph g = lora_attention(w, 1, S, r, 8.0f, opt);
       expect_valid(g);
@@ -249,12 +251,23 @@ TEST(Frontends, EveryKernelVerifiesOnEveryFamily) {
   ModelConfig g2 = tiny_config(Arch::GPT2), ll = tiny_config(Arch::Llama, 2);
   ModelWeights wg = random_weights(g2, 1), wl = random_weights(ll, 1);
   const int S = 16;
-  std::vector<ir::Graph> graphs{
-      gpt2_prefill_attn(wg, 1, S), gpt2_prefill_ffn(wg, 1, S), gpt2_decode_qkv(wg, 1, S), gpt2_decode_ffn(wg, 1, S),
-      final_norm(wg, S), llama_fwd_attn(wl, 1, S), llama_fwd_ffn(wl, 1, S), llama_ffn_bwd(wl, 1, S),
-      sdpa_bwd1(wl, 1, S), sdpa_bwd2(ll, S), llama_qkv_bwd(wl, 1, S), classifier_fwd(wg, S),
-      vocab_softmax(g2.vocab_size, S), lora_linear(wl.layers[0].wq, {}, 4, 8.0f, S), lora_attention(wl, 0, S, 4, 8.0f),
-      final_norm(wl, S), lora_attention(wg, 0, S, 4, 8.0f)};
+  std::vector<ir::Graph> graphs{gpt2_prefill_attn(wg, 1, S),
+                                gpt2_prefill_ffn(wg, 1, S),
+                                gpt2_decode_qkv(wg, 1, S),
+                                gpt2_decode_ffn(wg, 1, S),
+                                final_norm(wg, S),
+                                llama_fwd_attn(wl, 1, S),
+                                llama_fwd_ffn(wl, 1, S),
+                                llama_ffn_bwd(wl, 1, S),
+                                sdpa_bwd1(wl, 1, S),
+                                sdpa_bwd2(ll, S),
+                                llama_qkv_bwd(wl, 1, S),
+                                classifier_fwd(wg, S),
+                                vocab_softmax(g2.vocab_size, S),
+                                lora_linear(wl.layers[0].wq, {}, 4, 8.0f, S),
+                                lora_attention(wl, 0, S, 4, 8.0f),
+                                final_norm(wl, S),
+                                lora_attention(wg, 0, S, 4, 8.0f)};
   for (const ir::Graph& g : graphs) {
     expect_valid(g);
     for (const ir::Node& n : g.nodes())  // fp16 everywhere by default (the ANE's type)

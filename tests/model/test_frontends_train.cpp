@@ -42,7 +42,8 @@ TEST(FrontendsTrain, StoriesForwardChainEqualsTransformerForward) {
     const int n = int(tokens.size()), C = c.dim, V = c.vocab_size;
     for (int S : {6, 8}) {
       std::vector<float> x(size_t(n * C));
-      for (int t = 0; t < n; t++) cpu::embedding_row(x.data() + t * C, w.tok_emb.data, w.tok_emb.dtype, tokens[size_t(t)], C);
+      for (int t = 0; t < n; t++)
+        cpu::embedding_row(x.data() + t * C, w.tok_emb.data, w.tok_emb.dtype, tokens[size_t(t)], C);
       Tensor32 h = to_ane(x, n, C, S);
       for (int l = 0; l < c.n_layers; l++) h = block_forward(w, l, h);
       Tensor32 xn = run(final_norm(w, S, kF32), {{"x", h}}).at("y");
@@ -207,8 +208,8 @@ TEST(FrontendsTrain, AttentionBackwardMatchesFiniteDifferences) {
     cpu::matmul(rk.data(), r.data(), l.wk.data, l.wk.dtype, nullptr, S, C, KV);
     cpu::matmul(rv.data(), r.data(), l.wv.data, l.wv.dtype, nullptr, S, C, KV);
     double lhs = dot(from_ane(b3.at("dxnorm"), S), r);
-    double rhs = dot(from_ane(b3.at("dq_lin"), S), rq) + dot(from_ane(b3.at("dk_lin"), S), rk) +
-                 dot(from_ane(b1.at("dv"), S), rv);
+    double rhs =
+        dot(from_ane(b3.at("dq_lin"), S), rq) + dot(from_ane(b3.at("dk_lin"), S), rk) + dot(from_ane(b1.at("dv"), S), rv);
     EXPECT_NEAR(lhs, rhs, 1e-4 * std::max(1.0, std::fabs(rhs)));
     // probs are a causal softmax: rows sum to 1, nothing above the diagonal.
     const Tensor32& p = b1.at("probs");
@@ -232,21 +233,22 @@ TEST(FrontendsTrain, Fp16TrainingKernelsStayWithinFp16Tolerance) {
   ModelConfig c = tiny_config(Arch::Llama, 2);
   ModelWeights w = test_weights(c, 61, 10.0f);
   const int S = 16, C = c.dim, H = c.hidden_dim, Q = c.n_heads * c.head_dim(), KV = c.kv_dim();
-  In in{{"x", random_tensor({1, C, 1, S}, 62)}, {"dy", random_tensor({1, C, 1, S}, 63)},
-        {"h1", random_tensor({1, H, 1, S}, 64)}, {"h3", random_tensor({1, H, 1, S}, 65)},
-        {"q", random_tensor({1, Q, 1, S}, 66)}, {"k", random_tensor({1, KV, 1, S}, 67)},
-        {"v", random_tensor({1, KV, 1, S}, 68)}, {"dq", random_tensor({1, Q, 1, S}, 69)},
+  In in{{"x", random_tensor({1, C, 1, S}, 62)},   {"dy", random_tensor({1, C, 1, S}, 63)},
+        {"h1", random_tensor({1, H, 1, S}, 64)},  {"h3", random_tensor({1, H, 1, S}, 65)},
+        {"q", random_tensor({1, Q, 1, S}, 66)},   {"k", random_tensor({1, KV, 1, S}, 67)},
+        {"v", random_tensor({1, KV, 1, S}, 68)},  {"dq", random_tensor({1, Q, 1, S}, 69)},
         {"dk", random_tensor({1, KV, 1, S}, 70)}, {"dv", random_tensor({1, KV, 1, S}, 71)}};
   auto p32 = run(sdpa_bwd1(w, 0, S, kF32), in);
   in["probs"] = p32.at("probs"), in["dprobs"] = p32.at("dprobs");
   using Build = std::function<ir::Graph(KernelOptions)>;
-  std::vector<std::pair<const char*, Build>> kernels{
-      {"fwd_attn", [&](KernelOptions o) { return llama_fwd_attn(w, 0, S, o); }},
-      {"fwd_ffn", [&](KernelOptions o) { return llama_fwd_ffn(w, 0, S, o); }},
-      {"ffn_bwd", [&](KernelOptions o) { return llama_ffn_bwd(w, 0, S, o); }},
-      {"sdpa_bwd1", [&](KernelOptions o) { return sdpa_bwd1(w, 0, S, o); }},
-      {"sdpa_bwd2", [&](KernelOptions o) { return sdpa_bwd2(c, S, o); }},
-      {"qkv_bwd", [&](KernelOptions o) { return llama_qkv_bwd(w, 0, S, o); }}};
+  std::vector<std::pair<const char*, Build>> kernels{{"fwd_attn",
+                                                      [&](KernelOptions o) { return llama_fwd_attn(w, 0, S, o); }},
+                                                     {"fwd_ffn", [&](KernelOptions o) { return llama_fwd_ffn(w, 0, S, o); }},
+                                                     {"ffn_bwd", [&](KernelOptions o) { return llama_ffn_bwd(w, 0, S, o); }},
+                                                     {"sdpa_bwd1", [&](KernelOptions o) { return sdpa_bwd1(w, 0, S, o); }},
+                                                     {"sdpa_bwd2", [&](KernelOptions o) { return sdpa_bwd2(c, S, o); }},
+                                                     {"qkv_bwd",
+                                                      [&](KernelOptions o) { return llama_qkv_bwd(w, 0, S, o); }}};
   for (auto& [name, build] : kernels) {
     ir::Graph g32 = build(kF32), g16 = build({});
     In feed;

@@ -18,8 +18,7 @@ using test::random_model;
 using test::tiny_gpt2;
 using test::tiny_llama;
 
-ModelWeights round_trip(const ModelWeights& w, ModelFormat f, const std::string& name,
-                        std::optional<DType> dtype = {}) {
+ModelWeights round_trip(const ModelWeights& w, ModelFormat f, const std::string& name, std::optional<DType> dtype = {}) {
   std::string path = test::temp_dir() + "/" + name;
   save_model(w, path, f, dtype);
   EXPECT_EQ(detect_format(path), f == ModelFormat::Llama2cV1 ? ModelFormat::Llama2cV1 : f);
@@ -53,7 +52,8 @@ TEST(ModelIo, Llama2cLegacyLayoutHasHeaderAndRealRopeTables) {
   EXPECT_EQ(test::peek<int32_t>(path, 20), -300);
   // Size: header + all fp32 arrays including freq_cis_real/imag [T, HS/2] and wcls.
   const size_t C = 64, H = 160, L = 2, V = 300, T = 64, HS = 16, KV = 32;
-  size_t floats = V * C + L * C + L * C * C + 2 * L * KV * C + L * C * C + L * C + 3 * L * C * H + C + 2 * T * HS / 2 + V * C;
+  size_t floats =
+      V * C + L * C + L * C * C + 2 * L * KV * C + L * C * C + L * C + 3 * L * C * H + C + 2 * T * HS / 2 + V * C;
   EXPECT_EQ(std::filesystem::file_size(path), 28 + 4 * floats);
   // The RoPE tables sit right after rms_final; check one entry of each: t = 5, i = 3.
   size_t freq_at = 28 + 4 * (V * C + L * C + L * C * C + 2 * L * KV * C + L * C * C + L * C + 3 * L * C * H + C);
@@ -66,8 +66,8 @@ TEST(ModelIo, Llama2cLegacyLayoutHasHeaderAndRealRopeTables) {
   ModelWeights r = load_model(path);
   auto offset = [&](const Tensor& t) { return static_cast<const char*>(t.data) - static_cast<const char*>(r.tok_emb.data); };
   EXPECT_EQ(offset(r.layers[0].wq), ptrdiff_t(4 * (V * C + L * C)));
-  EXPECT_EQ(offset(r.layers[1].w3), ptrdiff_t(4 * (V * C + L * C + L * C * C + 2 * L * KV * C + L * C * C + L * C +
-                                                   2 * L * C * H + C * H)));
+  EXPECT_EQ(offset(r.layers[1].w3),
+            ptrdiff_t(4 * (V * C + L * C + L * C * C + 2 * L * KV * C + L * C * C + L * C + 2 * L * C * H + C * H)));
   EXPECT_EQ(offset(r.classifier), ptrdiff_t(freq_at - 28 + 4 * T * HS));
 }
 
@@ -126,8 +126,7 @@ TEST(ModelIo, SafetensorsMatricesAreViewsAtTheirOffsets) {
     auto at = [](const Tensor& t) { return static_cast<const char*>(t.data); };
     EXPECT_EQ(at(r.layers[1].wo) - at(r.layers[0].wv),
               begin("model.layers.1.self_attn.o_proj.weight") - begin("model.layers.0.self_attn.v_proj.weight"));
-    EXPECT_EQ(at(r.classifier) - at(r.layers[1].w2),
-              begin("lm_head.weight") - begin("model.layers.1.mlp.down_proj.weight"));
+    EXPECT_EQ(at(r.classifier) - at(r.layers[1].w2), begin("lm_head.weight") - begin("model.layers.1.mlp.down_proj.weight"));
   }
 }
 

@@ -196,8 +196,12 @@ TEST_P(lora_files, ForeignPeftAdapterMergesAsPeftDoes) {
   const std::string dir = test::temp_dir() + "/foreign";
   fs::create_directories(dir);
   io::write_safetensors(dir + "/adapter_model.safetensors", out, {});
-  nlohmann::json cfg = {{"peft_type", "LORA"}, {"r", 2}, {"lora_alpha", 4}, {"target_modules", {qkv, fc}},
-                        {"rank_pattern", {{gpt2 ? "c_attn" : "v_proj", 3}}}, {"alpha_pattern", {{gpt2 ? "c_attn" : "v_proj", 9}}}};
+  nlohmann::json cfg = {{"peft_type", "LORA"},
+                        {"r", 2},
+                        {"lora_alpha", 4},
+                        {"target_modules", {qkv, fc}},
+                        {"rank_pattern", {{gpt2 ? "c_attn" : "v_proj", 3}}},
+                        {"alpha_pattern", {{gpt2 ? "c_attn" : "v_proj", 9}}}};
   std::ofstream(dir + "/adapter_config.json") << cfg.dump();
   const LoraAdapter a = load_lora(dir, c);
   EXPECT_EQ(a.rank(), 3);

@@ -77,7 +77,8 @@ TEST(lora_train_kernels, AdapterKernelsComputeTheMergedWeightsKernels) {
     expect_close(run(fwd, in), run(f.fwd(merged, l, S, kF32), {{"x", in.at("x")}}), 2e-5f, "fwd_attn");
     // The input gradients: dx, dxnorm (and for Llama dq_lin, dk_lin).
     In g = s.adapter_inputs(l, slot);
-    g["dq"] = random_tensor({1, Q, 1, S}, 63), g["dk"] = random_tensor({1, KV, 1, S}, 64), g["dv"] = random_tensor({1, KV, 1, S}, 65);
+    g["dq"] = random_tensor({1, Q, 1, S}, 63), g["dk"] = random_tensor({1, KV, 1, S}, 64),
+    g["dv"] = random_tensor({1, KV, 1, S}, 65);
     g["x"] = in.at("x");
     In plain = g;
     for (const char* n : {"lora_a_q", "lora_b_q", "lora_a_v", "lora_b_v"}) plain.erase(n);
@@ -85,7 +86,8 @@ TEST(lora_train_kernels, AdapterKernelsComputeTheMergedWeightsKernels) {
     expect_close(lora_bwd, merged_bwd, 2e-5f, "qkv_bwd");
     // The adapter really contributes: its share of dxnorm is far above the tolerance.
     const auto base_bwd = run(f.bwd(s.w, l, S, kF32), plain);
-    EXPECT_GT(max_abs_diff(base_bwd.at("dxnorm").data, merged_bwd.at("dxnorm").data), 0.05f * max_abs(merged_bwd.at("dxnorm").data));
+    EXPECT_GT(max_abs_diff(base_bwd.at("dxnorm").data, merged_bwd.at("dxnorm").data),
+              0.05f * max_abs(merged_bwd.at("dxnorm").data));
   }
 }
 
@@ -99,7 +101,8 @@ TEST(lora_train_kernels, ZeroAdapterGivesTheBaseKernelsExactly) {
     expect_close(run(f.lora_fwd(s.w, l, S, slot, kF32), in), run(f.fwd(s.w, l, S, kF32), {{"x", in.at("x")}}), 0.0f,
                  "fwd_attn B=0");
     In g = s.adapter_inputs(l, slot, 0.0f);
-    g["dq"] = random_tensor({1, Q, 1, S}, 73), g["dk"] = random_tensor({1, KV, 1, S}, 74), g["dv"] = random_tensor({1, KV, 1, S}, 75);
+    g["dq"] = random_tensor({1, Q, 1, S}, 73), g["dk"] = random_tensor({1, KV, 1, S}, 74),
+    g["dv"] = random_tensor({1, KV, 1, S}, 75);
     g["x"] = in.at("x");
     In plain = g;
     for (const char* n : {"lora_a_q", "lora_b_q", "lora_a_v", "lora_b_v"}) plain.erase(n);
@@ -124,7 +127,7 @@ TEST(lora_train_kernels, AdapterInputsReachTheMinimumBufferAndOtherFamiliesAreRe
   const ModelWeights gpt2 = test_weights(tiny_config(Arch::GPT2), 3, 1.0f);
   EXPECT_THROW(llama_lora_fwd_attn(gpt2, 0, 8, 4), Error);
   EXPECT_THROW(llama_lora_qkv_bwd(s.w, 0, 8, 0), Error);  // a rank slot of 0
-  EXPECT_THROW(gpt2_lora_fwd_attn(s.w, 0, 8, 4), Error);    // Llama weights
+  EXPECT_THROW(gpt2_lora_fwd_attn(s.w, 0, 8, 4), Error);  // Llama weights
   EXPECT_THROW(gpt2_lora_qkv_bwd(s.w, 0, 8, 4), Error);
   EXPECT_THROW(gpt2_lora_qkv_bwd(s2.w, 0, 8, 0), Error);
 }

@@ -16,9 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-void write_file(const std::string& path, const std::string& content) {
-  std::ofstream(path, std::ios::binary) << content;
-}
+void write_file(const std::string& path, const std::string& content) { std::ofstream(path, std::ios::binary) << content; }
 
 std::string slurp(const std::string& path) { return read_text_file(path); }
 

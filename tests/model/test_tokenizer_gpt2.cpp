@@ -31,9 +31,7 @@ std::vector<Golden> read_golden(const std::string& path) {
   return out;
 }
 
-void write_file(const std::string& path, const std::string& content) {
-  std::ofstream(path, std::ios::binary) << content;
-}
+void write_file(const std::string& path, const std::string& content) { std::ofstream(path, std::ios::binary) << content; }
 
 // Every golden text encodes to exactly the reference ids and decodes back to itself.
 void expect_golden(const Tokenizer& tok, const std::vector<Golden>& golden) {
@@ -58,12 +56,12 @@ TEST(Gpt2Pretokenize, SplitsLikeTheRegex) {
   using V = std::vector<std::string>;
   EXPECT_EQ(pieces("Hello world"), (V{"Hello", " world"}));
   EXPECT_EQ(pieces("I'll they're"), (V{"I", "'ll", " they", "'re"}));
-  EXPECT_EQ(pieces("a  b"), (V{"a", " ", " b"}));          // the last space joins the word
-  EXPECT_EQ(pieces("x \n y"), (V{"x", " \n", " y"}));      // \s+(?!\S) backtracks one character
-  EXPECT_EQ(pieces(" \tx"), (V{" ", "\t", "x"}));           // a lone tab cannot prefix a word
-  EXPECT_EQ(pieces("end  "), (V{"end", "  "}));            // trailing whitespace stays whole
+  EXPECT_EQ(pieces("a  b"), (V{"a", " ", " b"}));      // the last space joins the word
+  EXPECT_EQ(pieces("x \n y"), (V{"x", " \n", " y"}));  // \s+(?!\S) backtracks one character
+  EXPECT_EQ(pieces(" \tx"), (V{" ", "\t", "x"}));      // a lone tab cannot prefix a word
+  EXPECT_EQ(pieces("end  "), (V{"end", "  "}));        // trailing whitespace stays whole
   EXPECT_EQ(pieces("abc123!!"), (V{"abc", "123", "!!"}));
-  EXPECT_EQ(pieces(" 'x"), (V{" '", "x"}));                 // not a contraction
+  EXPECT_EQ(pieces(" 'x"), (V{" '", "x"}));                    // not a contraction
   EXPECT_EQ(pieces("e\xCC\x81t"), (V{"e", "\xCC\x81", "t"}));  // a combining mark is not a letter
 }
 
@@ -88,16 +86,16 @@ TEST(UnicodeTable, ClassesOfKnownCodePoints) {
   EXPECT_EQ(char_class(' '), CharClass::Space);
   EXPECT_EQ(char_class('\t'), CharClass::Space);
   EXPECT_EQ(char_class('!'), CharClass::Other);
-  EXPECT_EQ(char_class(0x4E2D), CharClass::Letter);   // 中
-  EXPECT_EQ(char_class(0x0663), CharClass::Number);   // Arabic-Indic digit three
-  EXPECT_EQ(char_class(0x00BD), CharClass::Number);   // ½ (No)
-  EXPECT_EQ(char_class(0x216B), CharClass::Number);   // Ⅻ (Nl)
-  EXPECT_EQ(char_class(0x3000), CharClass::Space);    // ideographic space
-  EXPECT_EQ(char_class(0x00A0), CharClass::Space);    // no-break space
-  EXPECT_EQ(char_class(0x0085), CharClass::Space);    // next line (White_Space)
-  EXPECT_EQ(char_class(0x200B), CharClass::Other);    // zero-width space is not White_Space
-  EXPECT_EQ(char_class(0x0301), CharClass::Other);    // combining acute accent (Mn)
-  EXPECT_EQ(char_class(0x1F600), CharClass::Other);   // 😀
+  EXPECT_EQ(char_class(0x4E2D), CharClass::Letter);  // 中
+  EXPECT_EQ(char_class(0x0663), CharClass::Number);  // Arabic-Indic digit three
+  EXPECT_EQ(char_class(0x00BD), CharClass::Number);  // ½ (No)
+  EXPECT_EQ(char_class(0x216B), CharClass::Number);  // Ⅻ (Nl)
+  EXPECT_EQ(char_class(0x3000), CharClass::Space);   // ideographic space
+  EXPECT_EQ(char_class(0x00A0), CharClass::Space);   // no-break space
+  EXPECT_EQ(char_class(0x0085), CharClass::Space);   // next line (White_Space)
+  EXPECT_EQ(char_class(0x200B), CharClass::Other);   // zero-width space is not White_Space
+  EXPECT_EQ(char_class(0x0301), CharClass::Other);   // combining acute accent (Mn)
+  EXPECT_EQ(char_class(0x1F600), CharClass::Other);  // 😀
   EXPECT_EQ(char_class(0x10FFFF), CharClass::Other);
   EXPECT_EQ(std::string(unicode_table_version()).substr(0, 3), "14.");
 }
@@ -224,8 +222,7 @@ class NaiveBpe {
         for (size_t i = 0; i < parts.size(); ++i) {
           if (i + 1 < parts.size() && parts[i] == best_pair.first && parts[i + 1] == best_pair.second)
             merged.push_back(parts[i] + parts[i + 1]), ++i;
-          else
-            merged.push_back(parts[i]);
+          else merged.push_back(parts[i]);
         }
         parts = merged;
       }
@@ -247,8 +244,8 @@ class NaiveBpe {
 
 // Random text from fragments that make long words, repeats and unusual byte sequences.
 std::string random_text(std::mt19937& rng) {
-  static const std::vector<std::string> frags = {"th", "e", " ", "in", "er", "an", "re", "on", "at", "aaa", "ing",
-                                                 "\n", "  ", "'s", "123", "é", "中文", "😀", "\xFF", ".", "!?", "ation"};
+  static const std::vector<std::string> frags = {"th", "e",  " ",  "in",  "er", "an",   "re", "on",   "at", "aaa", "ing",
+                                                 "\n", "  ", "'s", "123", "é",  "中文", "😀",  "\xFF", ".",  "!?",  "ation"};
   std::string s;
   int n = int(rng() % 40);
   for (int i = 0; i < n; ++i) s += frags[rng() % frags.size()];

@@ -47,8 +47,8 @@ class Llama2cTiny : public ::testing::Test {
  protected:
   void SetUp() override {
     auto pieces = base_pieces();
-    for (Piece p : std::vector<Piece>{{" ", -1}, {"a", -2}, {"b", -3}, {"c", -4}, {"ab", 5}, {"bc", 10},
-                                      {" a", 1}, {"aa", 5}, {"cc", -2e10f}})
+    for (Piece p : std::vector<Piece>{
+             {" ", -1}, {"a", -2}, {"b", -3}, {"c", -4}, {"ab", 5}, {"bc", 10}, {" a", 1}, {"aa", 5}, {"cc", -2e10f}})
       pieces.push_back(p);
     path_ = test::temp_dir() + "/tokenizer.bin";
     write_tokenizer_bin(path_, pieces);
@@ -93,7 +93,7 @@ TEST_F(Llama2cTiny, ByteFallbackAndScoreFloor) {
 }
 
 TEST_F(Llama2cTiny, DecodeFollowsRunC) {
-  EXPECT_EQ(tok_->decode_token(1, 265), "a");   // leading space stripped after BOS
+  EXPECT_EQ(tok_->decode_token(1, 265), "a");  // leading space stripped after BOS
   EXPECT_EQ(tok_->decode_token(260, 265), " a");
   EXPECT_EQ(tok_->decode_token(-1, 'A' + 3), "A");  // <0x41>
   EXPECT_EQ(tok_->decode(enc("abc \xC3\xA9", true)), "abc \xC3\xA9");
@@ -104,7 +104,10 @@ TEST_F(Llama2cTiny, DecodeFollowsRunC) {
 std::vector<int> run_c_encode(const Llama2cTokenizer& t, const std::string& text, bool bos) {
   std::map<std::string, int> ids;
   for (int i = t.vocab_size() - 1; i >= 0; --i) ids[t.piece(i)] = i;
-  auto lookup = [&](const std::string& s) { auto it = ids.find(s); return it == ids.end() ? -1 : it->second; };
+  auto lookup = [&](const std::string& s) {
+    auto it = ids.find(s);
+    return it == ids.end() ? -1 : it->second;
+  };
   std::vector<int> tokens;
   if (bos) tokens.push_back(1);
   if (!text.empty()) tokens.push_back(lookup(" "));
@@ -113,7 +116,8 @@ std::vector<int> run_c_encode(const Llama2cTokenizer& t, const std::string& text
     while (i + n < text.size() && n < 4 && (uint8_t(text[i + n]) & 0xC0) == 0x80) ++n;
     int id = lookup(text.substr(i, n));
     if (id >= 0) tokens.push_back(id);
-    else for (size_t k = 0; k < n; ++k) tokens.push_back(uint8_t(text[i + k]) + 3);
+    else
+      for (size_t k = 0; k < n; ++k) tokens.push_back(uint8_t(text[i + k]) + 3);
     i += n;
   }
   while (true) {
@@ -134,8 +138,8 @@ std::string stories(const std::string& f) { return test::data_path("tokenizer/sp
 
 TEST(Llama2c, FastMergeLoopEqualsRunCOnRandomText) {
   Llama2cTokenizer tok(stories("tokenizer.bin"));
-  const std::vector<std::string> words = {"the", " cat", "Lily", " ran", " to", "park", ".", " ", "  ", "\n",
-                                          "é", "😀", "12", "o'clock", "\"", "aaa", "\xFF", "Zq"};
+  const std::vector<std::string> words = {"the", " cat", "Lily", " ran", " to",     "park", ".",   " ",    "  ",
+                                          "\n",  "é",    "😀",    "12",   "o'clock", "\"",   "aaa", "\xFF", "Zq"};
   std::mt19937 rng(3);
   for (int round = 0; round < 300; ++round) {
     std::string text;

@@ -38,8 +38,8 @@ TEST(SentencePiece, MatchesSpmEncode) {
 
 TEST(SentencePiece, StreamedDecodeEqualsDecodeIds) {
   SentencePieceTokenizer tok(model_path());
-  for (std::string text : {"Once upon a time, Lily saw a big dog.", "Zebras are 42 times  faster!", "A é 😀 b",
-                           "  two leading spaces"}) {
+  for (std::string text :
+       {"Once upon a time, Lily saw a big dog.", "Zebras are 42 times  faster!", "A é 😀 b", "  two leading spaces"}) {
     auto ids = tok.encode(text, true);
     std::string expected;
     ASSERT_TRUE(tok.processor().Decode(ids, &expected).ok());

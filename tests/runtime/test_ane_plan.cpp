@@ -66,7 +66,8 @@ DriverError driver_error(F&& f) {
 // ---- weight dictionary ------------------------------------------------------------------------------
 
 TEST(AnePlan_anesim, WeightEntriesKeepKeysAndPointAtTheImages) {
-  WeightDict d{{"@model_path/weights/wq.bin", bytes_of("QQ")}, {"@model_path/weights/b.bin", bytes_of("B")},
+  WeightDict d{{"@model_path/weights/wq.bin", bytes_of("QQ")},
+               {"@model_path/weights/b.bin", bytes_of("B")},
                {"@model_path/weights/layer0/wk.bin", bytes_of("K")}};
   auto e = plan_weight_entries(d, "p");
   ASSERT_EQ(e.size(), 3u);
@@ -85,9 +86,10 @@ TEST(AnePlan_anesim, WeightEntriesKeepKeysAndPointAtTheImages) {
 }
 
 TEST(AnePlan_anesim, WeightKeysThatLeaveTheWeightsFolderAreRefused) {
-  for (const std::string& key : std::vector<std::string>{"weights/w.bin", "@model_path/w.bin", "@model_path/weights/", "@model_path/weights/../model.mil",
-                          "@model_path/weights//w.bin", "@model_path/weights/./w.bin", "@model_path/weights/a\\b.bin",
-                          std::string("@model_path/weights/a\0b.bin", 27)}) {
+  for (const std::string& key : std::vector<std::string>{"weights/w.bin", "@model_path/w.bin", "@model_path/weights/",
+                                                         "@model_path/weights/../model.mil", "@model_path/weights//w.bin",
+                                                         "@model_path/weights/./w.bin", "@model_path/weights/a\\b.bin",
+                                                         std::string("@model_path/weights/a\0b.bin", 27)}) {
     DriverError e = driver_error([&] { plan_weight_entries({{key, bytes_of("x")}}, "prog"); });
     EXPECT_EQ(e.status(), DriverStatus::CompileFailed) << key;
     EXPECT_NE(std::string(e.what()).find("prog"), std::string::npos) << e.what();
@@ -100,13 +102,13 @@ TEST(AnePlan_anesim, WeightKeysThatLeaveTheWeightsFolderAreRefused) {
 TEST(AnePlan_anesim, MilTextMustBeUtf8) {
   EXPECT_EQ(first_invalid_utf8("program(1.3) // caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::nullopt);
   EXPECT_EQ(first_invalid_utf8(""), std::nullopt);
-  EXPECT_EQ(first_invalid_utf8("ab\xff"), 2u);              // never a lead byte
-  EXPECT_EQ(first_invalid_utf8("a\x80"), 1u);               // stray continuation
-  EXPECT_EQ(first_invalid_utf8("abc\xc0\xaf"), 3u);         // overlong '/'
-  EXPECT_EQ(first_invalid_utf8("\xed\xa0\x80"), 0u);        // UTF-16 surrogate
-  EXPECT_EQ(first_invalid_utf8("x\xf4\x90\x80\x80"), 1u);   // above U+10FFFF
-  EXPECT_EQ(first_invalid_utf8("xy\xe2\x82"), 2u);          // truncated at the end
-  EXPECT_EQ(first_invalid_utf8("\xe2\x28\xa1"), 0u);        // bad continuation
+  EXPECT_EQ(first_invalid_utf8("ab\xff"), 2u);             // never a lead byte
+  EXPECT_EQ(first_invalid_utf8("a\x80"), 1u);              // stray continuation
+  EXPECT_EQ(first_invalid_utf8("abc\xc0\xaf"), 3u);        // overlong '/'
+  EXPECT_EQ(first_invalid_utf8("\xed\xa0\x80"), 0u);       // UTF-16 surrogate
+  EXPECT_EQ(first_invalid_utf8("x\xf4\x90\x80\x80"), 1u);  // above U+10FFFF
+  EXPECT_EQ(first_invalid_utf8("xy\xe2\x82"), 2u);         // truncated at the end
+  EXPECT_EQ(first_invalid_utf8("\xe2\x28\xa1"), 0u);       // bad continuation
   DriverError e = driver_error([] { check_mil_utf8("program(1.3)\n\xfe", "k"); });
   EXPECT_EQ(e.status(), DriverStatus::CompileFailed);
   EXPECT_NE(std::string(e.what()).find("byte 13"), std::string::npos) << e.what();
@@ -174,7 +176,8 @@ TEST(AnePlan_anesim, BindingsAreAlphabeticalWhateverTheDeclaredOrder) {
 }
 
 TEST(AnePlan_anesim, UnparsableMilIsACompileFailureWithALine) {
-  DriverError e = driver_error([] { plan_io("program(1.3)\n{\n  func main<ios18>(\n", {}, compiler::default_chip(), "bad"); });
+  DriverError e =
+      driver_error([] { plan_io("program(1.3)\n{\n  func main<ios18>(\n", {}, compiler::default_chip(), "bad"); });
   EXPECT_EQ(e.status(), DriverStatus::CompileFailed);
   EXPECT_NE(std::string(e.what()).find("line"), std::string::npos) << e.what();
   auto prog = two_io_program();  // a BLOBFILE without its weight file
@@ -209,9 +212,9 @@ TEST(AnePlan_anesim, SurfaceRulesAreCheckedBeforeTheHardware) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     EXPECT_FALSE(e.context().hint.empty());
   };
-  expect({m, m + 64}, {m, m}, "C13");       // inputs not uniform
-  expect({m, m}, {m + 64, m}, "C5");        // outputs not uniform
-  expect({m - 64, m - 64}, {m, m}, "C7");   // below the minimum
+  expect({m, m + 64}, {m, m}, "C13");      // inputs not uniform
+  expect({m, m}, {m + 64, m}, "C5");       // outputs not uniform
+  expect({m - 64, m - 64}, {m, m}, "C7");  // below the minimum
   expect({m}, {m, m}, "1 input surfaces for 2 inputs");
 
   // C14: a buffer must hold the packed data; with a (hypothetical) tiny minimum, zeta's 2048 bytes
@@ -285,12 +288,12 @@ TEST(AnePlan_anesim, AneDriverIsNotAvailableOffMacOS) {
 // ---- AneDriver over a fake framework ---------------------------------------------------------------
 
 struct FakeLog {
-  std::vector<std::string> calls;            // "compile 21", "load 21", ...
-  std::vector<std::string> models_created;   // MIL text of each create_model
+  std::vector<std::string> calls;                     // "compile 21", "load 21", ...
+  std::vector<std::string> models_created;            // MIL text of each create_model
   std::vector<std::vector<std::string>> weight_keys;  // per create_model
   std::vector<std::vector<uint64_t>> weight_offsets;
-  int load_failures = 0;                     // the next N loads fail
-  std::string compile_error, eval_error;     // non-empty: that call fails with this text
+  int load_failures = 0;                  // the next N loads fail
+  std::string compile_error, eval_error;  // non-empty: that call fails with this text
   bool refuse_model = false;
   std::vector<const Surface*> last_inputs, last_outputs;
   std::vector<int> last_input_indices, last_output_indices;
@@ -457,10 +460,14 @@ TEST(AneDriver_anesim, EvaluateChecksSurfacesThenBindsInAlphabeticalOrder) {
   const size_t m = size_t(f.driver.chip().min_buffer_bytes);
   Surface alpha(m), zeta(m), b_out(m), y(m), odd(m + 64);
 
-  EXPECT_EQ(driver_error([&] { f.driver.evaluate(*p, {&alpha, &zeta}, {&b_out, &y}); }).status(),
+  EXPECT_EQ(driver_error([&] {
+              f.driver.evaluate(*p, {&alpha, &zeta}, {&b_out, &y});
+            }).status(),
             DriverStatus::EvalFailed);  // not loaded
   f.driver.load(*p);
-  EXPECT_EQ(driver_error([&] { f.driver.evaluate(*p, {&alpha, &odd}, {&b_out, &y}); }).status(),
+  EXPECT_EQ(driver_error([&] {
+              f.driver.evaluate(*p, {&alpha, &odd}, {&b_out, &y});
+            }).status(),
             DriverStatus::BadSurfaces);  // C13, refused before the hardware
   EXPECT_EQ(std::count(f.log.calls.begin(), f.log.calls.end(), "evaluate 21"), 0);
 
@@ -473,11 +480,9 @@ TEST(AneDriver_anesim, EvaluateChecksSurfacesThenBindsInAlphabeticalOrder) {
   EXPECT_EQ(f.driver.counters().evaluations, 1);
 
   f.log.eval_error = "ANEProgramProcessRequestDirect() Failed with status=0x1d : statusType=0x9: Program Inference error";
-  EXPECT_EQ(driver_error([&] { f.driver.evaluate(*p, {&alpha, &zeta}, {&b_out, &y}); }).status(),
-            DriverStatus::BadSurfaces);
+  EXPECT_EQ(driver_error([&] { f.driver.evaluate(*p, {&alpha, &zeta}, {&b_out, &y}); }).status(), DriverStatus::BadSurfaces);
   f.log.eval_error = "Failed with status=0x3";
-  EXPECT_EQ(driver_error([&] { f.driver.evaluate(*p, {&alpha, &zeta}, {&b_out, &y}); }).status(),
-            DriverStatus::EvalFailed);
+  EXPECT_EQ(driver_error([&] { f.driver.evaluate(*p, {&alpha, &zeta}, {&b_out, &y}); }).status(), DriverStatus::EvalFailed);
   EXPECT_EQ(f.driver.counters().evaluations, 1);
 
   p.reset();  // destroyed while loaded: unloaded

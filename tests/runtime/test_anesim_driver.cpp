@@ -31,7 +31,8 @@ Graph conv_program(float scale) {
   const int C = 768;
   std::vector<float> w(size_t(C) * C);
   for (int o = 0; o < C; o++)
-    for (int i = 0; i < C; i++) w[size_t(o * C + i)] = scale * ((o == i ? 1.0f : 0.0f) + 0.001f * float((o * 7 + i * 3) % 11 - 5));
+    for (int i = 0; i < C; i++)
+      w[size_t(o * C + i)] = scale * ((o == i ? 1.0f : 0.0f) + 0.001f * float((o * 7 + i * 3) % 11 - 5));
   ir::Value x = g.input("x", {ElemType::F16, kX});
   ir::Value W = g.constant_f32("w", {C, C, 1, 1}, w);
   g.add_output("y", g.add_node(Op::Conv1x1, {x, W}, {}, "y"));
@@ -154,7 +155,8 @@ TEST(anesim_Driver, Status0x1dWhenTheDataDoesNotFitAMinimumSizedSurface) {
 }
 
 // Compiling `cp` must fail with CompileFailed mentioning every one of `words`.
-void expect_rejected(const compiler::CompiledProgram& cp, const std::vector<std::string>& words, const std::string& chip = "m4") {
+void expect_rejected(const compiler::CompiledProgram& cp, const std::vector<std::string>& words,
+                     const std::string& chip = "m4") {
   DriverOptions o;
   o.chip = &compiler::chip_profile(chip);
   AnesimDriver d(o);
@@ -164,7 +166,8 @@ void expect_rejected(const compiler::CompiledProgram& cp, const std::vector<std:
   } catch (const DriverError& e) {
     EXPECT_EQ(e.status(), DriverStatus::CompileFailed);
     std::printf("  %s on %s: %s\n", cp.name.c_str(), chip.c_str(), e.what());
-    for (const std::string& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << w << " in " << e.what();
+    for (const std::string& w : words)
+      EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << w << " in " << e.what();
   }
   EXPECT_EQ(d.counters().failed_compiles, 1);
 }
@@ -201,7 +204,8 @@ TEST(anesim_Driver, RejectsConcatGeluConvBiasTooManyBlobsAndWideConvsAtCompile) 
     Graph g("blobs");
     ir::Value v = g.input("x", {ElemType::F16, kX});
     for (int i = 0; i < 17; i++)
-      v = g.add_node(Op::Add, {v, g.constant_f32("c" + std::to_string(i), {1, 768, 1, 1}, std::vector<float>(768, float(i)))});
+      v = g.add_node(Op::Add,
+                     {v, g.constant_f32("c" + std::to_string(i), {1, 768, 1, 1}, std::vector<float>(768, float(i)))});
     g.add_output("y", g.add_node(Op::Identity, {v}, {}, "y"));
     expect_rejected(raw(g), {"C16", "17"});
   }

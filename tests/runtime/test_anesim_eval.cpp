@@ -133,8 +133,10 @@ TEST(anesim_Eval, MatmulAndConvGiveTheSameBitsOnEveryInstructionSetAndThreadCoun
   cpu::set_isa(isa_before), cpu::set_num_threads(threads_before);
   std::printf("  compared: %s\n", fmt::format("{}", fmt::join(runs, ", ")).c_str());
   for (size_t i = 1; i < mm.size(); i++) {
-    EXPECT_EQ(std::memcmp(mm[i].data.data(), mm[0].data.data(), mm[0].data.size() * 4), 0) << "matmul: " << runs[i] << " vs " << runs[0];
-    EXPECT_EQ(std::memcmp(conv[i].data.data(), conv[0].data.data(), conv[0].data.size() * 4), 0) << "conv: " << runs[i] << " vs " << runs[0];
+    EXPECT_EQ(std::memcmp(mm[i].data.data(), mm[0].data.data(), mm[0].data.size() * 4), 0)
+        << "matmul: " << runs[i] << " vs " << runs[0];
+    EXPECT_EQ(std::memcmp(conv[i].data.data(), conv[0].data.data(), conv[0].data.size() * 4), 0)
+        << "conv: " << runs[i] << " vs " << runs[0];
   }
 }
 

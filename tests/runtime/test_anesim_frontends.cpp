@@ -71,7 +71,8 @@ std::vector<Kernel> every_kernel() {
       {"gpt2_qkv_bwd", [](KernelOptions o) { return gpt2_qkv_bwd(gpt2(), 0, S, o); }},
       {"classifier_fwd", [](KernelOptions o) { return classifier_fwd(llama(), S, 0, -1, o); }},
       {"vocab_softmax", [](KernelOptions o) { return vocab_softmax(512, S, o); }},
-      {"lora_linear", [=](KernelOptions o) { return lora_linear(gpt2().layers[0].w1, gpt2().layers[0].b1, kRank, alpha, S, o); }},
+      {"lora_linear",
+       [=](KernelOptions o) { return lora_linear(gpt2().layers[0].w1, gpt2().layers[0].b1, kRank, alpha, S, o); }},
       {"lora_attention_gpt2", [=](KernelOptions o) { return lora_attention(gpt2(), 0, S, kRank, alpha, o); }},
       {"lora_attention_llama", [=](KernelOptions o) { return lora_attention(llama(), 0, S, kRank, alpha, o); }},
       {"llama_lora_fwd_attn", [](KernelOptions o) { return llama_lora_fwd_attn(llama(), 0, S, kRank, o); }},
@@ -150,10 +151,11 @@ TEST_P(anesim_Frontends, MatchesTheFp32InterpreterOnM4M1M5) {
     for (const auto& [name, w] : want) {
       ASSERT_TRUE(run.outputs.count(name)) << name;
       const test::ErrorStats e = test::compare(run.outputs.at(name), w);
-      std::printf("  %-20s %-2s %-7s max|err| %.3e  max|ref| %.3e  rel %.3e  | %2d ops %6.1f MFLOP, ANE %.3f ms predicted, "
-                  "host %.0f ms eval %.0f ms compile\n",
-                  k.name.c_str(), chip.c_str(), name.c_str(), e.max_abs, e.max_ref, e.rel(), run.cost.ops, run.cost.flops / 1e6,
-                  predict_evaluation(run.cost, d.chip()).total_ms, run.eval_s * 1e3, run.compile_s * 1e3);
+      std::printf(
+          "  %-20s %-2s %-7s max|err| %.3e  max|ref| %.3e  rel %.3e  | %2d ops %6.1f MFLOP, ANE %.3f ms predicted, "
+          "host %.0f ms eval %.0f ms compile\n",
+          k.name.c_str(), chip.c_str(), name.c_str(), e.max_abs, e.max_ref, e.rel(), run.cost.ops, run.cost.flops / 1e6,
+          predict_evaluation(run.cost, d.chip()).total_ms, run.eval_s * 1e3, run.compile_s * 1e3);
       EXPECT_GT(e.max_ref, 0.0) << name << " is all zeros: the comparison would prove nothing";
       EXPECT_LE(e.rel(), kTolerance) << name;
     }

@@ -68,8 +68,9 @@ TEST(anesim_Timing, CountersAccumulateThePredictionOfEveryEvaluation) {
   Graph g("deep");
   ir::Value v = g.input("x", {ElemType::F16, {1, 768, 1, 32}});
   for (int i = 0; i < 16; i++)
-    v = g.add_node(Op::Conv1x1, {v, g.constant_f32("w" + std::to_string(i), {768, 768, 1, 1}, std::vector<float>(768 * 768, 0.001f))},
-                   {}, i == 15 ? "y" : "");
+    v = g.add_node(Op::Conv1x1,
+                   {v, g.constant_f32("w" + std::to_string(i), {768, 768, 1, 1}, std::vector<float>(768 * 768, 0.001f))}, {},
+                   i == 15 ? "y" : "");
   g.add_output("y", v);
   compiler::CompiledProgram cp = compiler::compile_graph(g, m4()).program;
   AnesimDriver d;

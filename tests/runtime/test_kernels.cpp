@@ -65,8 +65,8 @@ Weights make_weights(DType dt, size_t n, uint32_t seed) {
 // y[m, n] = Σ_k x[m, k]·W[n, k] + bias[n], in double. `mag` gets Σ_k |x·W| + |bias|, the scale
 // against which float rounding is measured (a relative error of the sum would blow up when the
 // terms cancel).
-void matmul_ref(std::vector<double>& y, std::vector<double>& mag, const std::vector<float>& x,
-                const std::vector<float>& W, const float* bias, int M, int K, int N) {
+void matmul_ref(std::vector<double>& y, std::vector<double>& mag, const std::vector<float>& x, const std::vector<float>& W,
+                const float* bias, int M, int K, int N) {
   y.assign(size_t(M) * N, 0), mag.assign(size_t(M) * N, 0);
   for (int m = 0; m < M; m++)
     for (int n = 0; n < N; n++) {
@@ -110,7 +110,9 @@ TEST(Kernels, MatmulMatchesReferenceEveryIsaDtypeAndShape) {
 // Greedy generation must not depend on the thread count, so neither may one bit of a matmul.
 TEST(Kernels, MatmulBitIdenticalForOneAndTwoThreads) {
   RestoreIsa restore;
-  struct Shape { int M, K, N; };
+  struct Shape {
+    int M, K, N;
+  };
   const Shape shapes[] = {{1, 773, 1001}, {1, 768, 2048}, {3, 100, 517}, {17, 773, 1001}, {64, 768, 2048}};
   for (Isa isa : available_isas()) {
     ASSERT_TRUE(set_isa(isa));
@@ -258,7 +260,9 @@ TEST(Kernels, RopeMatchesLlama2c) {
 
 TEST(Kernels, AttentionCausalGqa) {
   RestoreIsa restore;
-  struct Case { int T, pos0, NH, NKV, HS; };
+  struct Case {
+    int T, pos0, NH, NKV, HS;
+  };
   const Case cases[] = {{1, 0, 4, 4, 16}, {1, 9, 4, 2, 20}, {5, 0, 6, 2, 20}, {5, 7, 4, 1, 67}, {3, 2, 2, 2, 64}};
   for (Isa isa : available_isas()) {
     ASSERT_TRUE(set_isa(isa));

@@ -72,11 +72,11 @@ TEST(TrainKernels, Transpose) {
 }
 
 TEST(TrainKernels, MatmulBackwardMatchesNaive) {
-  shape_case(1, 5, 3);      // one token (the matvec path)
-  shape_case(7, 33, 21);    // odd sizes
+  shape_case(1, 5, 3);                        // one token (the matvec path)
+  shape_case(7, 33, 21);                      // odd sizes
   shape_case(16, 24, cpu::kTrainChunk + 77);  // the output dimension split into two chunks
-  shape_case(50, 70, 300);  // dx: two K slices (256 + 44) and 25+ rows per thread (B blocks packed)
-  shape_case(60, 300, 130);  // dx packed with a partial 64-column panel
+  shape_case(50, 70, 300);                    // dx: two K slices (256 + 44) and 25+ rows per thread (B blocks packed)
+  shape_case(60, 300, 130);                   // dx packed with a partial 64-column panel
 }
 
 TEST(TrainKernels, OneAndTwoThreadsBitIdentical) {

@@ -92,8 +92,9 @@ size_t check_compile_output(const std::string& dir, const std::string& chip) {
     check_side(m["inputs"], m["input_alloc_bytes"], "inputs");
     check_side(m["outputs"], m["output_alloc_bytes"], "outputs");
     // Every binding is a parameter or a returned name of the MIL function.
-    for (const json& b : m["inputs"]) EXPECT_TRUE(contains(mil, "> " + b["name"].get<std::string>() + ",") ||
-                                                  contains(mil, "> " + b["name"].get<std::string>() + ")"));
+    for (const json& b : m["inputs"])
+      EXPECT_TRUE(contains(mil, "> " + b["name"].get<std::string>() + ",") ||
+                  contains(mil, "> " + b["name"].get<std::string>() + ")"));
   }
   return top["programs"].size();
 }
@@ -144,7 +145,8 @@ using ProgramSet = std::set<std::tuple<std::string, int, int>>;
 
 ProgramSet compiled_programs(const std::string& model_args, int seq, const std::string& use) {
   std::string dir = temp_dir(), out, err;
-  EXPECT_EQ(run_orion(fmt::format("compile {} --seq {} --for {} --out {}", model_args, seq, use, dir), &out, &err), 0) << err;
+  EXPECT_EQ(run_orion(fmt::format("compile {} --seq {} --for {} --out {}", model_args, seq, use, dir), &out, &err), 0)
+      << err;
   ProgramSet s;
   const json top = json::parse(slurp(dir + "/manifest.json"));  // named: a range-for over a temporary's member dangles
   for (const json& p : top["programs"])

@@ -40,7 +40,8 @@ TEST(CliConvert, LlmcToSafetensorsAndV1) {
   ASSERT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/gpt2.safetensors", &out, &err), 0) << err;
   EXPECT_TRUE(file_exists(dir + "/config.json"));
   test::expect_same_weights(w, load_model(dir + "/gpt2.safetensors"), DType::F32, DType::F32, 300);
-  ASSERT_EQ(test::run_orion("convert --in " + dir + "/gpt2.safetensors --out " + dir + "/bf16.bin --dtype bf16", &out, &err), 0)
+  ASSERT_EQ(test::run_orion("convert --in " + dir + "/gpt2.safetensors --out " + dir + "/bf16.bin --dtype bf16", &out, &err),
+            0)
       << err;
   EXPECT_EQ(test::peek<int32_t>(dir + "/bf16.bin", 4), 5);  // llm.c version 5 = bf16
   std::string l = llama_bin(dir, true);

@@ -113,7 +113,8 @@ std::map<int, double> losses(const std::string& run) {
   return out;
 }
 
-const char* kTinyConfig = R"({"arch": "llama", "dim": 32, "hidden_dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 300, "seq_len": 64})";
+const char* kTinyConfig =
+    R"({"arch": "llama", "dim": 32, "hidden_dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 300, "seq_len": 64})";
 
 }  // namespace
 
@@ -123,8 +124,12 @@ TEST(CliCrashSafety, TrainKilledAtRandomMomentsResumesFromAWholeCheckpoint) {
   std::ofstream(work + "/tiny.json") << kTinyConfig;
   std::string err;
   ASSERT_EQ(run_orion("data prepare --tokenizer " + orion::test::data_path("tokenizer/spm_stories/tokenizer.bin") +
-                      " --in builtin:300 --threads 1 --no-progress --out " + work + "/data", nullptr, &err), 0) << err;
-  const std::string flags = "--config " + work + "/tiny.json --data " + work + "/data --batch 4 --seq 32 --lr 1e-2 "
+                          " --in builtin:300 --threads 1 --no-progress --out " + work + "/data",
+                      nullptr, &err),
+            0)
+      << err;
+  const std::string flags = "--config " + work + "/tiny.json --data " + work +
+                            "/data --batch 4 --seq 32 --lr 1e-2 "
                             "--eval-every 4 --no-progress --threads 1 --checkpoint-every 1 --keep 3 --steps " +
                             std::to_string(steps);
   // The uninterrupted reference, timed with the same write delay: kill times are drawn over it.
@@ -146,9 +151,9 @@ TEST(CliCrashSafety, TrainKilledAtRandomMomentsResumesFromAWholeCheckpoint) {
     for (;;) {
       ASSERT_LT(++attempts, 6 * kills + 30) << "the runs make no progress between kills";
       const auto ckpts = fs::exists(run + "/checkpoints") ? orion::train::list_checkpoints(run + "/checkpoints")
-                                                           : std::vector<std::string>{};
-      const std::string args = ckpts.empty() ? "train " + flags + " --out " + run
-                                             : "train --resume " + run + " --no-progress --threads 1";
+                                                          : std::vector<std::string>{};
+      const std::string args =
+          ckpts.empty() ? "train " + flags + " --out " + run : "train --resume " + run + " --no-progress --threads 1";
       (ckpts.empty() ? fresh_starts : resumes)++;
       const int tmp_before = count_tmp_files(run);
       pid_t pid = spawn_orion(args, delay, log);
@@ -182,17 +187,18 @@ TEST(CliCrashSafety, TrainKilledAtRandomMomentsResumesFromAWholeCheckpoint) {
     EXPECT_EQ(slurp(straight + "/model.bin"), slurp(run + "/model.bin")) << run << ": the exported models differ";
   }
   EXPECT_GT(mid_write, 0) << "no kill landed inside a crash-safe write; the test proves less than it should";
-  std::printf("train kill test: %d kills (%d during a crash-safe write) over %d runs, %d checkpoint files checked, "
-              "0 damaged; %d fresh starts, %d resumes; every run's %d losses and model equal the uninterrupted run's "
-              "(which took %.0f ms)\n",
-              killed, mid_write, episodes, checked, fresh_starts, resumes, steps, full_ms);
+  std::printf(
+      "train kill test: %d kills (%d during a crash-safe write) over %d runs, %d checkpoint files checked, "
+      "0 damaged; %d fresh starts, %d resumes; every run's %d losses and model equal the uninterrupted run's "
+      "(which took %.0f ms)\n",
+      killed, mid_write, episodes, checked, fresh_starts, resumes, steps, full_ms);
 }
 
 namespace {
 // Kills `orion args` at random moments until it completes; after every kill each file of
 // `outputs` must be absent or equal to the reference run's. Returns {kills, kills mid-write}.
-std::pair<int, int> kill_until_done(const std::string& args_for, const std::string& reference,
-                                    const std::string& out, const std::vector<std::string>& outputs, int kills) {
+std::pair<int, int> kill_until_done(const std::string& args_for, const std::string& reference, const std::string& out,
+                                    const std::vector<std::string>& outputs, int kills) {
   const int delay = 10;
   const std::string log = out + ".log";
   const double t0 = now_ms();
@@ -216,7 +222,8 @@ std::pair<int, int> kill_until_done(const std::string& args_for, const std::stri
     for (const std::string& f : outputs) {
       if (!was_killed) EXPECT_TRUE(fs::exists(out + "/" + f)) << "a completed run did not write " << f;
       if (fs::exists(out + "/" + f))
-        EXPECT_EQ(slurp(out + "/" + f), slurp(reference + "/" + f)) << "attempt " << attempt << ": " << f << " is present but not whole";
+        EXPECT_EQ(slurp(out + "/" + f), slurp(reference + "/" + f))
+            << "attempt " << attempt << ": " << f << " is present but not whole";
     }
     if (!was_killed) fs::remove_all(out);  // completed: start the next attempt from nothing
   }
@@ -229,20 +236,26 @@ TEST(CliCrashSafety, DataPrepareAndConvertKilledLeaveOnlyWholeFiles) {
   const int kills = kills_wanted(4) / 2 + 1;
   const std::string work = temp_dir(), tok = orion::test::data_path("tokenizer/spm_stories/tokenizer.bin");
   // data prepare: shards, validation file and meta.json (written last).
-  auto [k1, w1] = kill_until_done("data prepare --tokenizer " + tok + " --in builtin:200 --threads 1 --no-progress --shard-tokens 8000",
-                                  work + "/ref_data", work + "/data", {"meta.json", "train_000.bin", "train_001.bin", "val_000.bin"},
-                                  kills);
+  auto [k1, w1] =
+      kill_until_done("data prepare --tokenizer " + tok + " --in builtin:200 --threads 1 --no-progress --shard-tokens 8000",
+                      work + "/ref_data", work + "/data", {"meta.json", "train_000.bin", "train_001.bin", "val_000.bin"},
+                      kills);
   // convert (model export): a llama2.c model to safetensors and back.
   std::string err;
   std::ofstream(work + "/tiny.json") << kTinyConfig;
-  ASSERT_EQ(run_orion("train --config " + work + "/tiny.json --data builtin:100 --vocab 300 --batch 2 --seq 16 --steps 1 "
-                      "--no-progress --out " + work + "/t --export-format llama2c",
-                      nullptr, &err), 0) << err;
+  ASSERT_EQ(run_orion("train --config " + work +
+                          "/tiny.json --data builtin:100 --vocab 300 --batch 2 --seq 16 --steps 1 "
+                          "--no-progress --out " +
+                          work + "/t --export-format llama2c",
+                      nullptr, &err),
+            0)
+      << err;
   ASSERT_TRUE(fs::exists(work + "/t/model.bin")) << "no exported model";
   auto [k2, w2] = kill_until_done("convert --in " + work + "/t/model.bin --to safetensors --dtype f16", work + "/ref_st",
                                   work + "/st", {"model.safetensors", "config.json"}, kills);
-  std::printf("data prepare: %d kills (%d during a write); convert: %d kills (%d during a write); every file present was whole\n",
-              k1, w1, k2, w2);
+  std::printf(
+      "data prepare: %d kills (%d during a write); convert: %d kills (%d during a write); every file present was whole\n",
+      k1, w1, k2, w2);
   EXPECT_EQ(k1, kills);
   EXPECT_EQ(k2, kills);
 }

@@ -33,7 +33,8 @@ TEST(CliData, HelpListsTheSubcommands) {
 TEST(CliData, TrainTokenizerPrepareAndInspect) {
   const std::string dir = test::temp_dir();
   std::string out, err;
-  ASSERT_EQ(test::run_orion("tokenizer train --vocab 400 --in builtin:400 --out " + dir + "/tok --format both", &out, &err), 0)
+  ASSERT_EQ(test::run_orion("tokenizer train --vocab 400 --in builtin:400 --out " + dir + "/tok --format both", &out, &err),
+            0)
       << err;
   EXPECT_NE(out.find("400 tokens (llama2c)"), std::string::npos) << out;
   EXPECT_NE(out.find("400 tokens (gpt2-bpe)"), std::string::npos) << out;
@@ -60,8 +61,8 @@ TEST(CliData, ErrorsAreOneLineWithExitCodes) {
   const std::string dir = test::temp_dir();
   std::string out, err;
   std::ofstream(dir + "/bad.json") << "[{\"story\": \"ok\"}, {\"text\": 1}]";
-  EXPECT_EQ(test::run_orion("data prepare --tokenizer " + test::data_path("tokenizer/spm_stories/tokenizer.bin") +
-                                " --in " + dir + "/bad.json --out " + dir + "/o --no-progress",
+  EXPECT_EQ(test::run_orion("data prepare --tokenizer " + test::data_path("tokenizer/spm_stories/tokenizer.bin") + " --in " +
+                                dir + "/bad.json --out " + dir + "/o --no-progress",
                             &out, &err),
             3);
   EXPECT_NE(err.find("bad.json"), std::string::npos) << err;
@@ -85,14 +86,16 @@ TEST(CliData, FetchDownloadsAndUnpacksFromLoopback) {
   ASSERT_TRUE(file_exists(dir + "/ts/data00.json")) << out << err;
   EXPECT_NE(out.find("next: orion data prepare"), std::string::npos) << out;
   // The unpacked shard feeds `data prepare`.
-  ASSERT_EQ(test::run_orion("data prepare --tokenizer " + test::data_path("tokenizer/spm_stories/tokenizer.bin") +
-                                " --in " + dir + "/ts --out " + dir + "/tok --val-fraction 0 --no-progress",
+  ASSERT_EQ(test::run_orion("data prepare --tokenizer " + test::data_path("tokenizer/spm_stories/tokenizer.bin") + " --in " +
+                                dir + "/ts --out " + dir + "/tok --val-fraction 0 --no-progress",
                             &out, &err),
             0)
       << err;
   EXPECT_NE(out.find("2 documents"), std::string::npos) << out;
   // A second fetch finds the file and downloads nothing.
-  ASSERT_EQ(test::run_orion("data fetch tinystories --no-extract --out " + dir + " --url " + server.url("/ts.tar.gz"), &out, &err), 0);
+  ASSERT_EQ(test::run_orion("data fetch tinystories --no-extract --out " + dir + " --url " + server.url("/ts.tar.gz"), &out,
+                            &err),
+            0);
   EXPECT_NE(out.find("already here"), std::string::npos) << out;
   EXPECT_EQ(server.requests().size(), 1u);
 }

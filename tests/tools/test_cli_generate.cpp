@@ -38,7 +38,8 @@ TEST(CliGenerate, SameSeedSameTextOtherSeedOtherText) {
   std::string dir = test::temp_dir();
   ModelWeights w = random_weights(llama_512(), 32);
   save_model(w, dir + "/hf", ModelFormat::Safetensors);
-  std::string base = "generate --model " + dir + "/hf --tokenizer " + test::data_path("tokenizer/spm_stories/tokenizer.model") +
+  std::string base = "generate --model " + dir + "/hf --tokenizer " +
+                     test::data_path("tokenizer/spm_stories/tokenizer.model") +
                      " --prompt 'The cat' --temperature 1 --top-p 0.95 -n 40 --seed ";
   std::string a, b, c, err;
   ASSERT_EQ(run_orion(base + "5", &a, &err), 0) << err;
@@ -56,7 +57,9 @@ TEST(CliGenerate, Gpt2WithTokenizerFoundBesideTheModel) {
   for (const char* f : {"vocab.json", "merges.txt"})
     std::filesystem::copy_file(test::data_path(std::string("tokenizer/small_gpt2/") + f), dir + "/hf/" + f);
   std::string out, err;
-  ASSERT_EQ(run_orion("generate --model " + dir + "/hf --prompt 'Hello world' --temperature 0 -n 10 --dtype f16", &out, &err), 0)
+  ASSERT_EQ(run_orion("generate --model " + dir + "/hf --prompt 'Hello world' --temperature 0 -n 10 --dtype f16", &out,
+                      &err),
+            0)
       << err;
   EXPECT_EQ(out.rfind("Hello world", 0), 0u) << out;
 }

@@ -41,8 +41,11 @@ TEST(CliLimits, ModelTooBigForMemoryNamesTheAllocationAndItsSize) {
   std::ofstream(dir + "/huge.json") << R"({"arch": "llama", "dim": 32768, "hidden_dim": 131072, "n_layers": 512,
     "n_heads": 256, "n_kv_heads": 256, "vocab_size": 300, "seq_len": 64})";
   std::string err;
-  EXPECT_EQ(run_orion("train --config " + dir + "/huge.json --data builtin:20 --vocab 300 --seq 16 --steps 1 --no-progress --out " +
-                      dir + "/run", nullptr, &err), 4) << err;
+  EXPECT_EQ(run_orion("train --config " + dir +
+                          "/huge.json --data builtin:20 --vocab 300 --seq 16 --steps 1 --no-progress --out " + dir + "/run",
+                      nullptr, &err),
+            4)
+      << err;
   EXPECT_NE(err.find("cannot allocate"), std::string::npos) << err;
   EXPECT_NE(err.find("GB for the parameters of llama C=32768"), std::string::npos) << err;
   expect_one_line(err);
@@ -52,8 +55,8 @@ TEST(CliLimits, WriteThatCannotCompleteNamesTheFileAndLeavesTheOldOne) {
   const std::string dir = temp_dir(), model = tiny_model(dir), out = dir + "/out.bin";
   std::ofstream(out) << "old";
   // ulimit -f (1 KiB blocks in bash): write() fails part-way with EFBIG, as on a full disk (ENOSPC).
-  const std::string cmd = "bash -c 'ulimit -f 64; exec " + std::string(ORION_BINARY) + " convert --in " + model +
-                          " --out " + out + " --to llama2c' 2>" + dir + "/err";
+  const std::string cmd = "bash -c 'ulimit -f 64; exec " + std::string(ORION_BINARY) + " convert --in " + model + " --out " +
+                          out + " --to llama2c' 2>" + dir + "/err";
   const int rc = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(rc));
   EXPECT_EQ(WEXITSTATUS(rc), 4);
@@ -75,9 +78,13 @@ TEST(CliLimits, VocabularyAndSequenceBeyondTheModel) {
   EXPECT_EQ(run_orion("generate --model " + model + " --tokenizer " + spm + " -n 4", nullptr, &err), 2) << err;
   EXPECT_NE(err.find("512 tokens but the model only 300"), std::string::npos) << err;
   expect_one_line(err);
-  std::ofstream(dir + "/tiny.json") << R"({"arch": "llama", "dim": 32, "hidden_dim": 64, "n_layers": 1, "n_heads": 4, "vocab_size": 300, "seq_len": 64})";
-  EXPECT_EQ(run_orion("train --config " + dir + "/tiny.json --data builtin:20 --vocab 300 --seq 65 --steps 1 --no-progress --out " +
-                      dir + "/run2", nullptr, &err), 2) << err;
+  std::ofstream(dir + "/tiny.json")
+      << R"({"arch": "llama", "dim": 32, "hidden_dim": 64, "n_layers": 1, "n_heads": 4, "vocab_size": 300, "seq_len": 64})";
+  EXPECT_EQ(run_orion("train --config " + dir +
+                          "/tiny.json --data builtin:20 --vocab 300 --seq 65 --steps 1 --no-progress --out " + dir + "/run2",
+                      nullptr, &err),
+            2)
+      << err;
   EXPECT_NE(err.find("exceeds the model's context of 64"), std::string::npos) << err;
 }
 
@@ -86,13 +93,14 @@ TEST(CliLimits, ZeroNegativeAndUnknownValuesAreUsageErrors) {
   const std::string spm = orion::test::data_path("tokenizer/spm_stories/tokenizer.bin");
   const std::string gen = "generate --model " + model + " --tokenizer " + spm + " ";
   const std::string train = "train --config stories260k --data builtin:20 --no-progress --out " + dir + "/r ";
-  for (const std::string& args : std::vector<std::string>{gen + "-n 0", gen + "-n -3", gen + "--max-seq -1", gen + "--backend tpu",
-                                  gen + "--temperature -1", train + "--batch 0", train + "--seq 0", train + "--steps 0",
-                                  train + "--lr 0", train + "--lr -1", train + "--schedule linear", train + "--accum 0",
-                                  train + "--export-format onnx --steps 1", "train --config stories9000",
-                                  "data prepare --tokenizer " + spm + " --in builtin:5 --out " + dir + "/d --val-fraction 2",
-                                  "convert --in " + model + " --out " + dir + "/x --to gguf",
-                                  "compile --config stories260k --seq 0 --out " + dir + "/c"}) {
+  for (const std::string& args :
+       std::vector<std::string>{gen + "-n 0", gen + "-n -3", gen + "--max-seq -1", gen + "--backend tpu",
+                                gen + "--temperature -1", train + "--batch 0", train + "--seq 0", train + "--steps 0",
+                                train + "--lr 0", train + "--lr -1", train + "--schedule linear", train + "--accum 0",
+                                train + "--export-format onnx --steps 1", "train --config stories9000",
+                                "data prepare --tokenizer " + spm + " --in builtin:5 --out " + dir + "/d --val-fraction 2",
+                                "convert --in " + model + " --out " + dir + "/x --to gguf",
+                                "compile --config stories260k --seq 0 --out " + dir + "/c"}) {
     std::string err;
     EXPECT_EQ(run_orion(args, nullptr, &err), 2) << args << "\n" << err;
     expect_one_line(err);

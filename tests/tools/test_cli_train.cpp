@@ -12,13 +12,14 @@
 
 #include "support.h"
 
-using orion::test::run_orion;
 using orion::test::run_losses;
+using orion::test::run_orion;
 using orion::test::temp_dir;
 
 namespace {
 
-const char* kTinyConfig = R"({"arch": "llama", "dim": 32, "hidden_dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 300, "seq_len": 64})";
+const char* kTinyConfig =
+    R"({"arch": "llama", "dim": 32, "hidden_dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 300, "seq_len": 64})";
 
 std::string common_flags(const std::string& dir) {
   const std::string config = dir + "/tiny.json";
@@ -76,16 +77,19 @@ TEST(CliTrain, DamagedCheckpointIsOneClearLine) {
 TEST(CliTrain, HelpAndUsageErrors) {
   std::string out, err;
   ASSERT_EQ(run_orion("train --help", &out), 0);
-  for (const char* flag : {"--config", "--data", "--resume", "--init", "--checkpoint-every", "--eval-every", "--plain", "--accum"})
+  for (const char* flag :
+       {"--config", "--data", "--resume", "--init", "--checkpoint-every", "--eval-every", "--plain", "--accum"})
     EXPECT_NE(out.find(flag), std::string::npos) << flag;
-  EXPECT_EQ(run_orion("train --config stories260k --seq 4096 --data builtin:100 --out " + temp_dir() + "/x", nullptr, &err), 2);
+  EXPECT_EQ(run_orion("train --config stories260k --seq 4096 --data builtin:100 --out " + temp_dir() + "/x", nullptr, &err),
+            2);
   EXPECT_NE(err.find("--seq"), std::string::npos) << err;
   EXPECT_EQ(run_orion("train --config nosuch --out " + temp_dir(), nullptr, &err), 2) << err;
 }
 
 TEST(CliTrain, BenchTrainJson) {
   std::string out, err;
-  ASSERT_EQ(run_orion("bench train --config stories260k --batch 2 --seq 16 --steps 2 --json --threads 1", &out, &err), 0) << err;
+  ASSERT_EQ(run_orion("bench train --config stories260k --batch 2 --seq 16 --steps 2 --json --threads 1", &out, &err), 0)
+      << err;
   auto j = nlohmann::json::parse(out);
   EXPECT_EQ(j["config"], "stories260k");
   EXPECT_GT(j["ms_per_step"].get<double>(), 0.0);
@@ -95,13 +99,16 @@ TEST(CliTrain, BenchTrainJson) {
 TEST(CliDemo, ShortDemoRunsEndToEnd) {
   std::string out, err;
   const std::string dir = temp_dir() + "/demo";
-  ASSERT_EQ(run_orion("demo --steps 20 --stories 200 --batch 4 --seq 32 -n 20 --threads 1 --out " + dir, &out, &err), 0) << err;
+  ASSERT_EQ(run_orion("demo --steps 20 --stories 200 --batch 4 --seq 32 -n 20 --threads 1 --out " + dir, &out, &err), 0)
+      << err;
   EXPECT_NE(out.find("Once upon a time"), std::string::npos) << out;
   EXPECT_NE(out.find("decode"), std::string::npos) << out;
   EXPECT_NE(err.find("step 20/20"), std::string::npos) << err;
   EXPECT_TRUE(std::filesystem::exists(dir + "/model.bin"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/tokenizer.bin"));
   // The exported model runs in `orion generate`.
-  ASSERT_EQ(run_orion("generate --model " + dir + "/model.bin --tokenizer " + dir + "/tokenizer.bin --prompt Once -n 5", &out, &err), 0)
+  ASSERT_EQ(run_orion("generate --model " + dir + "/model.bin --tokenizer " + dir + "/tokenizer.bin --prompt Once -n 5",
+                      &out, &err),
+            0)
       << err;
 }

@@ -18,15 +18,20 @@ TEST(Export, CheckpointToLlama2cAndSafetensorsRunsLikeTheTrainedModel) {
   std::ofstream(dir + "/tiny.json") << R"({"arch": "llama", "dim": 32, "hidden_dim": 64, "n_layers": 2, "n_heads": 4,
                                          "n_kv_heads": 2, "vocab_size": 300, "seq_len": 64})";
   std::string err, out;
-  ASSERT_EQ(orion::test::run_orion("train --config " + dir + "/tiny.json --data builtin:300 --vocab 300 --steps 5 --batch 2 "
-                                   "--seq 32 --lr 1e-2 --threads 1 --sample 0 --out " + dir + "/run",
+  ASSERT_EQ(orion::test::run_orion("train --config " + dir +
+                                       "/tiny.json --data builtin:300 --vocab 300 --steps 5 --batch 2 "
+                                       "--seq 32 --lr 1e-2 --threads 1 --sample 0 --out " +
+                                       dir + "/run",
                                    nullptr, &err),
             0)
       << err;
   const std::string tok = " --tokenizer " + dir + "/run/tokenizer.bin";
-  ASSERT_EQ(orion::test::run_orion("export --ckpt " + dir + "/run --format llama2c --out " + dir + "/e.bin", &out, &err), 0) << err;
+  ASSERT_EQ(orion::test::run_orion("export --ckpt " + dir + "/run --format llama2c --out " + dir + "/e.bin", &out, &err), 0)
+      << err;
   EXPECT_NE(out.find("step 5"), std::string::npos) << out;
-  ASSERT_EQ(orion::test::run_orion("export --ckpt " + dir + "/run/checkpoints --format safetensors --out " + dir + "/e-hf", &out, &err), 0)
+  ASSERT_EQ(orion::test::run_orion("export --ckpt " + dir + "/run/checkpoints --format safetensors --out " + dir + "/e-hf",
+                                   &out, &err),
+            0)
       << err;
   EXPECT_TRUE(fs::exists(dir + "/e-hf/model.safetensors"));
   EXPECT_TRUE(fs::exists(dir + "/e-hf/config.json"));
@@ -47,7 +52,8 @@ TEST(Export, CheckpointToLlama2cAndSafetensorsRunsLikeTheTrainedModel) {
   EXPECT_EQ(g2, g0);
 
   // A Llama model cannot become an llm.c (GPT-2) file; an unknown format names the flag.
-  EXPECT_EQ(orion::test::run_orion("export --ckpt " + dir + "/run --format llmc --out " + dir + "/x.bin", nullptr, &err), 2) << err;
+  EXPECT_EQ(orion::test::run_orion("export --ckpt " + dir + "/run --format llmc --out " + dir + "/x.bin", nullptr, &err), 2)
+      << err;
   EXPECT_EQ(orion::test::run_orion("export --ckpt " + dir + "/run --format onnx --out " + dir + "/x.bin", nullptr, &err), 2);
   EXPECT_NE(err.find("--format"), std::string::npos) << err;
   EXPECT_NE(orion::test::run_orion("export --ckpt " + dir + "/nothing --out " + dir + "/x.bin", nullptr, &err), 0);

@@ -33,8 +33,10 @@ std::string base_model(const std::string& dir) {
   std::ofstream(config) << R"({"arch": "llama", "dim": 32, "hidden_dim": 64, "n_layers": 2, "n_heads": 4,
                               "n_kv_heads": 2, "vocab_size": 300, "seq_len": 64})";
   std::string err;
-  EXPECT_EQ(orion::test::run_orion("train --config " + config + " --data builtin:300 --vocab 300 --batch 2 --seq 32 --steps 2 "
-                                   "--sample 0 --threads 1 --no-progress --out " + dir + "/base",
+  EXPECT_EQ(orion::test::run_orion("train --config " + config +
+                                       " --data builtin:300 --vocab 300 --batch 2 --seq 32 --steps 2 "
+                                       "--sample 0 --threads 1 --no-progress --out " +
+                                       dir + "/base",
                                    nullptr, &err),
             0)
       << err;
@@ -43,10 +45,10 @@ std::string base_model(const std::string& dir) {
 
 // The flags of every run here: a constant learning rate, so a run's steps do not depend on its total.
 std::string lora_flags(const std::string& base) {
-  return "lora train --model " + base + " --data builtin:300 --rank 4 --alpha 8 --targets q,v,w2 --seq 32 --lr 3e-2 "
+  return "lora train --model " + base +
+         " --data builtin:300 --rank 4 --alpha 8 --targets q,v,w2 --seq 32 --lr 3e-2 "
          "--schedule constant --warmup 0 --eval-every 0 --checkpoint-every 0 --threads 1";
 }
-
 
 }  // namespace
 
@@ -83,12 +85,14 @@ TEST(LoraTrainInterrupt, Sigusr1WritesACheckpointAndResumeIsBitIdentical) {
   // --resume continues to a total two steps further; a straight run to the same total agrees bit for bit.
   const int total = stopped + 2;
   std::string err;
-  ASSERT_EQ(orion::test::run_orion(lora_flags(base) + " --batch 2 --out " + run + " --steps " + std::to_string(total) + " --resume",
+  ASSERT_EQ(orion::test::run_orion(lora_flags(base) + " --batch 2 --out " + run + " --steps " + std::to_string(total) +
+                                       " --resume",
                                    nullptr, &err),
             0)
       << err;
   EXPECT_NE(err.find("resuming from"), std::string::npos) << err;
-  ASSERT_EQ(orion::test::run_orion(lora_flags(base) + " --batch 2 --out " + dir + "/straight --steps " + std::to_string(total),
+  ASSERT_EQ(orion::test::run_orion(lora_flags(base) + " --batch 2 --out " + dir + "/straight --steps " +
+                                       std::to_string(total),
                                    nullptr, &err),
             0)
       << err;
@@ -102,12 +106,13 @@ TEST(LoraTrainInterrupt, AccumMatchesTwiceTheBatchAndCsvMetrics) {
   const std::string dir = orion::test::temp_dir();
   const std::string base = base_model(dir);
   std::string err;
-  ASSERT_EQ(orion::test::run_orion(lora_flags(base) + " --batch 2 --accum 2 --steps 4 --out " + dir + "/accum --metrics " + dir +
-                                       "/accum.csv",
+  ASSERT_EQ(orion::test::run_orion(lora_flags(base) + " --batch 2 --accum 2 --steps 4 --out " + dir + "/accum --metrics " +
+                                       dir + "/accum.csv",
                                    nullptr, &err),
             0)
       << err;
-  ASSERT_EQ(orion::test::run_orion(lora_flags(base) + " --batch 4 --steps 4 --out " + dir + "/twice --metrics " + dir + "/twice.csv",
+  ASSERT_EQ(orion::test::run_orion(lora_flags(base) + " --batch 4 --steps 4 --out " + dir + "/twice --metrics " + dir +
+                                       "/twice.csv",
                                    nullptr, &err),
             0)
       << err;

@@ -43,8 +43,8 @@ TEST(TrainInterrupt, SigintWritesACheckpointAndResumeContinues) {
     setenv("OMP_WAIT_POLICY", "passive", 1);
     if (!freopen(log.c_str(), "w", stderr) || !freopen("/dev/null", "w", stdout)) _exit(97);
     execl(ORION_BINARY, ORION_BINARY, "train", "--config", config.c_str(), "--data", "builtin:300", "--vocab", "300",
-          "--steps", "1000000", "--batch", "2", "--seq", "32", "--eval-every", "0", "--checkpoint-every", "0",
-          "--sample", "0", "--out", run.c_str(), (char*)nullptr);
+          "--steps", "1000000", "--batch", "2", "--seq", "32", "--eval-every", "0", "--checkpoint-every", "0", "--sample",
+          "0", "--out", run.c_str(), (char*)nullptr);
     _exit(98);
   }
   // Wait until steps are being logged (the SIGINT handler is in place during the loop).

@@ -58,18 +58,19 @@ struct Batch {
 Batch make_batch(const ModelConfig& c) {
   std::mt19937_64 rng(11);
   std::vector<int> stream(size_t(kB) * kT + 1);
-  for (size_t i = 0; i < stream.size(); i++) stream[i] = rng() % 5 == 0 ? int(rng() % uint64_t(c.vocab_size)) : int(i * 7 % 23);
+  for (size_t i = 0; i < stream.size(); i++)
+    stream[i] = rng() % 5 == 0 ? int(rng() % uint64_t(c.vocab_size)) : int(i * 7 % 23);
   return {{stream.begin(), stream.end() - 1}, {stream.begin() + 1, stream.end()}};
 }
 
 struct TrainRun {
   std::vector<float> losses;
-  std::vector<float> first_grads;  // after the first backward
-  std::vector<float> final_params; // after the last step
+  std::vector<float> first_grads;   // after the first backward
+  std::vector<float> final_params;  // after the last step
   WeightUpdateStats updates;
-  std::vector<int> compiles;       // driver compiles after each step
-  std::vector<runtime::CacheStats> cache;   // the runner's program cache after each step
-  std::vector<runtime::ProgramKey> cached;  // its programs after the last step
+  std::vector<int> compiles;                   // driver compiles after each step
+  std::vector<runtime::CacheStats> cache;      // the runner's program cache after each step
+  std::vector<runtime::ProgramKey> cached;     // its programs after the last step
   std::vector<frontends::ProgramSpec> listed;  // training_programs at the runner's buckets
   int budget_used = 0, budget_limit = 0;
   AnePhaseTimes phases;
@@ -151,7 +152,8 @@ void expect_same_losses(const TrainRun& cpu, const TrainRun& ane, const char* wh
     bound += 2 * kFp16U * std::max(1.0f, cpu.losses[s]);  // this step's error, added to the earlier ones'
     std::printf("    %2zu: %.5f / %.5f  (%.4f)\n", s + 1, cpu.losses[s], ane.losses[s], bound);
     EXPECT_NEAR(ane.losses[s], cpu.losses[s], bound) << what << " step " << s + 1;
-    if (s > 0) EXPECT_LT(cpu.losses[s], cpu.losses[s - 1]) << what << " step " << s + 1 << ": the comparison needs a stable run";
+    if (s > 0)
+      EXPECT_LT(cpu.losses[s], cpu.losses[s - 1]) << what << " step " << s + 1 << ": the comparison needs a stable run";
   }
 }
 
@@ -352,12 +354,16 @@ TEST(AnesimTrain, ProgramCacheHoldsTheTrainingProgramsAtTheStrategysVersions) {
   o.weight_update = UpdateStrategy::Auto;  // the probe finds a delta reload stale (two compiles of its own)
   expect_cache(c, {"auto on anesim: weights as inputs", o, {all, all, all}, 0, 0, 2});
   o.weight_update = UpdateStrategy::Recompile;
-  expect_cache(c, {"recompile: a version per update", o, {all + weighted, all + 2 * weighted, all + 3 * weighted}, 3 * weighted, 3});
+  expect_cache(
+      c, {"recompile: a version per update", o, {all + weighted, all + 2 * weighted, all + 3 * weighted}, 3 * weighted, 3});
   o.weight_update = UpdateStrategy::DeltaReload;
-  expect_cache(c, {"stale delta reload: one fallback compile", o, {all + weighted, all + weighted, all + weighted}, weighted, 1});
+  expect_cache(
+      c, {"stale delta reload: one fallback compile", o, {all + weighted, all + weighted, all + weighted}, weighted, 1});
   o.compile_budget = 35;  // as RecompileSwitchesBeforeTheBudgetRunsOut: one round of recompiles, then the switch
   o.weight_update = UpdateStrategy::Recompile;
-  expect_cache(c, {"recompile, then weights as inputs", o, {all + weighted, all + 2 * weighted, all + 2 * weighted}, 2 * weighted, 2});
+  expect_cache(
+      c,
+      {"recompile, then weights as inputs", o, {all + weighted, all + 2 * weighted, all + 2 * weighted}, 2 * weighted, 2});
   o.compile_budget = 0, o.weight_update = UpdateStrategy::Auto, o.reload_takes_effect = true;  // the probe's one compile
   expect_cache(c, {"delta reload where it works", o, {all, all, all}, 0, 0, 1});
 }

@@ -20,19 +20,21 @@
 
 #include "support.h"
 
-using orion::test::run_orion;
 using orion::test::run_losses;
+using orion::test::run_orion;
 using orion::test::temp_dir;
 
 namespace {
 
 // C = 192 lets the attention buffers reach the C7 minimum at S = 128 (see test_anesim_train.cpp).
-const char* kConfig = R"({"arch": "llama", "dim": 192, "hidden_dim": 256, "n_layers": 2, "n_heads": 6, "n_kv_heads": 6, "vocab_size": 300, "seq_len": 128})";
+const char* kConfig =
+    R"({"arch": "llama", "dim": 192, "hidden_dim": 256, "n_layers": 2, "n_heads": 6, "n_kv_heads": 6, "vocab_size": 300, "seq_len": 128})";
 
 std::string common_flags(const std::string& dir) {
   const std::string config = dir + "/tiny.json";
   if (!std::filesystem::exists(config)) std::ofstream(config) << kConfig;
-  return "--config " + config + " --data builtin:300 --vocab 300 --batch 1 --seq 128 --lr 1e-2 --eval-every 0 "
+  return "--config " + config +
+         " --data builtin:300 --vocab 300 --batch 1 --seq 128 --lr 1e-2 --eval-every 0 "
          "--eval-batches 1 --sample 0 --backend anesim";
 }
 

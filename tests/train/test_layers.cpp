@@ -169,8 +169,8 @@ TEST(TrainLayers, AttentionBackward) {
     };
     auto bwd = [&] {
       fwd();
-      attention_backward(dq.data(), dk.data(), dv.data(), r.data(), att.data(), q.data(), k.data(), v.data(), B, T,
-                         NH, NKV, HS);
+      attention_backward(dq.data(), dk.data(), dv.data(), r.data(), att.data(), q.data(), k.data(), v.data(), B, T, NH, NKV,
+                         HS);
     };
     check_layer("attn " + std::to_string(NH) + "/" + std::to_string(NKV), fwd, bwd,
                 {{"q", &q, &dq}, {"k", &k, &dk}, {"v", &v, &dv}});

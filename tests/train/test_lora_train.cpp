@@ -65,7 +65,8 @@ TEST_P(lora_train_grad, AdapterGradientMatchesFiniteDifferences) {
   m.backward();
   double gmax = 0, gdiff = 0;
   for (size_t i = 0; i < from_dw.size(); i++)
-    gmax = std::max(gmax, double(std::fabs(from_dw[i]))), gdiff = std::max(gdiff, double(std::fabs(from_dw[i] - lt.grads()[i])));
+    gmax = std::max(gmax, double(std::fabs(from_dw[i]))),
+    gdiff = std::max(gdiff, double(std::fabs(from_dw[i] - lt.grads()[i])));
   EXPECT_LE(gdiff, 1e-5 * gmax) << "direct and dW'-derived adapter gradients differ";
   EXPECT_GT(gmax, 0.0);
   // The frozen backward wrote no weight gradient of the matrices (the buffer stays zero there).
@@ -193,7 +194,8 @@ TEST(lora_train, FineTuningLowersValidationLossAndLeavesTheBaseBitIdentical) {
   const ModelWeights merged = merge_lora(load_model(rig.model), saved);
   const ParamInfo& wq = base.tensor("layers.1.wq");
   double diff = 0;
-  for (size_t i = 0; i < wq.numel; i++) diff = std::max(diff, double(std::fabs(merged.layers[1].wq.f32()[i] - t.work().data()[wq.offset + i])));
+  for (size_t i = 0; i < wq.numel; i++)
+    diff = std::max(diff, double(std::fabs(merged.layers[1].wq.f32()[i] - t.work().data()[wq.offset + i])));
   EXPECT_EQ(diff, 0.0) << "merge_lora and the trainer's merge are the same sum";
 }
 
@@ -337,7 +339,8 @@ TEST(lora_train, StoppedAndResumedRunEqualsAStraightRunWithItsMetrics) {
 // their options: one sequence of 128 tokens a step on `backend`.
 ModelConfig anesim_config(int n_kv_heads, Arch arch = Arch::Llama) {
   ModelConfig c = tiny(arch);
-  c.dim = 192, c.hidden_dim = 256, c.n_heads = 6, c.n_kv_heads = n_kv_heads, c.vocab_size = c.padded_vocab = 128, c.seq_len = 128;
+  c.dim = 192, c.hidden_dim = 256, c.n_heads = 6, c.n_kv_heads = n_kv_heads, c.vocab_size = c.padded_vocab = 128,
+  c.seq_len = 128;
   return c;
 }
 LoraTrainOptions on_backend(const Rig& rig, const char* backend, int steps) {
@@ -358,8 +361,8 @@ TEST(lora_train, AnesimPathFollowsTheCpuAndCompilesOnce) {
   for (int i = 0; i < 3; i++) {
     const StepStats a = cpu.step(), b = ane.step();
     compiles.push_back(ane.ane_blocks()->driver().counters().compiles);
-    std::printf("  step %d: loss cpu %.5f anesim %.5f | adapter gradient norm cpu %.5f anesim %.5f | compiles %d\n", i, a.loss,
-                b.loss, a.grad_norm, b.grad_norm, compiles.back());
+    std::printf("  step %d: loss cpu %.5f anesim %.5f | adapter gradient norm cpu %.5f anesim %.5f | compiles %d\n", i,
+                a.loss, b.loss, a.grad_norm, b.grad_norm, compiles.back());
     EXPECT_NEAR(b.loss, a.loss, 1e-2 * std::fabs(a.loss));
     EXPECT_NEAR(b.grad_norm, a.grad_norm, 2e-2 * a.grad_norm);  // dA, dB from the ANE's activations
   }
@@ -408,8 +411,8 @@ void adapter_inputs_follow_the_cpu(Arch arch, int n_kv_heads, int steps) {
   for (int i = 0; i < steps; i++) {
     const StepStats a = cpu.step(), b = ane.step();
     compiles.push_back(ane.ane_blocks()->driver().counters().compiles);
-    std::printf("  step %2d: loss cpu %.5f anesim %.5f | adapter gradient norm cpu %.5f anesim %.5f | compiles %d\n", i, a.loss,
-                b.loss, a.grad_norm, b.grad_norm, compiles.back());
+    std::printf("  step %2d: loss cpu %.5f anesim %.5f | adapter gradient norm cpu %.5f anesim %.5f | compiles %d\n", i,
+                a.loss, b.loss, a.grad_norm, b.grad_norm, compiles.back());
     EXPECT_NEAR(b.loss, a.loss, 1e-2 * std::fabs(a.loss)) << "step " << i;
     EXPECT_NEAR(b.grad_norm, a.grad_norm, 3e-2 * a.grad_norm) << "step " << i;
     EXPECT_GT(a.grad_norm, 0.0f) << "step " << i;
@@ -420,7 +423,8 @@ void adapter_inputs_follow_the_cpu(Arch arch, int n_kv_heads, int steps) {
   // The adapters trained on both paths agree (fp16 programs vs fp32), and training moved them.
   double diff = 0, norm = 0, moved = 0;
   for (size_t i = 0; i < cpu.adapter().size(); i++) {
-    diff += std::pow(double(cpu.adapter().data()[i]) - ane.adapter().data()[i], 2), norm += std::pow(double(cpu.adapter().data()[i]), 2);
+    diff += std::pow(double(cpu.adapter().data()[i]) - ane.adapter().data()[i], 2),
+        norm += std::pow(double(cpu.adapter().data()[i]), 2);
     moved += std::pow(double(ane.adapter().data()[i]) - start[i], 2);
   }
   std::printf("  adapter after %d steps: |anesim − cpu| / |cpu| = %.3g, |anesim − start| / |cpu| = %.3g\n", steps,
@@ -456,10 +460,11 @@ TEST(lora_train, CliTrainInfoMergeAndErrors) {
   // A llama2.c tokenizer is needed by generate: the byte-level one from `orion tokenizer train`.
   std::string out, err;
   const std::string run = rig.dir + "/cli";
-  ASSERT_EQ(0, test::run_orion(fmt::format("lora train --model {} --data {} --rank 4 --targets q,v --steps 6 --batch 2 --seq 16 "
-                                           "--out {} --threads 1",
-                                           rig.model, rig.data, run),
-                               &out, &err))
+  ASSERT_EQ(
+      0, test::run_orion(fmt::format("lora train --model {} --data {} --rank 4 --targets q,v --steps 6 --batch 2 --seq 16 "
+                                     "--out {} --threads 1",
+                                     rig.model, rig.data, run),
+                         &out, &err))
       << err;
   EXPECT_NE(out.find("adapter:"), std::string::npos) << out;
   EXPECT_TRUE(fs::exists(run + "/adapter.olora"));
@@ -467,28 +472,35 @@ TEST(lora_train, CliTrainInfoMergeAndErrors) {
   EXPECT_TRUE(fs::exists(run + "/adapter_config.json"));
   ASSERT_EQ(0, test::run_orion(fmt::format("lora info --model {} --lora {}", rig.model, run), &out, &err)) << err;
   EXPECT_NE(out.find("LoRA r=4"), std::string::npos) << out;
-  ASSERT_EQ(0, test::run_orion(fmt::format("lora merge --model {} --lora {} --out {}/merged.bin", rig.model, run, rig.dir), &out, &err))
+  ASSERT_EQ(0, test::run_orion(fmt::format("lora merge --model {} --lora {} --out {}/merged.bin", rig.model, run, rig.dir),
+                               &out, &err))
       << err;
   const ModelWeights merged = load_model(rig.dir + "/merged.bin");
   const ModelWeights want = merge_lora(load_model(rig.model), load_lora(run, c));
   EXPECT_EQ(0, std::memcmp(merged.layers[0].wq.data, want.layers[0].wq.data, want.layers[0].wq.nbytes()));
   // Clear errors: a bad adapter path, a bad target.
-  EXPECT_EQ(3, test::run_orion(fmt::format("lora merge --model {} --lora {}/nothing --out {}/x.bin", rig.model, rig.dir, rig.dir), &out, &err));
+  EXPECT_EQ(3, test::run_orion(fmt::format("lora merge --model {} --lora {}/nothing --out {}/x.bin", rig.model, rig.dir,
+                                           rig.dir),
+                               &out, &err));
   EXPECT_NE(err.find("nothing"), std::string::npos) << err;
-  EXPECT_EQ(2, test::run_orion(fmt::format("lora train --model {} --data {} --targets q,zz --steps 1 --seq 16 --out {}/y", rig.model, rig.data, rig.dir),
+  EXPECT_EQ(2, test::run_orion(fmt::format("lora train --model {} --data {} --targets q,zz --steps 1 --seq 16 --out {}/y",
+                                           rig.model, rig.data, rig.dir),
                                &out, &err));
   EXPECT_NE(err.find("unknown LoRA target 'zz'"), std::string::npos) << err;
   // --base-dtype: bf16 trains; with the ANE backend it is refused with a hint.
-  ASSERT_EQ(0, test::run_orion(fmt::format("lora train --model {} --data {} --targets q,v --steps 2 --batch 2 --seq 16 --base-dtype bf16 "
-                                           "--out {}/b16 --threads 1",
-                                           rig.model, rig.data, rig.dir),
-                               &out, &err))
+  ASSERT_EQ(0,
+            test::run_orion(
+                fmt::format("lora train --model {} --data {} --targets q,v --steps 2 --batch 2 --seq 16 --base-dtype bf16 "
+                            "--out {}/b16 --threads 1",
+                            rig.model, rig.data, rig.dir),
+                &out, &err))
       << err;
   EXPECT_TRUE(fs::exists(rig.dir + "/b16/adapter.olora"));
-  EXPECT_EQ(2, test::run_orion(fmt::format("lora train --model {} --data {} --steps 1 --seq 16 --base-dtype f16 --backend anesim "
-                                           "--out {}/z",
-                                           rig.model, rig.data, rig.dir),
-                               &out, &err));
+  EXPECT_EQ(
+      2, test::run_orion(fmt::format("lora train --model {} --data {} --steps 1 --seq 16 --base-dtype f16 --backend anesim "
+                                     "--out {}/z",
+                                     rig.model, rig.data, rig.dir),
+                         &out, &err));
   EXPECT_NE(err.find("--base-dtype"), std::string::npos) << err;
 }
 

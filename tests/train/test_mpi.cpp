@@ -41,7 +41,8 @@ bool in_child() { return std::getenv("ORION_MPI_CHILD") != nullptr; }
 
 // "" when the tests can run, else why not.
 std::string why_no_mpi() {
-  if (!dist::built_with_mpi()) return "this Orion was built without MPI (install openmpi-bin libopenmpi-dev: scripts/setup.sh)";
+  if (!dist::built_with_mpi())
+    return "this Orion was built without MPI (install openmpi-bin libopenmpi-dev: scripts/setup.sh)";
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) return "mpirun is not on PATH";
 #ifdef ORION_SANITIZED
   return "sanitizer build: Open MPI is uninstrumented and keeps allocations past MPI_Finalize (LeakSanitizer); the Release suite runs these";
@@ -49,17 +50,18 @@ std::string why_no_mpi() {
   return "";
 }
 
-#define SKIP_WITHOUT_MPI()                                  \
-  do {                                                      \
+#define SKIP_WITHOUT_MPI()                                                 \
+  do {                                                                     \
     if (std::string why = why_no_mpi(); !why.empty()) GTEST_SKIP() << why; \
   } while (0)
 
 // mpirun with what CI needs: more ranks than cores, root, shared memory without ptrace
 // (containers), a time limit so a hung collective fails the test instead of the CI job.
 std::string mpirun(int np) {
-  std::string cmd = fmt::format("mpirun --oversubscribe -np {} --timeout 120 --mca btl self,vader "
-                                "--mca btl_vader_single_copy_mechanism none -x OMP_WAIT_POLICY=passive",
-                                np);
+  std::string cmd = fmt::format(
+      "mpirun --oversubscribe -np {} --timeout 120 --mca btl self,vader "
+      "--mca btl_vader_single_copy_mechanism none -x OMP_WAIT_POLICY=passive",
+      np);
   if (geteuid() == 0) cmd += " --allow-run-as-root";
   return cmd;
 }
@@ -89,7 +91,8 @@ void run_self_on_two_ranks() {
                        &log);
   EXPECT_EQ(rc, 0) << log;
   size_t passed = 0;
-  for (size_t at = log.find("[  PASSED  ] 1 test"); at != std::string::npos; at = log.find("[  PASSED  ] 1 test", at + 1)) ++passed;
+  for (size_t at = log.find("[  PASSED  ] 1 test"); at != std::string::npos; at = log.find("[  PASSED  ] 1 test", at + 1))
+    ++passed;
   EXPECT_EQ(passed, 2u) << "both ranks ran the test and passed it:\n" << log;
 }
 
@@ -138,7 +141,8 @@ TEST(DataParallel, RanksTakeTheRowsOfTheGlobalBatchOfOneRank) {
       data::DatasetOptions o{.B = B, .T = T, .shuffle = shuffle, .seed = 5, .rank = r, .world = world};
       const data::TokenDataset part = data::TokenDataset::open(path, "train", o);
       ASSERT_EQ(part.batches_per_epoch(), whole.batches_per_epoch());
-      for (uint64_t j : {uint64_t(0), uint64_t(1), whole.batches_per_epoch() - 1, whole.batches_per_epoch() + 2}) {  // two epochs
+      for (uint64_t j :
+           {uint64_t(0), uint64_t(1), whole.batches_per_epoch() - 1, whole.batches_per_epoch() + 2}) {  // two epochs
         const data::Batch g = whole.batch(j), p = part.batch(j);
         const std::vector<int> rows(g.tokens.begin() + r * B * (T + 1), g.tokens.begin() + (r + 1) * B * (T + 1));
         EXPECT_EQ(p.tokens, rows) << (shuffle ? "shuffled" : "sequential") << ", rank " << r << ", batch " << j;
@@ -226,7 +230,8 @@ TEST(mpi_comm, weighted_gradients_equal_the_whole_batch_with_ignored_targets) {
     err_plain = std::max(err_plain, double(std::fabs(unweighted[i] - whole.data()[i])));
     norm = std::max(norm, double(std::fabs(whole.data()[i])));
   }
-  if (r == 0) std::printf("  max |grad error| weighted %.3g, plain mean of means %.3g (max |grad| %.3g)\n", err, err_plain, norm);
+  if (r == 0)
+    std::printf("  max |grad error| weighted %.3g, plain mean of means %.3g (max |grad| %.3g)\n", err, err_plain, norm);
   EXPECT_LT(err, 1e-5 * norm);
   EXPECT_GT(err_plain, 1e-2 * norm) << "the counts differ enough that the plain mean is wrong";
 }
@@ -235,9 +240,10 @@ TEST(mpi_comm, weighted_gradients_equal_the_whole_batch_with_ignored_targets) {
 
 namespace {
 std::string train_args(const std::string& dir, const std::string& out, int batch, int steps) {
-  return fmt::format("train --config {} --data builtin:300 --vocab 300 --batch {} --seq 32 --accum 2 --steps {} --lr 1e-2 "
-                     "--eval-every 3 --eval-batches 2 --checkpoint-every 3 --keep 0 --sample 0 --threads 1 --no-progress --out {}",
-                     tiny_config(dir), batch, steps, out);
+  return fmt::format(
+      "train --config {} --data builtin:300 --vocab 300 --batch {} --seq 32 --accum 2 --steps {} --lr 1e-2 "
+      "--eval-every 3 --eval-batches 2 --checkpoint-every 3 --keep 0 --sample 0 --threads 1 --no-progress --out {}",
+      tiny_config(dir), batch, steps, out);
 }
 }  // namespace
 
@@ -264,8 +270,10 @@ TEST(mpi_train, two_ranks_match_one_rank_with_twice_the_batch) {
   ASSERT_EQ(pa.size(), pb.size());
   double max_diff = 0, max_w = 0;
   for (size_t i = 0; i < pa.size(); ++i)
-    max_diff = std::max(max_diff, double(std::fabs(pa.data()[i] - pb.data()[i]))), max_w = std::max(max_w, double(std::fabs(pa.data()[i])));
-  std::printf("  9 steps: worst relative loss difference %.2g, max |Δweight| %.2g (max |weight| %.2g)\n", worst, max_diff, max_w);
+    max_diff = std::max(max_diff, double(std::fabs(pa.data()[i] - pb.data()[i]))),
+    max_w = std::max(max_w, double(std::fabs(pa.data()[i])));
+  std::printf("  9 steps: worst relative loss difference %.2g, max |Δweight| %.2g (max |weight| %.2g)\n", worst, max_diff,
+              max_w);
   EXPECT_LE(max_diff, 1e-5 * max_w);
   EXPECT_FALSE(fs::exists(dir + "/two/checkpoints/ckpt_00000009.ckpt.tmp")) << "no leftovers";
   EXPECT_EQ(list_checkpoints(dir + "/two/checkpoints").size(), 3u) << "rank 0 alone writes checkpoints (3, 6, 9)";
@@ -275,12 +283,15 @@ TEST(mpi_train, resumed_two_rank_run_continues_bit_for_bit) {
   SKIP_WITHOUT_MPI();
   const std::string dir = test::temp_dir();
   std::string log;
-  ASSERT_EQ(shell(fmt::format("{} {} {}", mpirun(2), ORION_BINARY, train_args(dir, dir + "/straight", 2, 9)), &log), 0) << log;
-  ASSERT_EQ(shell(fmt::format("{} {} {} --stop-after 4", mpirun(2), ORION_BINARY, train_args(dir, dir + "/resumed", 2, 9)), &log), 0)
+  ASSERT_EQ(shell(fmt::format("{} {} {}", mpirun(2), ORION_BINARY, train_args(dir, dir + "/straight", 2, 9)), &log), 0)
+      << log;
+  ASSERT_EQ(shell(fmt::format("{} {} {} --stop-after 4", mpirun(2), ORION_BINARY, train_args(dir, dir + "/resumed", 2, 9)),
+                  &log),
+            0)
       << log;
   EXPECT_FALSE(fs::exists(dir + "/resumed/model.bin")) << "stopped before the end";
-  ASSERT_EQ(shell(fmt::format("{} {} train --resume {}/resumed --eval-every 3 --eval-batches 2 --threads 1 --no-progress", mpirun(2),
-                              ORION_BINARY, dir),
+  ASSERT_EQ(shell(fmt::format("{} {} train --resume {}/resumed --eval-every 3 --eval-batches 2 --threads 1 --no-progress",
+                              mpirun(2), ORION_BINARY, dir),
                   &log),
             0)
       << log;
@@ -300,9 +311,10 @@ std::string lora_base(const std::string& dir) {
   return dir + "/base/model.bin";
 }
 std::string lora_args(const std::string& base, const std::string& out, int batch, int steps) {
-  return fmt::format("lora train --model {} --data builtin:300 --rank 4 --alpha 8 --targets q,v,w2 --batch {} --seq 32 --steps {} "
-                     "--lr 3e-2 --schedule constant --eval-every 3 --checkpoint-every 3 --log-every 1 --threads 1 --out {}",
-                     base, batch, steps, out);
+  return fmt::format(
+      "lora train --model {} --data builtin:300 --rank 4 --alpha 8 --targets q,v,w2 --batch {} --seq 32 --steps {} "
+      "--lr 3e-2 --schedule constant --eval-every 3 --checkpoint-every 3 --log-every 1 --threads 1 --out {}",
+      base, batch, steps, out);
 }
 // Per step, the loss of the progress lines "lora: step k/N | loss X[ | val V] | ..." (rank 0's).
 std::vector<StepLine> lora_losses(const std::string& log) {
@@ -328,7 +340,8 @@ TEST(mpi_lora, two_ranks_match_one_rank_with_twice_the_batch) {
   const std::string dir = test::temp_dir(), base = lora_base(dir);
   std::string one_log, two_log;
   ASSERT_EQ(shell(fmt::format("{} {}", ORION_BINARY, lora_args(base, dir + "/one", 4, 6)), &one_log), 0) << one_log;
-  ASSERT_EQ(shell(fmt::format("{} {} {}", mpirun(2), ORION_BINARY, lora_args(base, dir + "/two", 2, 6)), &two_log), 0) << two_log;
+  ASSERT_EQ(shell(fmt::format("{} {} {}", mpirun(2), ORION_BINARY, lora_args(base, dir + "/two", 2, 6)), &two_log), 0)
+      << two_log;
   const auto one = lora_losses(one_log), two = lora_losses(two_log);
   ASSERT_EQ(one.size(), 6u) << one_log;
   ASSERT_EQ(two.size(), 6u) << "rank 0 alone prints:\n" << two_log;
@@ -360,8 +373,10 @@ TEST(mpi_lora, two_ranks_with_accum_match_one_rank_with_twice_the_batch) {
   SKIP_WITHOUT_MPI();
   const std::string dir = test::temp_dir(), base = lora_base(dir);
   std::string one_log, two_log;
-  ASSERT_EQ(shell(fmt::format("{} {} --accum 2", ORION_BINARY, lora_args(base, dir + "/one", 4, 4)), &one_log), 0) << one_log;
-  ASSERT_EQ(shell(fmt::format("{} {} {} --accum 2", mpirun(2), ORION_BINARY, lora_args(base, dir + "/two", 2, 4)), &two_log), 0)
+  ASSERT_EQ(shell(fmt::format("{} {} --accum 2", ORION_BINARY, lora_args(base, dir + "/one", 4, 4)), &one_log), 0)
+      << one_log;
+  ASSERT_EQ(shell(fmt::format("{} {} {} --accum 2", mpirun(2), ORION_BINARY, lora_args(base, dir + "/two", 2, 4)), &two_log),
+            0)
       << two_log;
   const auto one = lora_losses(one_log), two = lora_losses(two_log);
   ASSERT_EQ(one.size(), 4u) << one_log;
@@ -380,9 +395,13 @@ TEST(mpi_lora, resumed_two_rank_run_continues_bit_for_bit) {
   SKIP_WITHOUT_MPI();
   const std::string dir = test::temp_dir(), base = lora_base(dir);
   std::string log;
-  ASSERT_EQ(shell(fmt::format("{} {} {}", mpirun(2), ORION_BINARY, lora_args(base, dir + "/straight", 2, 6)), &log), 0) << log;
-  ASSERT_EQ(shell(fmt::format("{} {} {}", mpirun(2), ORION_BINARY, lora_args(base, dir + "/resumed", 2, 3)), &log), 0) << log;
-  ASSERT_EQ(shell(fmt::format("{} {} {} --resume", mpirun(2), ORION_BINARY, lora_args(base, dir + "/resumed", 2, 6)), &log), 0) << log;
+  ASSERT_EQ(shell(fmt::format("{} {} {}", mpirun(2), ORION_BINARY, lora_args(base, dir + "/straight", 2, 6)), &log), 0)
+      << log;
+  ASSERT_EQ(shell(fmt::format("{} {} {}", mpirun(2), ORION_BINARY, lora_args(base, dir + "/resumed", 2, 3)), &log), 0)
+      << log;
+  ASSERT_EQ(shell(fmt::format("{} {} {} --resume", mpirun(2), ORION_BINARY, lora_args(base, dir + "/resumed", 2, 6)), &log),
+            0)
+      << log;
   EXPECT_NE(log.find("resuming from"), std::string::npos) << log;
   EXPECT_EQ(adapter_floats(dir + "/resumed", base), adapter_floats(dir + "/straight", base));
 }
@@ -394,7 +413,8 @@ pid_t find_rank(const std::string& marker, int rank) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const std::string env = slurp(e.path().string() + "/environ");
-    if (env.find(marker) != std::string::npos && env.find("OMPI_COMM_WORLD_RANK=" + std::to_string(rank) + '\0') != std::string::npos)
+    if (env.find(marker) != std::string::npos &&
+        env.find("OMPI_COMM_WORLD_RANK=" + std::to_string(rank) + '\0') != std::string::npos)
       return pid_t(std::stol(name));
   }
   return 0;
@@ -409,8 +429,8 @@ TEST(mpi_train, a_killed_rank_ends_the_run_and_the_last_checkpoint_resumes) {
   std::string args = train_args(dir, run, 2, steps);
   std::string log = dir + "/mpirun.log";
   // In the background; rank 1 is killed (SIGKILL) once the first checkpoint exists.
-  const std::string cmd = fmt::format("{} -x {} {} {} >{} 2>&1 </dev/null; echo $? >{}/rc", mpirun(2), marker, ORION_BINARY,
-                                      args, log, dir);
+  const std::string cmd =
+      fmt::format("{} -x {} {} {} >{} 2>&1 </dev/null; echo $? >{}/rc", mpirun(2), marker, ORION_BINARY, args, log, dir);
   std::thread runner([&] { std::system(cmd.c_str()); });
   pid_t victim = 0;
   for (int i = 0; i < 6000 && !victim; ++i) {
@@ -448,14 +468,16 @@ namespace {
 // to mpirun (which forwards it to every rank). Returns mpirun's pid (0: never found) after the run
 // ended; its exit code is in dir/rc and its output in dir/mpirun.log.
 pid_t run_and_stop_with_sigusr1(const std::string& args, const std::string& dir, const std::string& run) {
-  const std::string cmd = fmt::format("{} {} {} >{}/mpirun.log 2>&1 </dev/null; echo $? >{}/rc", mpirun(2), ORION_BINARY, args, dir, dir);
+  const std::string cmd =
+      fmt::format("{} {} {} >{}/mpirun.log 2>&1 </dev/null; echo $? >{}/rc", mpirun(2), ORION_BINARY, args, dir, dir);
   std::thread runner([&] { std::system(cmd.c_str()); });
   pid_t launcher = 0;
   for (int i = 0; i < 6000 && !launcher && !fs::exists(dir + "/rc"); ++i) {  // mpirun's pid, once a few steps are done
     if (fs::exists(run + "/metrics.jsonl") && read_metrics(run).size() >= 5)
       for (const auto& e : fs::directory_iterator("/proc")) {
         const std::string cmdline = slurp(e.path().string() + "/cmdline");
-        if (cmdline.rfind("mpirun", 0) == 0 && cmdline.find(run) != std::string::npos) launcher = pid_t(std::stol(e.path().filename().string()));
+        if (cmdline.rfind("mpirun", 0) == 0 && cmdline.find(run) != std::string::npos)
+          launcher = pid_t(std::stol(e.path().filename().string()));
       }
     if (!launcher) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -490,7 +512,8 @@ TEST(mpi_lora, sigusr1_on_mpirun_stops_every_rank_with_a_checkpoint) {
   const size_t steps = read_metrics(run).size();
   EXPECT_GE(steps, 5u);
   EXPECT_LT(steps, 20000u);
-  EXPECT_TRUE(fs::exists(run + fmt::format("/checkpoints/lora_{:08d}.olora", steps))) << "the checkpoint of the last logged step";
+  EXPECT_TRUE(fs::exists(run + fmt::format("/checkpoints/lora_{:08d}.olora", steps)))
+      << "the checkpoint of the last logged step";
   EXPECT_FALSE(fs::exists(run + "/adapter.olora"));
 }
 
@@ -499,8 +522,8 @@ TEST(mpi_train, ranks_with_different_options_stop_with_a_clear_message) {
   const std::string dir = test::temp_dir();
   std::string log;
   const std::string launch = mpirun(1);  // two programs (MPMD): "-np 1 A : -np 1 B"
-  const int rc = shell(fmt::format("{} {} {} : -np 1 {} {}", launch, ORION_BINARY, train_args(dir, dir + "/a", 2, 4), ORION_BINARY,
-                                   train_args(dir, dir + "/a", 3, 4)),
+  const int rc = shell(fmt::format("{} {} {} : -np 1 {} {}", launch, ORION_BINARY, train_args(dir, dir + "/a", 2, 4),
+                                   ORION_BINARY, train_args(dir, dir + "/a", 3, 4)),
                        &log);
   EXPECT_EQ(rc, 2) << log;
   EXPECT_NE(log.find("training options"), std::string::npos) << log;

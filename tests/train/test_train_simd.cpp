@@ -149,8 +149,8 @@ TEST_F(TrainSimd, AttentionMatchesPortable) {
       Out o{std::vector<float>(N * Q), std::vector<float>(size_t(B) * NH * T * T), std::vector<float>(N * Q, 0.5f),
             std::vector<float>(N * KV, 0.5f), std::vector<float>(N * KV, 0.5f)};  // gradients accumulate
       attention_forward(o.out.data(), o.att.data(), q.data(), k.data(), v.data(), B, T, NH, NKV, HS);
-      attention_backward(o.dq.data(), o.dk.data(), o.dv.data(), dout.data(), o.att.data(), q.data(), k.data(),
-                         v.data(), B, T, NH, NKV, HS);
+      attention_backward(o.dq.data(), o.dk.data(), o.dv.data(), dout.data(), o.att.data(), q.data(), k.data(), v.data(), B,
+                         T, NH, NKV, HS);
       return o;
     };
     const auto [generic, simd, simd1] = three_runs(run);

@@ -45,7 +45,8 @@ TEST(Trainer, LossFallsOnTheBuiltinCorpus) {
   const float val0 = t.evaluate();
   const double h1 = t.unigram_entropy();
   TrainResult r = t.run();
-  std::printf("  loss %.3f → %.3f, val %.3f → %.3f, unigram entropy %.3f\n", r.first_loss, r.last_loss, val0, r.val_loss, h1);
+  std::printf("  loss %.3f → %.3f, val %.3f → %.3f, unigram entropy %.3f\n", r.first_loss, r.last_loss, val0, r.val_loss,
+              h1);
   EXPECT_NEAR(val0, std::log(300.0f), 0.15f) << "a fresh model guesses uniformly";
   EXPECT_LT(r.val_loss, val0 - 2.0f) << "60 steps take a tiny model from uniform guessing to about word frequencies";
   EXPECT_LT(r.val_loss, h1 + 0.2) << "…and close to the unigram entropy (the demo's bigger model goes clearly below)";
@@ -82,7 +83,8 @@ TEST(Trainer, NanGuardSkipsAPoisonedStep) {
   StepStats s = t.step();  // step 3: poisoned
   EXPECT_TRUE(s.skipped);
   EXPECT_FALSE(std::isfinite(s.grad_norm));
-  EXPECT_EQ(0, std::memcmp(before.data(), t.params().data(), before.size() * sizeof(float))) << "a skipped step changed weights";
+  EXPECT_EQ(0, std::memcmp(before.data(), t.params().data(), before.size() * sizeof(float)))
+      << "a skipped step changed weights";
   EXPECT_EQ(t.optimizer().step_count(), adam_before) << "a skipped step advanced AdamW";
   EXPECT_EQ(t.step_index(), 4) << "the step (and its batch) is consumed";
   EXPECT_FALSE(t.step().skipped);

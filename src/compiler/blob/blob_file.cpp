@@ -158,8 +158,9 @@ BlobFile::BlobFile(const uint8_t* data, size_t size, std::string source)
     throw_input_error(source_, "reserved header bytes are not zero", "header", 8, "the file is not a MILBlob file");
   // Each blob needs at least a record; refuse absurd counts before looping over them.
   if (count > (size_ - kHeaderBytes) / kRecordBytes)
-    throw_input_error(source_, fmt::format("header says {} blobs, but {} bytes hold at most {}", count, size_,
-                                           (size_ - kHeaderBytes) / kRecordBytes),
+    throw_input_error(source_,
+                      fmt::format("header says {} blobs, but {} bytes hold at most {}", count, size_,
+                                  (size_ - kHeaderBytes) / kRecordBytes),
                       "count", 0, "the file is truncated or corrupt");
   uint64_t pos = kHeaderBytes;
   for (uint32_t i = 0; i < count; i++) {
@@ -173,8 +174,9 @@ BlobFile::BlobFile(const uint8_t* data, size_t size, std::string source)
   pos = align_up(pos, 64);
   if (pos < size_ && !all_zero(data_ + pos, size_ - pos)) {
     bool sentinel = size_ - pos >= 4 && std::memcmp(data_ + pos, &kSentinel, 4) == 0;
-    throw_input_error(source_, sentinel ? fmt::format("more blobs than the header's count ({})", count)
-                                        : "unexpected non-zero bytes after the last blob",
+    throw_input_error(source_,
+                      sentinel ? fmt::format("more blobs than the header's count ({})", count)
+                               : "unexpected non-zero bytes after the last blob",
                       "count", int64_t(pos), "the file is corrupt");
   }
 }
@@ -225,8 +227,8 @@ const BlobEntry& BlobFile::at(uint64_t record_offset) const {
   bool is_data = false;
   for (const BlobEntry& e : entries_) is_data = is_data || e.data_offset == record_offset;
   throw_input_error(source_,
-                    fmt::format("offset {} does not point at a blob metadata record{} (records are at: {})",
-                                record_offset, is_data ? " but at a blob's data" : "", have.empty() ? "none" : have),
+                    fmt::format("offset {} does not point at a blob metadata record{} (records are at: {})", record_offset,
+                                is_data ? " but at a blob's data" : "", have.empty() ? "none" : have),
                     "offset", int64_t(record_offset),
                     "a BLOBFILE offset names the 64-byte metadata record before the data, not the data (rule C8)");
 }

@@ -25,12 +25,10 @@
 namespace orion::compiler::blob {
 
 // The MILBlob dtype codes (coremltools' BlobDataType).
-enum class BlobDType : uint32_t {
-  F16 = 1, F32 = 2, U8 = 3, I8 = 4, BF16 = 5, I16 = 6, U16 = 7, I4 = 8, I32 = 14, U32 = 15
-};
-const char* blob_dtype_name(BlobDType t);             // "fp16", "fp32", "uint8", ...
+enum class BlobDType : uint32_t { F16 = 1, F32 = 2, U8 = 3, I8 = 4, BF16 = 5, I16 = 6, U16 = 7, I4 = 8, I32 = 14, U32 = 15 };
+const char* blob_dtype_name(BlobDType t);  // "fp16", "fp32", "uint8", ...
 std::optional<BlobDType> blob_dtype_from_code(uint32_t code);
-double blob_dtype_bytes(BlobDType t);                 // 0.5 for int4
+double blob_dtype_bytes(BlobDType t);                    // 0.5 for int4
 std::optional<BlobDType> blob_dtype_of(ir::ElemType t);  // fp16, fp32, int32; none for bool
 
 constexpr uint32_t kSentinel = 0xDEADBEEF;

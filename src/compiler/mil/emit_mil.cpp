@@ -153,8 +153,9 @@ class Emitter {
       case ArgKind::AttrInts: return ints_param(n, a, ir::attr_ints(n.attrs, a.attr, n.name));
       case ArgKind::FixedInts: return ints_param(n, a, a.fixed);
       case ArgKind::AttrBool:
-        return bool_param(n, a, ir::attr_bool(n.attrs, a.attr, n.name, a.has_default ? std::optional<bool>(a.dflt != 0)
-                                                                                     : std::nullopt));
+        return bool_param(n, a,
+                          ir::attr_bool(n.attrs, a.attr, n.name,
+                                        a.has_default ? std::optional<bool>(a.dflt != 0) : std::nullopt));
       case ArgKind::FixedBool: return bool_param(n, a, a.fixed[0] != 0);
       case ArgKind::AttrDType: return string_param(n, a, ir::elem_name(n.results[0].elem));
       case ArgKind::FixedString: return string_param(n, a, a.text);

@@ -33,7 +33,7 @@ class Builder {
   ir::Graph run() {
     ir::Graph g(p_.function_name);
     for (const auto& param : p_.params) {
-      const MilType& t = param.first;  // plain references, not a structured binding: clang 14
+      const MilType& t = param.first;    // plain references, not a structured binding: clang 14
       const Token& name = param.second;  // cannot capture bindings in a lambda (ORION_FUZZ builds)
       if (t.is_string) fail(name, "function parameters must be tensors, not strings");
       define(name);
@@ -124,7 +124,8 @@ class Builder {
       if (!seen.insert(a.name.text).second) fail(a.name, fmt::format("argument '{}' is given twice", a.name.text));
       bool tuple = sp.kind == ArgKind::OperandTuple;
       if (tuple != a.tuple)
-        fail(a.name, fmt::format("argument '{}' of {} takes {}", a.name.text, s.op.text, tuple ? "a tuple (a, b, ...)" : "one name"));
+        fail(a.name, fmt::format("argument '{}' of {} takes {}", a.name.text, s.op.text,
+                                 tuple ? "a tuple (a, b, ...)" : "one name"));
       if (tuple) {
         for (const Token& id : a.ids) inputs.push_back(operand(id));
       } else if (!is_parameter(sp.kind)) {
@@ -176,7 +177,8 @@ class Builder {
     const MilStmt& c = *it->second;
     const MilType& t = c.results[0].first;
     auto want = [&](bool ok, const char* what) {
-      if (!ok) fail(id, fmt::format("argument '{}' of {} must be {}, '{}' is {}", sp.mil, s.op.text, what, id.text, t.str()));
+      if (!ok)
+        fail(id, fmt::format("argument '{}' of {} must be {}, '{}' is {}", sp.mil, s.op.text, what, id.text, t.str()));
     };
     auto is = [&](ir::ElemType e, size_t rank) { return !t.is_string && t.t.elem == e && t.t.shape.size() == rank; };
     auto ints = [&] {
@@ -185,8 +187,9 @@ class Builder {
       return v;
     };
     auto must_equal = [&](bool ok, const std::string& value, const std::string& found) {
-      if (!ok) fail(id, fmt::format("argument '{}' of {} must be {} (Orion supports no other), '{}' is {}", sp.mil,
-                                    s.op.text, value, id.text, found));
+      if (!ok)
+        fail(id, fmt::format("argument '{}' of {} must be {} (Orion supports no other), '{}' is {}", sp.mil, s.op.text,
+                             value, id.text, found));
     };
     auto list = [](const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); };
     switch (sp.kind) {

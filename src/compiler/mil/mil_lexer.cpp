@@ -16,7 +16,8 @@ void parse_error(const std::string& source, int line, int col, const std::string
 std::string describe(const Token& t) {
   switch (t.kind) {
     case Token::Kind::End: return "end of input";
-    case Token::Kind::String: return fmt::format("string \"{}\"", t.text.size() > 40 ? t.text.substr(0, 40) + "..." : t.text);
+    case Token::Kind::String:
+      return fmt::format("string \"{}\"", t.text.size() > 40 ? t.text.substr(0, 40) + "..." : t.text);
     case Token::Kind::Ident:
     case Token::Kind::Number:
     case Token::Kind::Punct: return fmt::format("'{}'", t.text.size() > 40 ? t.text.substr(0, 40) + "..." : t.text);

@@ -30,15 +30,14 @@ const std::vector<ArgSpec> kUnary = {operand("x", 0)};
 const std::vector<ArgSpec> kBinary = {operand("x", 0), operand("y", 1)};
 // conv(bias?, dilations, groups, pad, pad_type, strides, weight, x): Orion's conv is 1×1, so every
 // geometry argument has one allowed value. A bias is emitted as MIL has it; validate-ane rejects it (C4).
-const std::vector<ArgSpec> kConv = {
-    {"bias", ArgKind::OptOperand, 2},
-    fixed("dilations", ArgKind::FixedInts, {1, 1}),
-    fixed("groups", ArgKind::FixedInt, {1}),
-    fixed("pad", ArgKind::FixedInts, {0, 0, 0, 0}),
-    fixed("pad_type", ArgKind::FixedString, {}, "valid"),
-    fixed("strides", ArgKind::FixedInts, {1, 1}),
-    operand("weight", 1),
-    operand("x", 0)};
+const std::vector<ArgSpec> kConv = {{"bias", ArgKind::OptOperand, 2},
+                                    fixed("dilations", ArgKind::FixedInts, {1, 1}),
+                                    fixed("groups", ArgKind::FixedInt, {1}),
+                                    fixed("pad", ArgKind::FixedInts, {0, 0, 0, 0}),
+                                    fixed("pad_type", ArgKind::FixedString, {}, "valid"),
+                                    fixed("strides", ArgKind::FixedInts, {1, 1}),
+                                    operand("weight", 1),
+                                    operand("x", 0)};
 // C3: the transpose flags are named bool constants, never literals.
 const std::vector<ArgSpec> kMatmul = {attr_or("transpose_x", ArgKind::AttrBool, "transpose_x", 0),
                                       attr_or("transpose_y", ArgKind::AttrBool, "transpose_y", 0), operand("x", 0),

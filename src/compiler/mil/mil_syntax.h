@@ -15,29 +15,29 @@ namespace orion::compiler::mil {
 
 // How one MIL argument maps to the IR node.
 enum class ArgKind : uint8_t {
-  Operand,       // a data operand: node input `index`                          x = x
-  OptOperand,    // the same, only when the node has that many inputs          bias = b
-  OperandTuple,  // every input, as a tuple                                     values = (a, b)
-  AttrInt,       // int32 scalar const  ↔ integer attribute `attr`             axis = y_axis
-  AttrInts,      // tensor<int32, [n]>  ↔ list attribute `attr`                perm = y_perm
-  AttrBool,      // bool scalar const   ↔ bool attribute `attr` (C3)           transpose_x = y_transpose_x
-  AttrDType,     // string const        ↔ element-type attribute `attr`        dtype = y_dtype
-  AttrElemLikeX, // scalar of x's element type ↔ number attribute `attr`       constant_val = y_constant_val
-  FixedInts,     // tensor<int32, [n]> that must equal `fixed` (1×1 conv: strides, pad, dilations)
-  FixedInt,      // int32 scalar that must equal fixed[0] (groups)
-  FixedBool,     // bool scalar that must equal fixed[0] != 0 (concat interleave)
-  FixedString,   // string that must equal `text` (pad_type "valid", mode "constant")
+  Operand,        // a data operand: node input `index`                          x = x
+  OptOperand,     // the same, only when the node has that many inputs          bias = b
+  OperandTuple,   // every input, as a tuple                                     values = (a, b)
+  AttrInt,        // int32 scalar const  ↔ integer attribute `attr`             axis = y_axis
+  AttrInts,       // tensor<int32, [n]>  ↔ list attribute `attr`                perm = y_perm
+  AttrBool,       // bool scalar const   ↔ bool attribute `attr` (C3)           transpose_x = y_transpose_x
+  AttrDType,      // string const        ↔ element-type attribute `attr`        dtype = y_dtype
+  AttrElemLikeX,  // scalar of x's element type ↔ number attribute `attr`       constant_val = y_constant_val
+  FixedInts,      // tensor<int32, [n]> that must equal `fixed` (1×1 conv: strides, pad, dilations)
+  FixedInt,       // int32 scalar that must equal fixed[0] (groups)
+  FixedBool,      // bool scalar that must equal fixed[0] != 0 (concat interleave)
+  FixedString,    // string that must equal `text` (pad_type "valid", mode "constant")
 };
 
 struct ArgSpec {
   const char* mil;  // argument name, e.g. "transpose_x"
   ArgKind kind;
-  int index = 0;            // Operand / OptOperand
-  const char* attr = "";    // Attr*: the IR attribute
-  bool has_default = false; // Attr*: value when the attribute is absent
+  int index = 0;             // Operand / OptOperand
+  const char* attr = "";     // Attr*: the IR attribute
+  bool has_default = false;  // Attr*: value when the attribute is absent
   int64_t dflt = 0;
   std::vector<int64_t> fixed = {};
-  const char* text = "";    // FixedString
+  const char* text = "";  // FixedString
 };
 
 // The arguments of op in MIL, sorted by name (the order the emitter writes them). Empty for ops

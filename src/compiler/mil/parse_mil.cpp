@@ -95,7 +95,8 @@ class Parser {
     while (accept(","));
     expect(")");
     expect(";");
-    if (!accept("}")) fail(peek(), fmt::format("expected '}}' closing the program (one function only), found {}", mil::describe(peek())));
+    if (!accept("}"))
+      fail(peek(), fmt::format("expected '}}' closing the program (one function only), found {}", mil::describe(peek())));
     if (peek().kind != TK::End) fail(peek(), fmt::format("expected end of input, found {}", mil::describe(peek())));
   }
 

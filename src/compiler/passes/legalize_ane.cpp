@@ -40,9 +40,21 @@ namespace {
 std::vector<uint8_t> scalar_bytes(double v, ElemType t) {
   std::vector<uint8_t> b(ir::elem_size(t));
   switch (t) {
-    case ElemType::F16: { uint16_t h = f32_to_f16(float(v)); std::memcpy(b.data(), &h, 2); break; }
-    case ElemType::F32: { float f = float(v); std::memcpy(b.data(), &f, 4); break; }
-    case ElemType::I32: { int32_t i = int32_t(v); std::memcpy(b.data(), &i, 4); break; }
+    case ElemType::F16: {
+      uint16_t h = f32_to_f16(float(v));
+      std::memcpy(b.data(), &h, 2);
+      break;
+    }
+    case ElemType::F32: {
+      float f = float(v);
+      std::memcpy(b.data(), &f, 4);
+      break;
+    }
+    case ElemType::I32: {
+      int32_t i = int32_t(v);
+      std::memcpy(b.data(), &i, 4);
+      break;
+    }
     case ElemType::Bool: b[0] = v != 0; break;
   }
   return b;
@@ -96,8 +108,8 @@ void retype(Graph& g) {
   }
 }
 
-void record_change(PassContext& ctx, const std::string& name, bool is_input, const ir::Type& before,
-                   const ir::Type& after, const std::string& rule) {
+void record_change(PassContext& ctx, const std::string& name, bool is_input, const ir::Type& before, const ir::Type& after,
+                   const std::string& rule) {
   for (BoundaryChange& c : ctx.ane_boundary.changes)
     if (c.name == name && c.is_input == is_input) {
       c.legalized = after;

@@ -21,8 +21,8 @@ void drop_if_unused(ir::Graph& g, int i);
 // changed type). Throws the shape-inference Error of the first node that no longer fits.
 void retype(ir::Graph& g);
 // Records (or extends) a change of a boundary tensor's declared type.
-void record_change(PassContext& ctx, const std::string& name, bool is_input, const ir::Type& before,
-                   const ir::Type& after, const std::string& rule);
+void record_change(PassContext& ctx, const std::string& name, bool is_input, const ir::Type& before, const ir::Type& after,
+                   const std::string& rule);
 
 // --- boundary rewrites (legalize_ane_boundary.cpp) ---
 

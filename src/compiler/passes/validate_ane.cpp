@@ -42,37 +42,47 @@ void check_op(const Graph& g, const ir::Node& n, PassContext& ctx) {
   switch (n.op) {
     case Op::Gelu:
     case Op::Silu:
-      ctx.error("C2", n.name, fmt::format("{} '{}' is not an ANE op; legalize-ane must expand it (C2)", ir::op_info(n.op).name, n.name));
+      ctx.error("C2", n.name,
+                fmt::format("{} '{}' is not an ANE op; legalize-ane must expand it (C2)", ir::op_info(n.op).name, n.name));
       break;
     case Op::Attention:
-      ctx.error("C15", n.name, fmt::format("attention '{}' must be expanded by legalize-ane: the ANE's sdpa ignores masks (C15)", n.name));
+      ctx.error("C15", n.name,
+                fmt::format("attention '{}' must be expanded by legalize-ane: the ANE's sdpa ignores masks (C15)", n.name));
       break;
     case Op::Neg:
       ctx.error("", n.name, fmt::format("neg '{}' has no MIL op; legalize-ane rewrites it to mul(x, -1)", n.name));
       break;
     case Op::Concat:
       if (!chip.supports_concat)
-        ctx.error("C1", n.name, fmt::format("concat '{}' is rejected by the ANE compiler (C1); only a concat that feeds nothing but outputs can be split into outputs", n.name));
+        ctx.error(
+            "C1", n.name,
+            fmt::format(
+                "concat '{}' is rejected by the ANE compiler (C1); only a concat that feeds nothing but outputs can be split into outputs",
+                n.name));
       break;
     case Op::Cast:
       if (!chip.supports_cast)
-        ctx.error("C18", n.name, fmt::format("cast '{}' ({} -> {}) is not supported on {} (C18)", n.name,
-                                             ir::elem_name(g.type(n.inputs[0]).elem), ir::elem_name(n.results[0].elem), chip.name));
+        ctx.error("C18", n.name,
+                  fmt::format("cast '{}' ({} -> {}) is not supported on {} (C18)", n.name,
+                              ir::elem_name(g.type(n.inputs[0]).elem), ir::elem_name(n.results[0].elem), chip.name));
       break;
     case Op::Rsqrt:
       if (!chip.supports_rsqrt)
-        ctx.error("C17", n.name, fmt::format("rsqrt '{}' fails on {}; legalize-ane rewrites it to pow(x, -0.5) (C17)", n.name, chip.name));
+        ctx.error("C17", n.name,
+                  fmt::format("rsqrt '{}' fails on {}; legalize-ane rewrites it to pow(x, -0.5) (C17)", n.name, chip.name));
       break;
     case Op::Conv1x1: {
       if (n.inputs.size() == 3)
         ctx.error("C4", n.name, fmt::format("conv '{}' has a bias; the ANE's conv takes none (C4)", n.name));
       const auto& w = g.type(n.inputs[1]).shape;  // [Cout, Cin, 1, 1]
       if (w[0] > chip.max_conv_channels)
-        ctx.error("C12", n.name, fmt::format("conv '{}' has {} output channels, more than the {} the ANE accepts (C12); run it on the CPU",
-                                             n.name, w[0], chip.max_conv_channels));
+        ctx.error("C12", n.name,
+                  fmt::format("conv '{}' has {} output channels, more than the {} the ANE accepts (C12); run it on the CPU",
+                              n.name, w[0], chip.max_conv_channels));
       if (w[1] > chip.max_conv_channels)
-        ctx.error("C12", n.name, fmt::format("conv '{}' has {} input channels, more than the {} the ANE accepts (C12); run it on the CPU",
-                                             n.name, w[1], chip.max_conv_channels));
+        ctx.error("C12", n.name,
+                  fmt::format("conv '{}' has {} input channels, more than the {} the ANE accepts (C12); run it on the CPU",
+                              n.name, w[1], chip.max_conv_channels));
       break;
     }
     case Op::Input:
@@ -110,19 +120,27 @@ void check_constant_slots(const Graph& g, PassContext& ctx) {
   int tensors = 0, scalars = 0;
   for (int i : used) (g.node(i).results[0].numel() > 1 ? tensors : scalars)++;
   if (tensors + scalars > ctx.chip->max_blob_constants)
-    ctx.error("C16", "", fmt::format("program '{}' needs {} BLOBFILE constants (tensors: {}, inline scalars: {}), more than the {} the ANE accepts (C16); split the program or pass weights as inputs",
-                                     g.name(), tensors + scalars, tensors, scalars, ctx.chip->max_blob_constants));
+    ctx.error(
+        "C16", "",
+        fmt::format(
+            "program '{}' needs {} BLOBFILE constants (tensors: {}, inline scalars: {}), more than the {} the ANE accepts (C16); split the program or pass weights as inputs",
+            g.name(), tensors + scalars, tensors, scalars, ctx.chip->max_blob_constants));
 }
 
 // C7, C14 and the fp16 boundary, for one program input or output.
 void check_boundary(const std::string& what, const std::string& name, const ir::Type& t, PassContext& ctx) {
   if (t.shape.size() != 4 || t.shape[0] != 1 || t.shape[2] != 1)
-    ctx.error("C14", name, fmt::format("program {} '{}' has shape {}; ANE buffers are [1, C, 1, S] (C14)", what, name, shape_str(t.shape)));
+    ctx.error("C14", name,
+              fmt::format("program {} '{}' has shape {}; ANE buffers are [1, C, 1, S] (C14)", what, name,
+                          shape_str(t.shape)));
   if (t.elem != ir::ElemType::F16)
-    ctx.error("", name, fmt::format("program {} '{}' is {}; ANE buffers are fp16 (the runtime converts host data)", what, name, ir::elem_name(t.elem)));
+    ctx.error("", name,
+              fmt::format("program {} '{}' is {}; ANE buffers are fp16 (the runtime converts host data)", what, name,
+                          ir::elem_name(t.elem)));
   if (int64_t(t.bytes()) < ctx.chip->min_buffer_bytes)
-    ctx.error("C7", name, fmt::format("program {} '{}' {} is {} bytes, below the minimum buffer of {} bytes (C7)", what, name, t.str(),
-                                      t.bytes(), ctx.chip->min_buffer_bytes));
+    ctx.error("C7", name,
+              fmt::format("program {} '{}' {} is {} bytes, below the minimum buffer of {} bytes (C7)", what, name, t.str(),
+                          t.bytes(), ctx.chip->min_buffer_bytes));
 }
 
 class ValidateAne final : public Pass {

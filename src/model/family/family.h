@@ -49,11 +49,11 @@ struct ConfigPreset {
 // + module[target] + ".lora_A.weight". Targets sharing a module are one fused matrix (GPT-2's
 // c_attn holds q, k and v).
 struct PeftLayout {
-  const char* layer_prefix;                   // "model.layers."
-  const char* module[kLoraTargetCount];       // "self_attn.q_proj"; nullptr: no such projection
+  const char* layer_prefix;                     // "model.layers."
+  const char* module[kLoraTargetCount];         // "self_attn.q_proj"; nullptr: no such projection
   const char* target_module[kLoraTargetCount];  // the adapter_config.json target_modules entry
-  bool fan_in_fan_out = false;                // Conv1D weights stored [in, out]
-  bool permuted_qk = false;                   // q/k rows in HF's rotate-half order (io_internal.h)
+  bool fan_in_fan_out = false;                  // Conv1D weights stored [in, out]
+  bool permuted_qk = false;                     // q/k rows in HF's rotate-half order (io_internal.h)
 };
 
 class ModelFamily {

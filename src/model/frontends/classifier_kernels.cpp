@@ -20,8 +20,8 @@ ir::Graph classifier_fwd(const ModelWeights& w, int S, int v_begin, int v_end, K
   rows.data = w.classifier.row(v_begin);
   rows.shape = {v_end - v_begin, c.dim};
   KernelBuilder b("classifier_fwd", opt.dtype);
-  Value x = b.act("x", c.dim, S);                          // final-normed residual   [1, C, 1, S]
-  b.output(b.linear(x, "wcls", rows, {}, "logits"));        // logits[v, s] = Σ_c W[v, c]·x[c, s]
+  Value x = b.act("x", c.dim, S);                     // final-normed residual   [1, C, 1, S]
+  b.output(b.linear(x, "wcls", rows, {}, "logits"));  // logits[v, s] = Σ_c W[v, c]·x[c, s]
   return std::move(b.g);
 }
 
@@ -42,8 +42,7 @@ ir::Graph final_norm(const ModelWeights& w, int S, KernelOptions opt) {
   Value x = b.act("x", c.dim, S);
   if (model_family(c.arch).anatomy().norm == NormKind::LayerNorm)
     b.output(b.layernorm(x, "ln_f", w.final_norm, w.final_norm_b, c.norm_eps, "y"));
-  else
-    b.output(b.rmsnorm(x, "norm_f", w.final_norm, c.norm_eps, "y"));
+  else b.output(b.rmsnorm(x, "norm_f", w.final_norm, c.norm_eps, "y"));
   return std::move(b.g);
 }
 

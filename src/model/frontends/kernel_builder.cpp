@@ -97,7 +97,7 @@ Value KernelBuilder::rmsnorm_backward(Value x, Value dy, const std::string& pref
   Value ms = reduce(Op::ReduceMean, mul(x, x), {1}, prefix + "_ms");
   Value r = op(Op::Pow, {add(ms, scalar(eps, "eps")), scalar(-0.5, "neg_half")}, {}, prefix + "_rrms");
   Value xhat = mul(x, r, prefix + "_xhat");                               // x̂ = x·r        [1, C, 1, S]
-  Value gw = mul(dy, channel_vector(prefix + "_w", w), prefix + "_g");   // g = dy⊙w       [1, C, 1, S]
+  Value gw = mul(dy, channel_vector(prefix + "_w", w), prefix + "_g");    // g = dy⊙w       [1, C, 1, S]
   Value gx = reduce(Op::ReduceMean, mul(gw, xhat), {1}, prefix + "_gx");  // mean(g⊙x̂)     [1, 1, 1, S]
   return mul(sub(gw, mul(xhat, gx)), r, name);
 }
@@ -107,13 +107,13 @@ Value KernelBuilder::layernorm_backward(Value x, Value dy, const std::string& pr
   // y = x̂⊙w + b with x̂ = (x − μ)·r: the mean and the variance both depend on every x_j, which
   // gives the two correction terms (the gradient is orthogonal to 1 and to x̂).
   Value mean = reduce(Op::ReduceMean, x, {1}, prefix + "_mean");
-  Value d = sub(x, mean, prefix + "_centred");                          // x − μ          [1, C, 1, S]
+  Value d = sub(x, mean, prefix + "_centred");  // x − μ          [1, C, 1, S]
   Value var = reduce(Op::ReduceMean, mul(d, d), {1}, prefix + "_var");
   Value r = op(Op::Pow, {add(var, scalar(eps, "eps")), scalar(-0.5, "neg_half")}, {}, prefix + "_rstd");
-  Value xhat = mul(d, r, prefix + "_xhat");                              // x̂             [1, C, 1, S]
-  Value gw = mul(dy, channel_vector(prefix + "_w", w), prefix + "_g");   // g = dy⊙w
-  Value gmean = reduce(Op::ReduceMean, gw, {1}, prefix + "_gmean");      // mean(g)        [1, 1, 1, S]
-  Value gx = reduce(Op::ReduceMean, mul(gw, xhat), {1}, prefix + "_gx"); // mean(g⊙x̂)     [1, 1, 1, S]
+  Value xhat = mul(d, r, prefix + "_xhat");                               // x̂             [1, C, 1, S]
+  Value gw = mul(dy, channel_vector(prefix + "_w", w), prefix + "_g");    // g = dy⊙w
+  Value gmean = reduce(Op::ReduceMean, gw, {1}, prefix + "_gmean");       // mean(g)        [1, 1, 1, S]
+  Value gx = reduce(Op::ReduceMean, mul(gw, xhat), {1}, prefix + "_gx");  // mean(g⊙x̂)     [1, 1, 1, S]
   Value xhat_gx = mul(xhat, gx);
   return mul(sub(sub(gw, gmean), xhat_gx), r, name);
 }
@@ -143,8 +143,9 @@ Value KernelBuilder::repeat_kv(Value kv4, int64_t G) {
   auto s = shape(kv4);  // [1, NKV, HS, S]
   Value flat = reshape(kv4, {1, s[1], 1, s[2] * s[3]});
   auto it = tables_.find("ones_groups");
-  Value ones = it != tables_.end() ? it->second : tables_["ones_groups"] = constant("kv_group_ones", {1, 1, G, 1},
-                                                                                   std::vector<float>(size_t(G), 1.0f));
+  Value ones = it != tables_.end()
+                   ? it->second
+                   : tables_["ones_groups"] = constant("kv_group_ones", {1, 1, G, 1}, std::vector<float>(size_t(G), 1.0f));
   return reshape(mul(flat, ones), {1, s[1] * G, s[2], s[3]});  // [1, NKV, G, HS·S] → [1, NH, HS, S]
 }
 
@@ -209,7 +210,7 @@ Value KernelBuilder::rope(Value x, int64_t N, int64_t HS, float theta, bool inve
 Value KernelBuilder::lora_delta(Value x, Value a, Value b, double scale, const std::string& name) {
   const int64_t in = shape(x)[1], S = shape(x)[3], r = shape(a)[1], out = shape(b)[1];
   Value x3 = reshape(x, {1, 1, in, S}), a3 = reshape(a, {1, 1, r, in});
-  Value ax = matmul(a3, x3, false, false);                            // A·x   [1, 1, r, S]
+  Value ax = matmul(a3, x3, false, false);                           // A·x   [1, 1, r, S]
   Value bax = matmul(reshape(b, {1, 1, out, r}), ax, false, false);  // B·A·x [1, 1, out, S]
   Value s = scalar(scale, "lora_scale");
   return mul(reshape(bax, {1, out, 1, S}), s, name);
@@ -258,7 +259,7 @@ AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int l
   Value k4 = b.repeat_kv(b.heads(p.k, NKV, HS), G), v4 = b.repeat_kv(b.heads(p.v, NKV, HS), G);
   Value probs = b.attention_probs(b.heads(p.q, NH, HS), k4, 1.0 / std::sqrt(double(HS)), "probs");
   p.att = b.merge_heads(b.matmul(v4, probs, false, /*ty=*/true, "att_heads"), "att");  // [1, Q, 1, S]
-  p.o = b.linear(p.att, "wo", l.wo, l.bo, "o");                                         // [1, C, 1, S]
+  p.o = b.linear(p.att, "wo", l.wo, l.bo, "o");                                        // [1, C, 1, S]
   return p;
 }
 

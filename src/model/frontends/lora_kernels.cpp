@@ -22,10 +22,10 @@ ir::Graph lora_linear(const Tensor& W, const Tensor& bias, int rank, float alpha
   if (S < 1) throw_usage_error(fmt::format("lora_linear: sequence length {} must be at least 1", S), "seq");
   const int64_t out = W.shape[0], in = W.shape[1];
   KernelBuilder b("lora_linear", opt.dtype);
-  Value x = b.act("x", in, S);                     // [1, in, 1, S]
-  Value a = b.input("lora_a", {1, rank, 1, in});   // A [r, in] as an ANE surface
+  Value x = b.act("x", in, S);                      // [1, in, 1, S]
+  Value a = b.input("lora_a", {1, rank, 1, in});    // A [r, in] as an ANE surface
   Value bb = b.input("lora_b", {1, out, 1, rank});  // B [out, r]
-  Value base = b.linear(x, "w", W, bias, "base");  // W·x + b             [1, out, 1, S]
+  Value base = b.linear(x, "w", W, bias, "base");   // W·x + b             [1, out, 1, S]
   Value delta = b.lora_delta(x, a, bb, double(alpha) / rank, "delta");
   b.output(b.add(base, delta, "y"));
   return std::move(b.g);
@@ -62,7 +62,8 @@ Value adapter_input(KernelBuilder& b, const std::string& name, int64_t rows, int
   const int64_t P = padded_rows(rows, cols);
   Value v = b.input(name, {1, P, 1, cols});
   if (P == rows) return v;
-  return b.op(ir::Op::Slice, {v}, {{"begin", std::vector<int64_t>{0, 0, 0, 0}}, {"end", std::vector<int64_t>{1, rows, 1, cols}}},
+  return b.op(ir::Op::Slice, {v},
+              {{"begin", std::vector<int64_t>{0, 0, 0, 0}}, {"end", std::vector<int64_t>{1, rows, 1, cols}}},
               name + "_rows");
 }
 QVAdapters qv_slots(KernelBuilder& b, const ModelConfig& c, int slot) {

@@ -94,7 +94,8 @@ std::vector<ProgramSpec> inference_programs(const ModelWeights& w, int prompt_to
     if (!k.per_layer) layer = -1;
     if (!seen.insert({k.kernel, layer, S}).second) return;
     GraphBuilder build = k.build;
-    out.push_back({program_name(k.kernel, layer, S), k.kernel, int(role), layer, S, [pw, build, layer, S] { return build(*pw, layer, S); }});
+    out.push_back({program_name(k.kernel, layer, S), k.kernel, int(role), layer, S,
+                   [pw, build, layer, S] { return build(*pw, layer, S); }});
   };
   const int decode_attn = decode_attention_bucket(c.arch, lora_slot, attention_min);
   for (int l = 0; l < c.n_layers; l++) {
@@ -118,7 +119,8 @@ std::vector<ProgramSpec> training_programs(const ModelWeights& w, TrainingBucket
     for (int l = 0; l < (k.per_layer ? w.config.n_layers : 1); l++) {
       const int layer = k.per_layer ? l : -1;
       GraphBuilder build = k.build;
-      out.push_back({program_name(k.kernel, layer, S), k.kernel, r, layer, S, [pw, build, l, S] { return build(*pw, l, S); }});
+      out.push_back(
+          {program_name(k.kernel, layer, S), k.kernel, r, layer, S, [pw, build, l, S] { return build(*pw, l, S); }});
     }
   }
   return out;

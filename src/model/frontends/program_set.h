@@ -28,7 +28,7 @@ namespace orion::frontends {
 using GraphBuilder = std::function<ir::Graph(const ModelWeights& w, int layer, int S)>;
 
 struct KernelSpec {
-  std::string kernel;      // the program's kernel name: "llama_fwd_attn", "lora_prefill_attn_r8", ...
+  std::string kernel;  // the program's kernel name: "llama_fwd_attn", "lora_prefill_attn_r8", ...
   GraphBuilder build;
   bool attention = false;  // positions mix (no padding by legalize-ane): runs at an attention bucket
   bool per_layer = true;   // false: weight-free, one program serves every layer (layer −1)
@@ -69,11 +69,11 @@ struct TrainingBuckets {
 TrainingBuckets training_buckets(const ModelWeights& w, int T, const compiler::ChipProfile& chip, int lora_slot = 0);
 
 struct ProgramSpec {
-  std::string name;    // "layer03.gpt2_prefill_attn.s64": unique, usable as a folder name
-  std::string kernel;  // KernelSpec::kernel
-  int role = 0;        // index into the kernel table it came from
-  int layer = -1;      // −1: whole-model or shared by every layer
-  int S = 0;           // the sequence bucket
+  std::string name;                  // "layer03.gpt2_prefill_attn.s64": unique, usable as a folder name
+  std::string kernel;                // KernelSpec::kernel
+  int role = 0;                      // index into the kernel table it came from
+  int layer = -1;                    // −1: whole-model or shared by every layer
+  int S = 0;                         // the sequence bucket
   std::function<ir::Graph()> build;  // the IR, weights baked in as constants
 };
 

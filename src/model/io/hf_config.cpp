@@ -75,16 +75,16 @@ ModelConfig read_hf_config(const std::string& path) {
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e7777 (fuzz_hf_config)
-    throw_input_error(path, fmt::format("not valid JSON: {}", e.what()), {}, int64_t(json_error_byte(e) > 0 ? json_error_byte(e) - 1 : 0),
-                      "fix config.json");
+    throw_input_error(path, fmt::format("not valid JSON: {}", e.what()), {},
+                      int64_t(json_error_byte(e) > 0 ? json_error_byte(e) - 1 : 0), "fix config.json");
   }
   if (!j.is_object()) throw_input_error(path, "config.json is not a JSON object");
   HfConfigReader r{path, j};
   std::string type = j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
   const ModelFamily* family = find_hf_family(type);
   if (!family)
-    r.fail("model_type", type.empty() ? "is missing"
-                                      : fmt::format("'{}' is not supported (Orion runs {})", type, quoted_model_types()));
+    r.fail("model_type",
+           type.empty() ? "is missing" : fmt::format("'{}' is not supported (Orion runs {})", type, quoted_model_types()));
   ModelConfig c = family->read_hf_config(r);
   c.validate(path);
   return c;

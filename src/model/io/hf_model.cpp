@@ -30,9 +30,10 @@ std::string weights_in(const fs::path& dir) {
   for (auto& e : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec))
     if (e.path().extension() == ".safetensors") found.push_back(e.path().string());
   if (found.size() == 1) return found[0];
-  throw_input_error(dir.string(), found.empty() ? "no model.safetensors in this folder"
-                                                : "several *.safetensors files and no model.safetensors", {}, -1,
-                    "pass the path of the .safetensors file to read");
+  throw_input_error(dir.string(),
+                    found.empty() ? "no model.safetensors in this folder"
+                                  : "several *.safetensors files and no model.safetensors",
+                    {}, -1, "pass the path of the .safetensors file to read");
 }
 
 HfPaths resolve(const std::string& path) {
@@ -70,7 +71,8 @@ const SafetensorsEntry& HfTensorReader::get(const std::string& name, std::vector
                       e->name, int64_t(e->file_offset), "convert the checkpoint to float32, float16 or bfloat16");
   if (e->shape != shape)
     throw_input_error(f_.path(),
-                      fmt::format("has shape [{}], config.json implies [{}]", fmt::join(e->shape, ", "), fmt::join(shape, ", ")),
+                      fmt::format("has shape [{}], config.json implies [{}]", fmt::join(e->shape, ", "),
+                                  fmt::join(shape, ", ")),
                       e->name, int64_t(e->file_offset), "config.json does not belong to these weights");
   return *e;
 }

@@ -52,12 +52,12 @@ inline size_t bytes_as(const Tensor& t, DType dtype) { return size_t(t.numel()) 
 
 struct SafetensorsEntry {
   std::string name;
-  std::string dtype_name;        // as stored: "F32", "BF16", "I64", ...
-  std::optional<DType> dtype;    // set for the dtypes Orion computes with (F32, F16, BF16)
+  std::string dtype_name;      // as stored: "F32", "BF16", "I64", ...
+  std::optional<DType> dtype;  // set for the dtypes Orion computes with (F32, F16, BF16)
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;  // into the mapping
   size_t nbytes = 0;
-  size_t file_offset = 0;        // absolute offset of the data in the file
+  size_t file_offset = 0;  // absolute offset of the data in the file
 };
 
 // A parsed and fully checked safetensors file: header length, JSON, every entry's dtype, shape,

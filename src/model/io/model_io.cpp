@@ -136,8 +136,7 @@ void save_model(const ModelWeights& w, const std::string& path, ModelFormat form
 }
 
 std::optional<ModelFormat> format_for_output(const std::string& path, Arch arch) {
-  if (ends_with(path, ".safetensors") || is_directory(path) || ends_with(path, "/"))
-    return ModelFormat::Safetensors;
+  if (ends_with(path, ".safetensors") || is_directory(path) || ends_with(path, "/")) return ModelFormat::Safetensors;
   if (ends_with(path, ".bin")) return model_family(arch).bin_format();
   if (fs::path(path).extension().empty()) return ModelFormat::Safetensors;  // a new folder
   return std::nullopt;

@@ -22,13 +22,13 @@ namespace orion {
 
 enum class ModelFormat { Llama2c, Llama2cV1, Safetensors, LlmC };
 
-const char* format_name(ModelFormat f);  // "llama2c", "llama2c-v1", "safetensors", "llmc"
+const char* format_name(ModelFormat f);                            // "llama2c", "llama2c-v1", "safetensors", "llmc"
 std::optional<ModelFormat> parse_format(const std::string& name);  // the names above
-std::string format_description(ModelFormat f);  // "llama2.c .bin (version 0, fp32)", ...
+std::string format_description(ModelFormat f);                     // "llama2.c .bin (version 0, fp32)", ...
 
 struct LoadOptions {
-  std::optional<DType> dtype;          // convert matrices to this dtype after loading
-  std::optional<ModelFormat> format;   // skip detection and read the file as this format
+  std::optional<DType> dtype;         // convert matrices to this dtype after loading
+  std::optional<ModelFormat> format;  // skip detection and read the file as this format
 };
 
 // What `path` is, by its name and its first bytes: a folder or a *.safetensors / config.json path
@@ -46,8 +46,7 @@ ModelWeights load_model(const std::string& path, const LoadOptions& options = {}
 // folder (created if needed; model.safetensors + config.json are written into it) or a
 // *.safetensors file (config.json is written beside it). Impossible conversions (a GPT-2 model to
 // llama2.c, a Llama model to llm.c, f16 into a llama2.c file) are Usage errors.
-void save_model(const ModelWeights& w, const std::string& path, ModelFormat format,
-                std::optional<DType> dtype = {});
+void save_model(const ModelWeights& w, const std::string& path, ModelFormat format, std::optional<DType> dtype = {});
 
 // The format a file name asks for, for `orion convert --out` without --to: *.safetensors or a
 // name without extension (a folder) → Safetensors; *.bin → llama2.c for Llama, llm.c for GPT-2.

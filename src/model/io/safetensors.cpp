@@ -22,9 +22,9 @@ constexpr uint64_t kMaxHeader = uint64_t(100) << 20;  // safetensors' own limit 
 
 // Element sizes of every dtype the safetensors format defines (Orion computes with three of them).
 size_t st_dtype_size(const std::string& d) {
-  static const std::pair<const char*, size_t> table[] = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
-      {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8}};
+  static const std::pair<const char*, size_t> table[] = {{"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
+                                                         {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+                                                         {"U32", 4},  {"F32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8}};
   for (auto& [name, size] : table)
     if (d == name) return size;
   return 0;
@@ -51,16 +51,15 @@ json parse_header(const std::string& path, const uint8_t* p, size_t n) {
     return json::parse(p, p + n);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e7777 (fuzz_hf_config)
     throw_input_error(path, fmt::format("the JSON header is not valid JSON: {}", e.what()), "header",
-                      int64_t(8 + (json_error_byte(e) > 0 ? json_error_byte(e) - 1 : 0)), "the file is corrupt or truncated; download it again");
+                      int64_t(8 + (json_error_byte(e) > 0 ? json_error_byte(e) - 1 : 0)),
+                      "the file is corrupt or truncated; download it again");
   }
 }
 
 // One header entry → a checked SafetensorsEntry (dtype known, shape × size == byte range, in bounds).
 SafetensorsEntry parse_entry(const std::string& path, const std::string& name, const json& v, const uint8_t* data,
                              size_t data_size, size_t data_start) {
-  auto bad = [&](const std::string& msg) {
-    throw_input_error(path, msg, name, -1, "the safetensors header is corrupt");
-  };
+  auto bad = [&](const std::string& msg) { throw_input_error(path, msg, name, -1, "the safetensors header is corrupt"); };
   if (!v.is_object()) bad("header entry is not an object");
   if (!v.contains("dtype") || !v["dtype"].is_string()) bad("missing or non-string \"dtype\"");
   if (!v.contains("shape") || !v["shape"].is_array()) bad("missing or non-array \"shape\"");
@@ -74,7 +73,8 @@ SafetensorsEntry parse_entry(const std::string& path, const std::string& name, c
   e.dtype = orion_dtype(e.dtype_name);
   uint64_t numel = 1;
   for (const json& d : v["shape"]) {
-    if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 40)) bad("shape entries must be non-negative integers");
+    if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 40))
+      bad("shape entries must be non-negative integers");
     numel *= d.get<uint64_t>();
     if (numel > (uint64_t(1) << 40)) bad("shape is too large");
     e.shape.push_back(int64_t(d.get<uint64_t>()));
@@ -84,7 +84,8 @@ SafetensorsEntry parse_entry(const std::string& path, const std::string& name, c
   const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
   if (begin > end) bad(fmt::format("data_offsets [{}, {}] end before they begin", begin, end));
   if (end > data_size)
-    throw_input_error(path, fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes)", begin, end, data_size),
+    throw_input_error(path,
+                      fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes)", begin, end, data_size),
                       name, int64_t(data_start + begin), "the file is truncated or its header is corrupt");
   if (numel * es != end - begin)
     bad(fmt::format("shape [{}] of {} needs {} bytes but data_offsets [{}, {}] hold {}", fmt::join(e.shape, ", "),
@@ -130,8 +131,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   for (size_t i = 1; i < by_offset.size(); i++) {
     const SafetensorsEntry *a = by_offset[i - 1], *b = by_offset[i];
     if (b->file_offset < a->file_offset + a->nbytes)
-      throw_input_error(path, fmt::format("overlaps tensor '{}' (bytes {}..{} and {}..{})", a->name, a->file_offset,
-                                          a->file_offset + a->nbytes, b->file_offset, b->file_offset + b->nbytes),
+      throw_input_error(path,
+                        fmt::format("overlaps tensor '{}' (bytes {}..{} and {}..{})", a->name, a->file_offset,
+                                    a->file_offset + a->nbytes, b->file_offset, b->file_offset + b->nbytes),
                         b->name, int64_t(b->file_offset), "the safetensors header is corrupt");
   }
   return f;
@@ -148,8 +150,7 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsOut
   // aligned for its dtype, so readers can use the bytes in place.
   std::vector<const SafetensorsOut*> order;
   for (auto& t : tensors) order.push_back(&t);
-  std::stable_sort(order.begin(), order.end(),
-                   [](auto* a, auto* b) { return dtype_size(a->dtype) > dtype_size(b->dtype); });
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return dtype_size(a->dtype) > dtype_size(b->dtype); });
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t at = 0;

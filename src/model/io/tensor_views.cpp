@@ -42,10 +42,8 @@ Tensor transposed(ModelWeights& w, const Tensor& t) {
   const int64_t rows = t.shape[0], cols = t.shape[1];
   void* p;
   Tensor out = w.alloc_tensor({cols, rows}, t.dtype, &p);
-  if (dtype_size(t.dtype) == 4)
-    transpose_tiles(static_cast<const uint32_t*>(t.data), static_cast<uint32_t*>(p), rows, cols);
-  else
-    transpose_tiles(static_cast<const uint16_t*>(t.data), static_cast<uint16_t*>(p), rows, cols);
+  if (dtype_size(t.dtype) == 4) transpose_tiles(static_cast<const uint32_t*>(t.data), static_cast<uint32_t*>(p), rows, cols);
+  else transpose_tiles(static_cast<const uint16_t*>(t.data), static_cast<uint16_t*>(p), rows, cols);
   return out;
 }
 
@@ -70,8 +68,8 @@ namespace {
 // and member j, row (h·HS + 2i + j) of the interleaved layout ⇄ row (h·HS + j·HS/2 + i) of the
 // rotate-half layout.
 Tensor permute_rows(ModelWeights& w, const Tensor& t, int n_heads, bool to_hf) {
-  ORION_CHECK(t.shape.size() == 2 && n_heads > 0 && t.shape[0] % (2 * n_heads) == 0,
-              "q/k permutation of [{}] with {} heads", fmt::join(t.shape, ", "), n_heads);
+  ORION_CHECK(t.shape.size() == 2 && n_heads > 0 && t.shape[0] % (2 * n_heads) == 0, "q/k permutation of [{}] with {} heads",
+              fmt::join(t.shape, ", "), n_heads);
   const int64_t HS = t.shape[0] / n_heads, half = HS / 2;
   const size_t row_bytes = size_t(t.shape[1]) * dtype_size(t.dtype);
   void* p;

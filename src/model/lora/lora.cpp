@@ -18,11 +18,11 @@ std::optional<LoraTarget> target_from_name(const std::string& s) {
   for (LoraTarget t : kAllLoraTargets)
     if (s == lora_target_name(t)) return t;
   static const std::pair<const char*, LoraTarget> kAliases[] = {
-      {"q_proj", LoraTarget::Q},    {"k_proj", LoraTarget::K},  {"v_proj", LoraTarget::V},
-      {"o_proj", LoraTarget::O},    {"gate_proj", LoraTarget::W1}, {"gate", LoraTarget::W1},
-      {"down_proj", LoraTarget::W2}, {"down", LoraTarget::W2},  {"up_proj", LoraTarget::W3},
-      {"up", LoraTarget::W3},       {"attn.c_proj", LoraTarget::O}, {"c_fc", LoraTarget::W1},
-      {"fc", LoraTarget::W1},       {"mlp.c_proj", LoraTarget::W2}};
+      {"q_proj", LoraTarget::Q},     {"k_proj", LoraTarget::K},      {"v_proj", LoraTarget::V},
+      {"o_proj", LoraTarget::O},     {"gate_proj", LoraTarget::W1},  {"gate", LoraTarget::W1},
+      {"down_proj", LoraTarget::W2}, {"down", LoraTarget::W2},       {"up_proj", LoraTarget::W3},
+      {"up", LoraTarget::W3},        {"attn.c_proj", LoraTarget::O}, {"c_fc", LoraTarget::W1},
+      {"fc", LoraTarget::W1},        {"mlp.c_proj", LoraTarget::W2}};
   for (auto& [name, t] : kAliases)
     if (s == name) return t;
   return std::nullopt;
@@ -91,9 +91,10 @@ LoraAdapter::LoraAdapter(const ModelConfig& base, int rank, float alpha, std::ve
     if (!family.peft().module[int(t)])
       throw_usage_error(fmt::format("{} has no {} projection", family.display_name(),
                                     t == LoraTarget::W3 ? "w3 (up)" : lora_target_name(t)),
-                        "--targets", fmt::format("{}'s FFN projections are w1 ({}) and w2 ({})", family.display_name(),
-                                                 family.peft().target_module[int(LoraTarget::W1)],
-                                                 family.peft().target_module[int(LoraTarget::W2)]));
+                        "--targets",
+                        fmt::format("{}'s FFN projections are w1 ({}) and w2 ({})", family.display_name(),
+                                    family.peft().target_module[int(LoraTarget::W1)],
+                                    family.peft().target_module[int(LoraTarget::W2)]));
   size_t offset = 0;
   for (int l = 0; l < base.n_layers; l++)
     for (LoraTarget t : targets_) {
@@ -145,18 +146,20 @@ LoraAdapter LoraAdapter::clone() const {
 
 void LoraAdapter::check_fits(const ModelConfig& c, const std::string& source) const {
   auto mismatch = [&](const char* field, long long have, long long want) {
-    throw_input_error(source, fmt::format("the adapter was made for {} = {}, the model has {}", field, have, want), field, -1,
-                      "use the base model the adapter was trained on");
+    throw_input_error(source, fmt::format("the adapter was made for {} = {}, the model has {}", field, have, want), field,
+                      -1, "use the base model the adapter was trained on");
   };
   if (c.arch != base_.arch)
-    throw_input_error(source, fmt::format("the adapter is for {} models, the model is {}", arch_name(base_.arch), arch_name(c.arch)),
+    throw_input_error(source,
+                      fmt::format("the adapter is for {} models, the model is {}", arch_name(base_.arch), arch_name(c.arch)),
                       "arch", -1, "use the base model the adapter was trained on");
   if (c.n_layers != base_.n_layers) mismatch("n_layers", base_.n_layers, c.n_layers);
   for (LoraTarget t : targets_) {
     auto want = lora_target_shape(c, t), have = lora_target_shape(base_, t);
     if (want != have)
-      throw_input_error(source, fmt::format("target {} is [{}, {}] in the adapter, [{}, {}] in the model", lora_target_name(t),
-                                            have.first, have.second, want.first, want.second),
+      throw_input_error(source,
+                        fmt::format("target {} is [{}, {}] in the adapter, [{}, {}] in the model", lora_target_name(t),
+                                    have.first, have.second, want.first, want.second),
                         lora_target_name(t), -1, "use the base model the adapter was trained on");
   }
 }
@@ -168,8 +171,8 @@ std::string LoraAdapter::describe() const {
                      base_.n_layers, num_params());
 }
 
-void lora_merge_matrix(float* merged, const float* base, const float* A, const float* B, int64_t out, int64_t in,
-                       int rank, float s) {
+void lora_merge_matrix(float* merged, const float* base, const float* A, const float* B, int64_t out, int64_t in, int rank,
+                       float s) {
 #pragma omp parallel for schedule(static) if (out * in * rank > (1 << 18))
   for (int64_t o = 0; o < out; o++) {
     float* dst = merged + o * in;
@@ -177,8 +180,8 @@ void lora_merge_matrix(float* merged, const float* base, const float* A, const f
     if (dst != src) std::memcpy(dst, src, size_t(in) * sizeof(float));
     for (int k = 0; k < rank; k++) {
       const float coef = s * B[o * rank + k];  // s·B[o, k]
-      if (coef == 0.0f) continue;                // B = 0 leaves W bit for bit
-      const float* a = A + int64_t(k) * in;      // row k of A
+      if (coef == 0.0f) continue;              // B = 0 leaves W bit for bit
+      const float* a = A + int64_t(k) * in;    // row k of A
       for (int64_t i = 0; i < in; i++) dst[i] += coef * a[i];
     }
   }

@@ -127,8 +127,8 @@ class LoraAdapter {
 
 // W'[o, :] = W[o, :] + s·Σ_k B[o, k]·A[k, :] for one fp32 matrix (out × in, row-major), written to
 // merged (which may alias base). With B = 0 the result is W bit for bit.
-void lora_merge_matrix(float* merged, const float* base, const float* A, const float* B, int64_t out, int64_t in,
-                       int rank, float s);
+void lora_merge_matrix(float* merged, const float* base, const float* A, const float* B, int64_t out, int64_t in, int rank,
+                       float s);
 
 // The base weights with every adapted matrix replaced by W + scale_mult·s·B·A (computed in fp32,
 // stored back in the base matrix's dtype); the other tensors are shared with `base`.

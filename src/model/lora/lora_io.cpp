@@ -39,7 +39,6 @@ constexpr const char* kPeftConfig = "adapter_config.json";
 constexpr const char* kPeftTensors = "adapter_model.safetensors";
 constexpr const char* kOrionFile = "adapter.olora";
 
-
 // ---- Orion's format --------------------------------------------------------------------------------
 
 json base_json(const ModelConfig& c) {
@@ -67,9 +66,14 @@ void write_orion(const LoraAdapter& a, const std::string& path, const LoraTraini
   }
   json targets = json::array();
   for (LoraTarget t : a.targets()) targets.push_back(lora_target_name(t));
-  json h = {{"base", base_json(a.base_config())}, {"rank", a.rank()}, {"alpha", a.alpha()}, {"targets", targets}, {"tensors", tensors}};
+  json h = {{"base", base_json(a.base_config())},
+            {"rank", a.rank()},
+            {"alpha", a.alpha()},
+            {"targets", targets},
+            {"tensors", tensors}};
   if (training) {
-    ORION_CHECK(training->m.size() == a.size() && training->v.size() == a.size(), "LoRA checkpoint: moments of another layout");
+    ORION_CHECK(training->m.size() == a.size() && training->v.size() == a.size(),
+                "LoRA checkpoint: moments of another layout");
     h["training"] = training->json;
   }
   const std::string header = h.dump();
@@ -117,7 +121,8 @@ LoraAdapter parse_orion(const uint8_t* data, size_t size, const std::string& pat
     throw_input_error(path, fmt::format("the file has {} bytes; its header says {}", size, want), "size", -1,
                       "the file is truncated or damaged");
   if (lora_file_checksum(data + 32, size - 32) != sum)
-    throw_input_error(path, "the checksum does not match the contents", "checksum", 24, "the file is damaged; write it again");
+    throw_input_error(path, "the checksum does not match the contents", "checksum", 24,
+                      "the file is damaged; write it again");
   const json base = get_field<json>(j, "base", path, "");
   ModelConfig c;
   const std::string arch = get_field<std::string>(base, "arch", path, "base.");
@@ -144,11 +149,12 @@ LoraAdapter parse_orion(const uint8_t* data, size_t size, const std::string& pat
     std::memcpy(a.data(), data + floats_at, N * sizeof(float));
     size_t bad;
     if (!all_finite(a.data(), DType::F32, a.size(), &bad))
-      throw_input_error(path, fmt::format("float {} of the adapter is not finite", bad), "data", int64_t(floats_at + bad * 4),
-                        "the adapter was saved from a diverged run");
+      throw_input_error(path, fmt::format("float {} of the adapter is not finite", bad), "data",
+                        int64_t(floats_at + bad * 4), "the adapter was saved from a diverged run");
     if (training) {
-      if (!has_moments) throw_input_error(path, "not a training checkpoint (no optimiser state)", "training", -1,
-                                          "resume from a checkpoint in the run's checkpoints/ folder");
+      if (!has_moments)
+        throw_input_error(path, "not a training checkpoint (no optimiser state)", "training", -1,
+                          "resume from a checkpoint in the run's checkpoints/ folder");
       training->json = j["training"];
       const float* moments = reinterpret_cast<const float*>(data + floats_at) + N;
       training->m.assign(moments, moments + N);
@@ -235,13 +241,20 @@ void write_peft(const LoraAdapter& a, const std::string& dir, const std::string&
     if (std::find(modules.begin(), modules.end(), name) == modules.end()) modules.push_back(name);
     split.push_back(lora_target_name(t));
   }
-  json cfg = {{"peft_type", "LORA"},        {"task_type", "CAUSAL_LM"},
-              {"base_model_name_or_path", base_name}, {"r", r},
-              {"lora_alpha", a.alpha()},   {"lora_dropout", 0.0},
-              {"target_modules", modules}, {"bias", "none"},
-              {"fan_in_fan_out", layout.fan_in_fan_out}, {"inference_mode", true},
-              {"use_rslora", false},       {"use_dora", false},
-              {"modules_to_save", nullptr}, {"rank_pattern", json::object()},
+  json cfg = {{"peft_type", "LORA"},
+              {"task_type", "CAUSAL_LM"},
+              {"base_model_name_or_path", base_name},
+              {"r", r},
+              {"lora_alpha", a.alpha()},
+              {"lora_dropout", 0.0},
+              {"target_modules", modules},
+              {"bias", "none"},
+              {"fan_in_fan_out", layout.fan_in_fan_out},
+              {"inference_mode", true},
+              {"use_rslora", false},
+              {"use_dora", false},
+              {"modules_to_save", nullptr},
+              {"rank_pattern", json::object()},
               {"alpha_pattern", json::object()},
               {"orion", {{"format", 1}, {"rank", r}, {"alpha", a.alpha()}, {"targets", split}}}};
   if (m > 1) cfg["rank_pattern"]["c_attn"] = m * r, cfg["alpha_pattern"]["c_attn"] = float(m) * a.alpha();
@@ -280,19 +293,15 @@ LoraAdapter load_lora(const std::string& path, const ModelConfig& base) {
   std::string source = path;
   if (is_directory(path)) {
     const fs::path own = fs::path(path) / kOrionFile;
-    if (file_exists(own.string()))
-      source = own.string(), a = read_orion(source);
-    else if (file_exists((fs::path(path) / kPeftConfig).string()))
-      a = read_peft(path, base);
+    if (file_exists(own.string())) source = own.string(), a = read_orion(source);
+    else if (file_exists((fs::path(path) / kPeftConfig).string())) a = read_peft(path, base);
     else
       throw_input_error(path, fmt::format("the folder holds neither {} nor {}", kOrionFile, kPeftConfig), "adapter", -1,
                         "give a folder written by `orion lora train` or PEFT's save_pretrained");
   } else {
     const std::string name = fs::path(path).filename().string();
-    if (name == kPeftTensors || name == kPeftConfig)
-      a = read_peft(fs::path(path).parent_path().string(), base);
-    else
-      a = read_orion(path);
+    if (name == kPeftTensors || name == kPeftConfig) a = read_peft(fs::path(path).parent_path().string(), base);
+    else a = read_orion(path);
   }
   a.check_fits(base, source);
   return a;

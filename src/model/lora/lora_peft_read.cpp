@@ -27,12 +27,12 @@ const char* kHint = "Orion reads LoRA adapters saved by PEFT's save_pretrained (
 // One adapted module of one layer: its LoRA matrices in fp32, PEFT orientation.
 struct PeftModule {
   int layer = -1;
-  std::string name;                   // "self_attn.q_proj", "attn.c_attn", ...
+  std::string name;  // "self_attn.q_proj", "attn.c_attn", ...
   const io::SafetensorsEntry* a = nullptr;
   const io::SafetensorsEntry* b = nullptr;
-  std::vector<float> A, B;            // A [R, in], B [out, R]
+  std::vector<float> A, B;  // A [R, in], B [out, R]
   int64_t R = 0, in = 0, out = 0;
-  float scale = 0;                    // alpha_m / R (or alpha_m / √R with rsLoRA)
+  float scale = 0;  // alpha_m / R (or alpha_m / √R with rsLoRA)
 };
 
 // Targets a module adapts (several for a fused module: GPT-2's c_attn holds q, k and v).
@@ -61,7 +61,8 @@ std::vector<float> read_f32(const io::SafetensorsEntry& e, const std::string& fi
   convert_dtype(e.data, *e.dtype, v.data(), DType::F32, v.size());
   size_t bad;
   if (!all_finite(v.data(), DType::F32, v.size(), &bad))
-    throw_input_error(file, fmt::format("{}[{}] is not finite", e.name, bad), e.name, int64_t(e.file_offset), "the adapter diverged");
+    throw_input_error(file, fmt::format("{}[{}] is not finite", e.name, bad), e.name, int64_t(e.file_offset),
+                      "the adapter diverged");
   return v;
 }
 
@@ -87,24 +88,29 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
     return *it;
   };
   if (!field("peft_type").is_string() || field("peft_type").get<std::string>() != "LORA")
-    throw_input_error(cfg_path, fmt::format("peft_type is {}, not \"LORA\"", field("peft_type").dump()), "peft_type", -1, kHint);
+    throw_input_error(cfg_path, fmt::format("peft_type is {}, not \"LORA\"", field("peft_type").dump()), "peft_type", -1,
+                      kHint);
   if (cfg.value("use_dora", false))
-    throw_input_error(cfg_path, "DoRA adapters (use_dora) are not supported", "use_dora", -1, "merge the adapter in PEFT first");
+    throw_input_error(cfg_path, "DoRA adapters (use_dora) are not supported", "use_dora", -1,
+                      "merge the adapter in PEFT first");
   if (cfg.contains("bias") && cfg["bias"] != "none")
-    throw_input_error(cfg_path, fmt::format("bias {} is not supported (Orion trains no biases)", cfg["bias"].dump()), "bias", -1,
-                      "save the adapter with bias=\"none\"");
+    throw_input_error(cfg_path, fmt::format("bias {} is not supported (Orion trains no biases)", cfg["bias"].dump()), "bias",
+                      -1, "save the adapter with bias=\"none\"");
   if (cfg.contains("modules_to_save") && !cfg["modules_to_save"].is_null() && !cfg["modules_to_save"].empty())
-    throw_input_error(cfg_path, "modules_to_save (fully trained extra modules) is not supported", "modules_to_save", -1, kHint);
+    throw_input_error(cfg_path, "modules_to_save (fully trained extra modules) is not supported", "modules_to_save", -1,
+                      kHint);
   if (!field("r").is_number_integer() || field("r").get<int>() < 1)
     throw_input_error(cfg_path, fmt::format("r is {}", field("r").dump()), "r", -1, "r must be a positive integer");
   if (!field("lora_alpha").is_number() || !(field("lora_alpha").get<double>() > 0) ||
       !(field("lora_alpha").get<double>() <= double(std::numeric_limits<float>::max())))
-    throw_input_error(cfg_path, fmt::format("lora_alpha is {}", field("lora_alpha").dump()), "lora_alpha", -1, "a positive number");
+    throw_input_error(cfg_path, fmt::format("lora_alpha is {}", field("lora_alpha").dump()), "lora_alpha", -1,
+                      "a positive number");
   const bool rslora = cfg.value("use_rslora", false);
   if (!file_exists(st_path)) {
     const bool pickle = file_exists((fs::path(dir) / "adapter_model.bin").string());
     throw_input_error(st_path, "missing", "adapter_model.safetensors", -1,
-                      pickle ? "adapter_model.bin (a PyTorch pickle) is not read; save with safe_serialization=True" : kHint);
+                      pickle ? "adapter_model.bin (a PyTorch pickle) is not read; save with safe_serialization=True"
+                             : kHint);
   }
 
   // Every tensor must be a lora_A / lora_B of a module Orion knows.
@@ -115,7 +121,8 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
   for (const io::SafetensorsEntry& e : st.entries()) {
     std::smatch m;
     if (!std::regex_match(e.name, m, re))
-      throw_input_error(st_path, fmt::format("unexpected tensor '{}' for a {} model", e.name, arch_name(base.arch)), e.name, -1,
+      throw_input_error(st_path, fmt::format("unexpected tensor '{}' for a {} model", e.name, arch_name(base.arch)), e.name,
+                        -1,
                         fmt::format("expected base_model.model.{}{{i}}.{}.lora_A.weight and the like", layout.layer_prefix,
                                     layout.module[int(LoraTarget::Q)]));
     const int layer = std::stoi(m[1].str());
@@ -135,7 +142,9 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
   float s0 = -1;
   for (auto& [key, pm] : modules) {
     if (!pm.a || !pm.b)
-      throw_input_error(st_path, fmt::format("layer {} {} has lora_{} without lora_{}", pm.layer, pm.name, pm.a ? "A" : "B", pm.a ? "B" : "A"),
+      throw_input_error(st_path,
+                        fmt::format("layer {} {} has lora_{} without lora_{}", pm.layer, pm.name, pm.a ? "A" : "B",
+                                    pm.a ? "B" : "A"),
                         pm.name, -1, "the file is incomplete");
     const std::vector<LoraTarget> ts = module_targets(layout, pm.name);
     auto [out1, in] = lora_target_shape(base, ts[0]);
@@ -143,17 +152,19 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
     pm.R = pm.a->shape.empty() ? 0 : pm.a->shape[0], pm.in = in, pm.out = out;
     const std::vector<int64_t> wa = {pm.R, in}, wb = {out, pm.R};
     if (pm.R < 1 || pm.a->shape != wa || pm.b->shape != wb)
-      throw_input_error(st_path, fmt::format("lora_A {} and lora_B {} do not fit a [{}, {}] weight", json(pm.a->shape).dump(),
-                                             json(pm.b->shape).dump(), out, in),
+      throw_input_error(st_path,
+                        fmt::format("lora_A {} and lora_B {} do not fit a [{}, {}] weight", json(pm.a->shape).dump(),
+                                    json(pm.b->shape).dump(), out, in),
                         pm.a->name, -1, "use the base model the adapter was trained on");
     const json* rp = pattern_for(cfg, "rank_pattern", pm.name);
     const int64_t r_cfg = rp && rp->is_number_integer() ? rp->get<int64_t>() : cfg["r"].get<int64_t>();
     if (r_cfg != pm.R)
-      throw_input_error(cfg_path, fmt::format("{} has rank {} in the tensors, {} in the config", pm.name, pm.R, r_cfg), "r", -1,
-                        "the config and the tensors do not belong together");
+      throw_input_error(cfg_path, fmt::format("{} has rank {} in the tensors, {} in the config", pm.name, pm.R, r_cfg), "r",
+                        -1, "the config and the tensors do not belong together");
     const json* ap = pattern_for(cfg, "alpha_pattern", pm.name);
     if (ap && ap->is_number() && !(std::fabs(ap->get<double>()) <= double(std::numeric_limits<float>::max())))
-      throw_input_error(cfg_path, fmt::format("alpha_pattern of {} is {}", pm.name, ap->dump()), "alpha_pattern", -1, "a number");
+      throw_input_error(cfg_path, fmt::format("alpha_pattern of {} is {}", pm.name, ap->dump()), "alpha_pattern", -1,
+                        "a number");
     const float am = ap && ap->is_number() ? json_number<float>(*ap) : alpha;
     pm.scale = rslora ? am / std::sqrt(float(pm.R)) : am / float(pm.R);
     pm.A = read_f32(*pm.a, st_path), pm.B = read_f32(*pm.b, st_path);
@@ -191,11 +202,12 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
       if (!lt) continue;
       const int64_t rows = lt->out;  // this target's block of B's rows
       int64_t col0 = 0, cols = pm.R;
-      if (own && ts.size() > 1) {     // block j' of A's rows / B's columns
+      if (own && ts.size() > 1) {  // block j' of A's rows / B's columns
         const int64_t jj = std::find(fused.begin(), fused.end(), ts[j]) - fused.begin();
         col0 = jj * rank, cols = rank;
       }
-      if (own && cols != rank) throw_input_error(cfg_path, "the orion record does not match the tensors", "orion", -1, kHint);
+      if (own && cols != rank)
+        throw_input_error(cfg_path, "the orion record does not match the tensors", "orion", -1, kHint);
       if (col0 + cols > pm.R) throw_input_error(cfg_path, "the orion record does not match the tensors", "orion", -1, kHint);
       const float fold = own ? 1.0f : pm.scale / s_out;  // each module keeps its own scale
       float* A = a.A(*lt);
@@ -203,7 +215,8 @@ LoraAdapter read_peft(const std::string& dir, const ModelConfig& base) {
       std::memcpy(A, pm.A.data() + col0 * pm.in, size_t(cols * pm.in) * sizeof(float));  // rows col0.. of A
       std::vector<float> b(size_t(rows * a.rank()), 0.0f);
       for (int64_t o = 0; o < rows; o++)
-        for (int64_t k = 0; k < cols; k++) b[size_t(o * a.rank() + k)] = pm.B[size_t((int64_t(j) * rows + o) * pm.R + col0 + k)] * fold;
+        for (int64_t k = 0; k < cols; k++)
+          b[size_t(o * a.rank() + k)] = pm.B[size_t((int64_t(j) * rows + o) * pm.R + col0 + k)] * fold;
       if (layout.permuted_qk && (ts[j] == LoraTarget::Q || ts[j] == LoraTarget::K)) {  // undo HF's q/k row permutation
         ModelWeights scratch;
         Tensor hf{b.data(), DType::F32, {rows, a.rank()}};

@@ -71,8 +71,7 @@ Gpt2BpeTokenizer::Gpt2BpeTokenizer(const Gpt2BpeSpec& spec)
   std::unordered_map<std::string, int> ids;
   int max_id = -1;
   for (const auto& [token, id] : spec.vocab) {
-    if (id < 0 || id > 10'000'000)
-      throw_input_error(spec.vocab_file, fmt::format("token id {} is out of range", id), token);
+    if (id < 0 || id > 10'000'000) throw_input_error(spec.vocab_file, fmt::format("token id {} is out of range", id), token);
     ids.emplace(token, id);
     max_id = std::max(max_id, id);
   }
@@ -90,8 +89,8 @@ Gpt2BpeTokenizer::Gpt2BpeTokenizer(const Gpt2BpeSpec& spec)
     append_utf8(s, byte_cp[b]);
     auto it = ids.find(s);
     if (it == ids.end())
-      throw_input_error(spec.vocab_file, fmt::format("the vocabulary has no token for byte 0x{:02X} ('{}')", b, s), {},
-                        -1, "a byte-level BPE vocabulary must hold all 256 byte tokens");
+      throw_input_error(spec.vocab_file, fmt::format("the vocabulary has no token for byte 0x{:02X} ('{}')", b, s), {}, -1,
+                        "a byte-level BPE vocabulary must hold all 256 byte tokens");
     byte_token_[b] = it->second;
     cp_to_byte[byte_cp[b]] = uint8_t(b);
   }
@@ -119,8 +118,8 @@ Gpt2BpeTokenizer::Gpt2BpeTokenizer(const Gpt2BpeSpec& spec)
     const std::string& missing = a == ids.end() ? left : b == ids.end() ? right : left + right;
     if (a == ids.end() || b == ids.end() || m == ids.end())
       throw_input_error(spec.merges_file,
-                        fmt::format("merge '{} {}' names the token '{}', which is not in the vocabulary ({})", left,
-                                    right, missing, spec.vocab_file),
+                        fmt::format("merge '{} {}' names the token '{}', which is not in the vocabulary ({})", left, right,
+                                    missing, spec.vocab_file),
                         merge_where(spec, r), -1, "the merges and the vocabulary must come from the same tokenizer");
     // The first (lowest-rank) line wins if a pair is listed twice.
     merges_.emplace(pair_key(a->second, b->second), Merge{int(r), m->second});
@@ -208,8 +207,7 @@ std::vector<int> Gpt2BpeTokenizer::encode(std::string_view text, bool /*add_bos:
   // (the longest one if several start there). next_at caches each special's next occurrence.
   constexpr size_t npos = std::string_view::npos;
   std::vector<size_t> next_at(special_.size());
-  for (size_t k = 0; k < special_.size(); ++k)
-    next_at[k] = special_[k].first.empty() ? npos : text.find(special_[k].first);
+  for (size_t k = 0; k < special_.size(); ++k) next_at[k] = special_[k].first.empty() ? npos : text.find(special_[k].first);
   size_t pos = 0;
   while (pos < text.size()) {
     size_t best = npos, best_len = 0;

@@ -30,13 +30,13 @@ const std::array<uint32_t, 256>& gpt2_byte_to_codepoint();
 
 // Everything a byte-level BPE tokenizer is built from, as read from its files.
 struct Gpt2BpeSpec {
-  std::string vocab_file;   // named in errors about the vocabulary
-  std::string merges_file;  // named in errors about merges
-  std::vector<std::pair<std::string, int>> vocab;         // byte-level token string → id
-  std::vector<std::array<std::string, 2>> merges;         // in rank order
-  std::vector<int> merge_lines;                           // where each merge was read (for errors)
-  std::vector<std::pair<std::string, int>> special;       // literal text → id, matched before BPE
-  bool add_prefix_space = false;                          // tokenizer.json ByteLevel option
+  std::string vocab_file;                            // named in errors about the vocabulary
+  std::string merges_file;                           // named in errors about merges
+  std::vector<std::pair<std::string, int>> vocab;    // byte-level token string → id
+  std::vector<std::array<std::string, 2>> merges;    // in rank order
+  std::vector<int> merge_lines;                      // where each merge was read (for errors)
+  std::vector<std::pair<std::string, int>> special;  // literal text → id, matched before BPE
+  bool add_prefix_space = false;                     // tokenizer.json ByteLevel option
 };
 
 class Gpt2BpeTokenizer final : public Tokenizer {

@@ -27,8 +27,7 @@ json parse_json_file(const std::string& path) {
 // {"token": id, ...} → (token, id) pairs.
 std::vector<std::pair<std::string, int>> read_vocab_object(const json& obj, const std::string& path,
                                                            const std::string& field) {
-  if (!obj.is_object())
-    throw_input_error(path, "expected an object mapping each token to its id", field);
+  if (!obj.is_object()) throw_input_error(path, "expected an object mapping each token to its id", field);
   std::vector<std::pair<std::string, int>> vocab;
   vocab.reserve(obj.size());
   for (const auto& [token, id] : obj.items()) {
@@ -139,8 +138,7 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer_json(const std::string& path) {
       const json& t = (*added)[i];
       if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") ||
           !t["content"].is_string())
-        throw_input_error(path, "expected {\"id\": integer, \"content\": string, ...}",
-                          fmt::format("added_tokens[{}]", i));
+        throw_input_error(path, "expected {\"id\": integer, \"content\": string, ...}", fmt::format("added_tokens[{}]", i));
       spec.special.emplace_back(t["content"].get<std::string>(), t["id"].get<int>());
     }
   }

@@ -10,8 +10,8 @@ namespace {
 
 constexpr int kBosId = 1;
 constexpr int kEosId = 2;
-constexpr int kByteFallbackOffset = 3;      // <0x00> is id 3
-constexpr float kMinMergeScore = -1e10f;    // run.c's starting "best score"
+constexpr int kByteFallbackOffset = 3;    // <0x00> is id 3
+constexpr float kMinMergeScore = -1e10f;  // run.c's starting "best score"
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -37,16 +37,17 @@ Llama2cTokenizer::Llama2cTokenizer(const std::string& path, int expected_vocab_s
   ByteReader r(file->data(), file->size(), path);
   int32_t max_len = r.read<int32_t>("max_token_length");
   if (max_len <= 0 || max_len > (1 << 20))
-    throw_input_error(path, fmt::format("max_token_length {} is not a plausible piece length", max_len),
-                      "max_token_length", 0, "is this a llama2.c tokenizer.bin?");
+    throw_input_error(path, fmt::format("max_token_length {} is not a plausible piece length", max_len), "max_token_length",
+                      0, "is this a llama2.c tokenizer.bin?");
   max_token_length_ = max_len;
 
   for (int i = 0; expected_vocab_size < 0 ? r.remaining() > 0 : i < expected_vocab_size; ++i) {
     const int64_t at = int64_t(r.offset());
     const std::string field = fmt::format("token {}", i);
     if (r.remaining() < 8)
-      throw_input_error(path, fmt::format("the file ends inside token {} ({} bytes left, need 8 for score and length)",
-                                          i, r.remaining()),
+      throw_input_error(path,
+                        fmt::format("the file ends inside token {} ({} bytes left, need 8 for score and length)", i,
+                                    r.remaining()),
                         field, at, "the file is truncated");
     float score = r.read<float>("score");
     int32_t len = r.read<int32_t>("length");
@@ -54,8 +55,8 @@ Llama2cTokenizer::Llama2cTokenizer(const std::string& path, int expected_vocab_s
       throw_input_error(path, fmt::format("piece length {} is outside 0..max_token_length ({})", len, max_len), field,
                         at + 4);
     if (size_t(len) > r.remaining())
-      throw_input_error(path, fmt::format("piece length {} runs past the end of the file ({} bytes left)", len,
-                                          r.remaining()),
+      throw_input_error(path,
+                        fmt::format("piece length {} runs past the end of the file ({} bytes left)", len, r.remaining()),
                         field, at + 4, "the file is truncated");
     const auto* bytes = r.bytes(size_t(len), "piece");
     pieces_.emplace_back(reinterpret_cast<const char*>(bytes), size_t(len));

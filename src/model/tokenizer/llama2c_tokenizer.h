@@ -45,9 +45,9 @@ class Llama2cTokenizer final : public Tokenizer {
 
   std::string file_;
   int max_token_length_ = 0;
-  std::vector<std::string> pieces_;   // id → piece as stored
-  std::vector<std::string> decoded_;  // id → bytes it decodes to (<0xXX> → the byte)
-  std::vector<float> scores_;         // id → merge priority
+  std::vector<std::string> pieces_;           // id → piece as stored
+  std::vector<std::string> decoded_;          // id → bytes it decodes to (<0xXX> → the byte)
+  std::vector<float> scores_;                 // id → merge priority
   std::unordered_map<std::string, int> ids_;  // piece → lowest id spelling it
 };
 

@@ -49,7 +49,8 @@ SentencePieceTokenizer::~SentencePieceTokenizer() = default;
 std::vector<int> SentencePieceTokenizer::encode(std::string_view text, bool add_bos) const {
   std::vector<int> ids;
   auto status = sp_->Encode(text, &ids);
-  if (!status.ok()) throw_runtime_error(fmt::format("SentencePiece could not encode the text: {}", status.ToString()), file_);
+  if (!status.ok())
+    throw_runtime_error(fmt::format("SentencePiece could not encode the text: {}", status.ToString()), file_);
   if (add_bos && bos_id() >= 0) ids.insert(ids.begin(), bos_id());
   return ids;
 }

@@ -38,8 +38,8 @@ std::string first_existing(const fs::path& dir, std::initializer_list<const char
 std::unique_ptr<Tokenizer> load_bpe_pair(const fs::path& vocab) {
   const fs::path dir = vocab.parent_path();
   const bool openai_names = vocab.filename() == "encoder.json";
-  std::string merges = openai_names ? first_existing(dir, {"vocab.bpe", "merges.txt"})
-                                    : first_existing(dir, {"merges.txt", "vocab.bpe"});
+  std::string merges =
+      openai_names ? first_existing(dir, {"vocab.bpe", "merges.txt"}) : first_existing(dir, {"merges.txt", "vocab.bpe"});
   if (merges.empty()) merges = (dir / (openai_names ? "vocab.bpe" : "merges.txt")).string();
   return load_gpt2_bpe(vocab.string(), merges);
 }

@@ -20,8 +20,8 @@ class Tokenizer {
   // Whole-sequence decode (concatenation of decode_token).
   std::string decode(const std::vector<int>& ids) const;
   virtual int vocab_size() const = 0;
-  virtual int bos_id() const = 0;  // -1 when none
-  virtual int eos_id() const = 0;  // -1 when none (GPT-2: <|endoftext|> 50256)
+  virtual int bos_id() const = 0;        // -1 when none
+  virtual int eos_id() const = 0;        // -1 when none (GPT-2: <|endoftext|> 50256)
   virtual std::string name() const = 0;  // "gpt2-bpe", "llama2c", "sentencepiece"
 };
 

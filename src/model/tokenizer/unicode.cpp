@@ -25,8 +25,8 @@ CharClass char_class(uint32_t cp) {
   if (cp < 128) return ascii[cp];
   // The first range whose last code point is >= cp; cp is in it when it starts at or before cp.
   const auto* end = kRanges + kRangeCount;
-  const auto* it = std::lower_bound(kRanges, end, cp,
-                                    [](const unicode_detail::CodepointRange& r, uint32_t c) { return r.last < c; });
+  const auto* it =
+      std::lower_bound(kRanges, end, cp, [](const unicode_detail::CodepointRange& r, uint32_t c) { return r.last < c; });
   if (it != end && it->first <= cp) return static_cast<CharClass>(it->cls);
   return CharClass::Other;
 }
@@ -38,10 +38,19 @@ Utf8Char decode_utf8(std::string_view s, size_t pos) {
   // encode (anything below it is an overlong encoding, which UTF-8 forbids).
   int len;
   uint32_t cp, min_cp;
-  if ((b0 & 0xE0) == 0xC0) { len = 2; cp = b0 & 0x1F; min_cp = 0x80; }
-  else if ((b0 & 0xF0) == 0xE0) { len = 3; cp = b0 & 0x0F; min_cp = 0x800; }
-  else if ((b0 & 0xF8) == 0xF0) { len = 4; cp = b0 & 0x07; min_cp = 0x10000; }
-  else return {kInvalidCodepoint, 1};
+  if ((b0 & 0xE0) == 0xC0) {
+    len = 2;
+    cp = b0 & 0x1F;
+    min_cp = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    len = 3;
+    cp = b0 & 0x0F;
+    min_cp = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    len = 4;
+    cp = b0 & 0x07;
+    min_cp = 0x10000;
+  } else return {kInvalidCodepoint, 1};
   if (pos + len > s.size()) return {kInvalidCodepoint, 1};
   for (int i = 1; i < len; ++i) {
     const auto b = static_cast<uint8_t>(s[pos + i]);

@@ -18,9 +18,14 @@ class AneDriver::Program final : public DriverProgram {
  public:
   Program(std::shared_ptr<State> state, std::string name, IoPlan io, ModelDir dir, std::vector<std::string> weight_keys,
           std::unique_ptr<FrameworkModel> model)
-      : state_(std::move(state)), name_(std::move(name)), io_(std::move(io)), dir_(std::move(dir)),
-        weight_keys_(std::move(weight_keys)), model_(std::move(model)),
-        input_names_(io_.inputs.names()), output_names_(io_.outputs.names()) {}
+      : state_(std::move(state)),
+        name_(std::move(name)),
+        io_(std::move(io)),
+        dir_(std::move(dir)),
+        weight_keys_(std::move(weight_keys)),
+        model_(std::move(model)),
+        input_names_(io_.inputs.names()),
+        output_names_(io_.outputs.names()) {}
   ~Program() override {
     if (loaded_) (void)model_->unload(kQoS);  // nothing to report to from a destructor
     model_.reset();
@@ -60,8 +65,8 @@ AneDriver::Program& AneDriver::own(DriverProgram& p) {
 
 std::unique_ptr<DriverProgram> AneDriver::compile(const std::string& mil_text, const WeightDict& weights,
                                                   const std::string& name) {
-  check_mil_utf8(mil_text, name);                            // C19: UTF-8 bytes
-  IoPlan io = plan_io(mil_text, weights, *chip_, name);       // C6 bindings; parser errors → CompileFailed
+  check_mil_utf8(mil_text, name);                                         // C19: UTF-8 bytes
+  IoPlan io = plan_io(mil_text, weights, *chip_, name);                   // C6 bindings; parser errors → CompileFailed
   std::vector<WeightEntry> entries = plan_weight_entries(weights, name);  // C19: empty dict when none
 
   counters_.compiles++;  // C9: every attempt counts against the process's budget

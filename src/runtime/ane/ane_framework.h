@@ -23,10 +23,10 @@ struct CallResult {
 class FrameworkModel {
  public:
   virtual ~FrameworkModel() = default;
-  virtual std::string hex_identifier() = 0;               // hexStringIdentifier
-  virtual CallResult compile(unsigned qos) = 0;            // compileWithQoS:options:error:
-  virtual CallResult load(unsigned qos) = 0;               // loadWithQoS:options:error:
-  virtual CallResult unload(unsigned qos) = 0;             // unloadWithQoS:error:
+  virtual std::string hex_identifier() = 0;      // hexStringIdentifier
+  virtual CallResult compile(unsigned qos) = 0;  // compileWithQoS:options:error:
+  virtual CallResult load(unsigned qos) = 0;     // loadWithQoS:options:error:
+  virtual CallResult unload(unsigned qos) = 0;   // unloadWithQoS:error:
   // Copies the caller's surfaces into flat IOSurfaces of the same sizes (surface_spec), wraps them
   // in _ANEIOSurfaceObjects, builds an _ANERequest with the given index arrays, calls
   // evaluateWithQoS:options:request:error: and copies the outputs back (whole allocations).

@@ -33,8 +33,7 @@ std::vector<WeightEntry> plan_weight_entries(const WeightDict& weights, const st
   std::vector<WeightEntry> entries;
   for (const auto& [key, image] : weights) {
     auto bad = [&, &key = key](const std::string& why) {
-      return DriverError(DriverStatus::CompileFailed,
-                         fmt::format("program '{}': weight key '{}' {}", program, key, why),
+      return DriverError(DriverStatus::CompileFailed, fmt::format("program '{}': weight key '{}' {}", program, key, why),
                          fmt::format("weight keys are '{}<file>.bin', as the MIL BLOBFILE paths name them", prefix));
     };
     if (key.rfind(prefix, 0) != 0) throw bad(fmt::format("does not start with '{}'", prefix));
@@ -61,13 +60,25 @@ std::optional<size_t> first_invalid_utf8(const std::string& text) {
   size_t i = 0;
   while (i < n) {
     unsigned c = s[i];
-    if (c < 0x80) { i++; continue; }
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
     int len;
     uint32_t cp, min;
-    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
-    else return i;  // a continuation byte or 0xF8…0xFF where a sequence must start
+    if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+      min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+      min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+      min = 0x10000;
+    } else return i;  // a continuation byte or 0xF8…0xFF where a sequence must start
     if (n - i < size_t(len)) return i;
     for (int k = 1; k < len; k++) {
       if ((s[i + k] & 0xC0) != 0x80) return i;
@@ -176,8 +187,7 @@ SurfaceSpec surface_spec(size_t alloc_bytes) {
 
 void check_surfaces(const IoPlan& io, const std::vector<size_t>& input_bytes, const std::vector<size_t>& output_bytes,
                     const compiler::ChipProfile& chip, const std::string& program) {
-  auto side = [&](const compiler::BindingTable& t, const std::vector<size_t>& bytes, const char* what,
-                  const char* rule) {
+  auto side = [&](const compiler::BindingTable& t, const std::vector<size_t>& bytes, const char* what, const char* rule) {
     auto fail = [&](const std::string& msg, const std::string& hint) {
       throw DriverError(DriverStatus::BadSurfaces, fmt::format("program '{}': {}", program, msg), hint);
     };
@@ -196,8 +206,8 @@ void check_surfaces(const IoPlan& io, const std::vector<size_t>& input_bytes, co
                          chip.min_buffer_bytes),
              fmt::format("allocate {} bytes (pad the sequence to a bucket of at least 16)", t.alloc_bytes));
       if (int64_t(bytes[i]) < b.bytes)
-        fail(fmt::format("{} '{}' has {} bytes but its packed data {} needs {} (C14)", what, b.name, bytes[i],
-                         b.type.str(), b.bytes),
+        fail(fmt::format("{} '{}' has {} bytes but its packed data {} needs {} (C14)", what, b.name, bytes[i], b.type.str(),
+                         b.bytes),
              fmt::format("allocate {} bytes", t.alloc_bytes));
     }
   };
@@ -254,12 +264,13 @@ DriverError framework_error(Phase phase, const std::string& program, const std::
   msg += error_text.empty() ? " without an error description" : ": " + error_text;
   std::string hint;
   if (status == DriverStatus::BadSurfaces) {
-    hint = fmt::format("every input surface needs one allocation size and every output surface too (C13, C5), "
-                       "each at least {} bytes (C7)",
-                       chip.min_buffer_bytes);
+    hint = fmt::format(
+        "every input surface needs one allocation size and every output surface too (C13, C5), "
+        "each at least {} bytes (C7)",
+        chip.min_buffer_bytes);
   } else if (phase == Phase::Compile && compiles >= chip.compile_budget) {
-    msg += fmt::format(" — this process has compiled {} programs, at or past the {} budget of ~{} (C9)", compiles,
-                       chip.name, chip.compile_budget);
+    msg += fmt::format(" — this process has compiled {} programs, at or past the {} budget of ~{} (C9)", compiles, chip.name,
+                       chip.compile_budget);
     hint = "reuse compiled programs (program cache), pass weights as inputs, or continue in a fresh process";
   } else if (phase == Phase::Compile) {
     hint = "check the program with `orion mil check` and the rules of DESIGN.md §2 for this chip";

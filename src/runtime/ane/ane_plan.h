@@ -30,21 +30,21 @@ namespace orion::runtime::ane {
 // ---- facts of the private framework ------------------------------------------------------------
 inline constexpr const char* kFrameworkPath =
     "/System/Library/PrivateFrameworks/AppleNeuralEngine.framework/AppleNeuralEngine";
-inline constexpr unsigned kQoS = 21;                 // compile / load / evaluate / unload QoS
+inline constexpr unsigned kQoS = 21;                             // compile / load / evaluate / unload QoS
 inline constexpr const char* kModelPathPrefix = "@model_path/";  // what BLOBFILE paths start with
 inline constexpr const char* kMilFileName = "model.mil";
 inline constexpr const char* kWeightsDirName = "weights";
 // Keys of one weight dictionary value: {kWeightOffsetKey: 0, kWeightDataKey: NSData}.
 inline constexpr const char* kWeightOffsetKey = "offset";
 inline constexpr const char* kWeightDataKey = "data";
-inline constexpr int kLoadAttempts = 2;              // a load may fail while the ANE reclaims a slot
+inline constexpr int kLoadAttempts = 2;  // a load may fail while the ANE reclaims a slot
 inline constexpr int kLoadRetryDelayMs = 100;
 
 // ---- weight dictionary (C19) -------------------------------------------------------------------
 struct WeightEntry {
-  std::string key;            // "@model_path/weights/wq.bin": dictionary key = BLOBFILE path
-  std::string relative_path;  // "weights/wq.bin": where the file lives under the model folder
-  uint64_t offset = 0;        // the value's "offset": the data is the whole blob file image
+  std::string key;                             // "@model_path/weights/wq.bin": dictionary key = BLOBFILE path
+  std::string relative_path;                   // "weights/wq.bin": where the file lives under the model folder
+  uint64_t offset = 0;                         // the value's "offset": the data is the whole blob file image
   const std::vector<uint8_t>* data = nullptr;  // the MILBlob v2 image (owned by the WeightDict)
 };
 

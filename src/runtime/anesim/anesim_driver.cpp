@@ -23,7 +23,7 @@ class AnesimProgram final : public DriverProgram {
  public:
   const AnesimDriver* owner = nullptr;
   std::string program_name, mil_text;
-  std::vector<std::string> inputs, outputs;  // binding (alphabetical) order, C6
+  std::vector<std::string> inputs, outputs;        // binding (alphabetical) order, C6
   std::vector<int64_t> input_bytes, output_bytes;  // packed fp16 data per surface
   std::shared_ptr<const ir::Graph> compiled;
   WeightDict weight_files;
@@ -47,15 +47,18 @@ class AnesimProgram final : public DriverProgram {
   for (const char* op : {"'gelu'", "'silu'"})
     if (e.message().find(std::string("unknown MIL op ") + op) != std::string::npos)
       rule = fmt::format(" — the ANE has no {} op (C2): use the tanh form / x·sigmoid(x)", op);
-  compile_failed(fmt::format("the ANE compiler rejected '{}': {}{}", name, format_error_line(e.kind(), e.message(), {e.context().file, e.context().field, e.context().offset, {}}), rule),
+  compile_failed(fmt::format("the ANE compiler rejected '{}': {}{}", name,
+                             format_error_line(e.kind(), e.message(),
+                                               {e.context().file, e.context().field, e.context().offset, {}}),
+                             rule),
                  "compile the kernel with compiler::compile_graph, which legalizes it for the chip");
 }
 
 // C18: a chip's compiler knows the MIL versions up to its own, not newer ones.
 void check_version(const std::string& name, const compiler::ParsedMil& m, const compiler::ChipProfile& chip) {
   if (std::strtod(m.program_version.c_str(), nullptr) > std::strtod(chip.program_version.c_str(), nullptr))
-    compile_failed(fmt::format("the ANE compiler rejected '{}': program({}) is newer than {} accepts (program({}), C18)", name,
-                               m.program_version, chip.name, chip.program_version),
+    compile_failed(fmt::format("the ANE compiler rejected '{}': program({}) is newer than {} accepts (program({}), C18)",
+                               name, m.program_version, chip.name, chip.program_version),
                    "emit the MIL for this chip profile");
 }
 
@@ -68,7 +71,8 @@ int64_t check_rules(ir::Graph& g, const std::string& name, const compiler::ChipP
   compiler::make_pass("validate-ane")->run(g, ctx);
   std::string errors;
   for (const compiler::Diagnostic& d : ctx.diagnostics)
-    if (d.level == compiler::Diagnostic::Level::Error) errors += (errors.empty() ? "" : "; ") + compiler::format_diagnostic(d);
+    if (d.level == compiler::Diagnostic::Level::Error)
+      errors += (errors.empty() ? "" : "; ") + compiler::format_diagnostic(d);
   if (!errors.empty())
     compile_failed(fmt::format("the ANE compiler rejected '{}' for {}: {}", name, chip.name, errors),
                    "see docs/ane-rules.md; run this kernel on the CPU or change its shapes");
@@ -93,8 +97,8 @@ std::vector<std::pair<std::string, int64_t>> sorted_outputs(const ir::Graph& g) 
 void check_surfaces(const char* side, const char* uniform_rule, const std::vector<std::string>& names,
                     const std::vector<int64_t>& packed, const std::vector<Surface*>& s, const compiler::ChipProfile& chip) {
   if (s.size() != names.size())
-    throw DriverError(DriverStatus::EvalFailed,
-                      fmt::format("{} {} surfaces given, the program binds {} ({})", s.size(), side, names.size(), fmt::join(names, ", ")));
+    throw DriverError(DriverStatus::EvalFailed, fmt::format("{} {} surfaces given, the program binds {} ({})", s.size(),
+                                                            side, names.size(), fmt::join(names, ", ")));
   for (size_t i = 0; i < s.size(); i++) {
     if (!s[i]) throw DriverError(DriverStatus::EvalFailed, fmt::format("{} surface '{}' is null", side, names[i]));
     const int64_t a = int64_t(s[i]->alloc_bytes()), a0 = int64_t(s[0]->alloc_bytes());
@@ -110,8 +114,8 @@ void check_surfaces(const char* side, const char* uniform_rule, const std::vecto
                         "allocate every surface of a side with the binding table's alloc_bytes");
     if (a < packed[i])
       throw DriverError(DriverStatus::BadSurfaces,
-                        fmt::format("{} surface '{}' has {} bytes, too small for its packed fp16 data of {} bytes (C14)", side,
-                                    names[i], a, packed[i]));
+                        fmt::format("{} surface '{}' has {} bytes, too small for its packed fp16 data of {} bytes (C14)",
+                                    side, names[i], a, packed[i]));
   }
 }
 
@@ -158,7 +162,8 @@ std::unique_ptr<DriverProgram> AnesimDriver::compile(const std::string& mil_text
 static AnesimProgram& own(const AnesimDriver* self, DriverProgram& p) {
   auto* a = dynamic_cast<AnesimProgram*>(&p);
   if (!a || a->owner != self)
-    throw DriverError(DriverStatus::LoadFailed, fmt::format("program '{}' was not compiled by this anesim driver", p.name()));
+    throw DriverError(DriverStatus::LoadFailed,
+                      fmt::format("program '{}' was not compiled by this anesim driver", p.name()));
   return *a;
 }
 
@@ -168,9 +173,11 @@ void AnesimDriver::load(DriverProgram& dp) {
     // A profile on which reloading reads the model folder again: recompile the network from the
     // current files (the MIL text is unchanged, so only the constants differ).
     try {
-      p.compiled = std::make_shared<const ir::Graph>(compiler::parse_mil(p.mil_text, p.weight_files, p.program_name + ".mil"));
+      p.compiled =
+          std::make_shared<const ir::Graph>(compiler::parse_mil(p.mil_text, p.weight_files, p.program_name + ".mil"));
     } catch (const Error& e) {
-      throw DriverError(DriverStatus::LoadFailed, fmt::format("loading '{}' with its replaced weight files failed: {}", p.program_name, e.what()));
+      throw DriverError(DriverStatus::LoadFailed,
+                        fmt::format("loading '{}' with its replaced weight files failed: {}", p.program_name, e.what()));
     }
     p.files_replaced = false;
   }
@@ -199,7 +206,9 @@ void AnesimDriver::replace_weight_files(DriverProgram& dp, const WeightDict& wei
 
 void AnesimDriver::evaluate(DriverProgram& dp, const std::vector<Surface*>& inputs, const std::vector<Surface*>& outputs) {
   AnesimProgram& p = own(this, dp);
-  if (!p.plan) throw DriverError(DriverStatus::EvalFailed, fmt::format("program '{}' is not loaded", p.program_name), "call load() first");
+  if (!p.plan)
+    throw DriverError(DriverStatus::EvalFailed, fmt::format("program '{}' is not loaded", p.program_name),
+                      "call load() first");
   check_surfaces("input", "C13", p.inputs, p.input_bytes, inputs, *chip_);
   check_surfaces("output", "C5", p.outputs, p.output_bytes, outputs, *chip_);
   std::vector<const uint16_t*> in;
@@ -213,9 +222,7 @@ void AnesimDriver::evaluate(DriverProgram& dp, const std::vector<Surface*>& inpu
 
 TimingBreakdown AnesimDriver::predicted(const DriverProgram& p) const { return predict_evaluation(cost(p), *chip_); }
 
-const ProgramCost& AnesimDriver::cost(const DriverProgram& p) const {
-  return own(this, const_cast<DriverProgram&>(p)).cost;
-}
+const ProgramCost& AnesimDriver::cost(const DriverProgram& p) const { return own(this, const_cast<DriverProgram&>(p)).cost; }
 
 std::unique_ptr<Driver> make_anesim_driver(const DriverOptions& options) { return std::make_unique<AnesimDriver>(options); }
 

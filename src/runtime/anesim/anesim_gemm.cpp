@@ -57,14 +57,16 @@ void tail_columns(const Operands& o, int m0, int mr, int n0) {
 
 using TileFn = void (*)(const Operands&, int, int, int);
 template <int NR>
-void tile_generic(const Operands& o, int m0, int mr, int n0) { tile<NR>(o, m0, mr, n0); }
+void tile_generic(const Operands& o, int m0, int mr, int n0) {
+  tile<NR>(o, m0, mr, n0);
+}
 [[gnu::target("avx2")]] void tile_avx2(const Operands& o, int m0, int mr, int n0) { tile<16>(o, m0, mr, n0); }
 [[gnu::target("avx512f")]] void tile_avx512(const Operands& o, int m0, int mr, int n0) { tile<32>(o, m0, mr, n0); }
 
 }  // namespace
 
-void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M,
-                      int K, int N) {
+void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M, int K,
+                      int N) {
   TileFn fn = tile_generic<8>;
   int NR = 8;
   switch (cpu::active_isa()) {
@@ -79,10 +81,8 @@ void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, cons
 #pragma omp parallel for schedule(static) if (int64_t(M) * N * K > (1 << 18))
   for (int64_t t = 0; t < tiles; t++) {
     const int nb = int(t / m_tiles), m0 = int(t % m_tiles) * MR, mr = std::min(MR, M - m0);
-    if (nb < n_whole)
-      fn(o, m0, mr, nb * NR);
-    else
-      tail_columns(o, m0, mr, n_whole * NR);
+    if (nb < n_whole) fn(o, m0, mr, nb * NR);
+    else tail_columns(o, m0, mr, n_whole * NR);
   }
 }
 

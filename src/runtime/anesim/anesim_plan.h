@@ -39,11 +39,11 @@ class Plan {
     std::vector<int> frees;  // nodes whose results are not read after this step
   };
   std::shared_ptr<const ir::Graph> g_;
-  std::vector<int> input_nodes_;               // binding order
-  std::vector<ir::Value> output_values_;       // binding order
+  std::vector<int> input_nodes_;          // binding order
+  std::vector<ir::Value> output_values_;  // binding order
   std::vector<int64_t> input_numel_, output_numel_;
-  std::vector<Step> steps_;                    // live op nodes in topological order
-  std::vector<ir::Tensor32> constants_;        // by node index; empty for non-constants
+  std::vector<Step> steps_;              // live op nodes in topological order
+  std::vector<ir::Tensor32> constants_;  // by node index; empty for non-constants
 };
 
 // Rounds every element to the nearest fp16 value (ties to even, overflow to ±inf).

@@ -11,10 +11,10 @@ namespace orion::runtime::anesim {
 
 // What one program costs per evaluation, counted once from its graph when it is compiled.
 struct ProgramCost {
-  double flops = 0;                 // multiply-adds count 2; elementwise, reductions ~1 per element
-  int ops = 0;                      // ops the ANE executes (everything but inputs and constants)
-  int64_t working_set_bytes = 0;    // constants + peak live activations (annotate-sram's estimate)
-  int64_t surface_bytes = 0;        // packed fp16 bytes written to inputs and read from outputs
+  double flops = 0;               // multiply-adds count 2; elementwise, reductions ~1 per element
+  int ops = 0;                    // ops the ANE executes (everything but inputs and constants)
+  int64_t working_set_bytes = 0;  // constants + peak live activations (annotate-sram's estimate)
+  int64_t surface_bytes = 0;      // packed fp16 bytes written to inputs and read from outputs
 };
 
 // Counts flops, ops and surface bytes of g; `working_set_bytes` is annotate-sram's estimate.
@@ -36,7 +36,7 @@ TimingBreakdown predict_evaluation(const ProgramCost& cost, const compiler::Chip
 // Constants of the model (documented in anesim_timing.cpp).
 constexpr double kPeakUtilisation = 0.94;  // DESIGN.md §2: deep programs (16–64 ops)
 constexpr int kOpsForPeak = 16;
-constexpr double kSramPenalty = 1.3;                 // DESIGN.md §2 / C20: ~30% slower
-constexpr double kSurfaceCopyBytesPerMs = 1.37e6;    // calibrated on DESIGN.md §4's 2.3 ms round trip
+constexpr double kSramPenalty = 1.3;               // DESIGN.md §2 / C20: ~30% slower
+constexpr double kSurfaceCopyBytesPerMs = 1.37e6;  // calibrated on DESIGN.md §4's 2.3 ms round trip
 
 }  // namespace orion::runtime::anesim

@@ -30,8 +30,7 @@ bool has_f16c() {
 bool cpu_has(Isa isa) {
   switch (isa) {
     case Isa::Generic: return true;
-    case Isa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case Isa::Avx512:
       return cpu_has(Isa::Avx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
@@ -130,8 +129,8 @@ void matmul(float* y, const float* x, const void* W, DType wt, const float* bias
 
 // --- attention -----------------------------------------------------------------------------------
 
-void attention_head(float* out, const float* q, const float* k, const float* v, int len, int head_dim,
-                    int kv_stride, float* att) {
+void attention_head(float* out, const float* q, const float* k, const float* v, int len, int head_dim, int kv_stride,
+                    float* att) {
   const IsaKernels& ker = *g_kernels;
   const float scale = 1.0f / std::sqrt(float(head_dim));
   for (int p = 0; p < len; p++) att[p] = ker.dot(q, k + size_t(p) * kv_stride, head_dim) * scale;
@@ -143,8 +142,8 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
 // For each new token t and head h (one task each, spread over threads), attention_head over the
 // positions ≤ its own. With grouped-query attention, NH/NKV consecutive query heads share kv head
 // kvh = h / (NH/NKV).
-void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads,
-               int n_kv_heads, int head_dim, int kv_stride) {
+void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads, int n_kv_heads,
+               int head_dim, int kv_stride) {
   const int group = n_heads / n_kv_heads, HS = head_dim, Q = n_heads * HS;
   const int tasks = T * n_heads;
 #pragma omp parallel if (tasks > 1)

@@ -38,10 +38,10 @@ void rmsnorm(float* y, const float* x, const float* w, int M, int C, float eps);
 void layernorm(float* y, const float* x, const float* w, const float* b, int M, int C, float eps);
 
 // --- elementwise ---------------------------------------------------------------------------------
-void add_inplace(float* y, const float* x, size_t n);        // y += x
-void gelu_tanh_inplace(float* x, size_t n);                   // x = 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))
+void add_inplace(float* y, const float* x, size_t n);                 // y += x
+void gelu_tanh_inplace(float* x, size_t n);                           // x = 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))
 void swiglu(float* h, const float* gate, const float* up, size_t n);  // h = silu(gate) ⊙ up, silu(g) = g·σ(g)
-void softmax_inplace(float* x, int n);                        // x = exp(x − max) / Σ
+void softmax_inplace(float* x, int n);                                // x = exp(x − max) / Σ
 
 // --- embeddings and positions --------------------------------------------------------------------
 // out[C] = row `id` of table [rows, C] (any dtype) converted to fp32.
@@ -61,15 +61,15 @@ void rope_rotate(float* x, const float* cs, int head_dim, int c0, int c1);
 //   q:   [T, NH·HS]          out: [T, NH·HS]
 //   k, v: [pos0+T, NKV·HS]   (row stride kv_stride floats); head h reads kv head h / (NH/NKV)
 // scores = q·kᵀ / √HS over positions ≤ its own, softmax, then weighted sum of v.
-void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads,
-               int n_kv_heads, int head_dim, int kv_stride);
+void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads, int n_kv_heads,
+               int head_dim, int kv_stride);
 
 // One query head of one token against `len` cached positions (the causal window), single-threaded:
 //   att[p] = q·k_p / √HS,  att = softmax(att),  out = Σ_p att[p]·v_p
 //   q, out: [HS];  k, v: rows p = 0 .. len−1 of stride kv_stride (pointing at the head's channels)
 //   scratch: ≥ len floats
-void attention_head(float* out, const float* q, const float* k, const float* v, int len, int head_dim,
-                    int kv_stride, float* scratch);
+void attention_head(float* out, const float* q, const float* k, const float* v, int len, int head_dim, int kv_stride,
+                    float* scratch);
 
 // --- building blocks for code that runs inside its own OpenMP parallel region -------------------
 // (a decode step runs a whole token in one region, see model/family/llama/llama_decode.cpp; these never start

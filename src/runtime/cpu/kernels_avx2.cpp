@@ -163,8 +163,8 @@ void gemm_column_block(float* y, const float* x, const float* w, const float* bi
   for (; m < M; m++) gemm_tile<1, NT>(y + size_t(m) * N + n, N, x + size_t(m) * K, w, b, K);
 }
 
-void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0,
-               int n1, float* scratch) {
+void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0, int n1,
+               float* scratch) {
   for (int n = n0; n < n1; n += TN) {
     const int nt = std::min(TN, n1 - n);
     const float* w = static_cast<const float*>(W) + size_t(n) * K;

@@ -45,8 +45,8 @@ void matvec_rows(float* y, const float* x, const void* W, DType wt, const float*
 }
 
 // Prefill columns n0 .. n1−1: one matvec per token (the portable path keeps it simple).
-void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0,
-               int n1, float*) {
+void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0, int n1,
+               float*) {
   for (int m = 0; m < M; m++) matvec_rows(y + size_t(m) * N, x + size_t(m) * K, W, wt, bias, K, n0, n1);
 }
 

@@ -19,13 +19,12 @@ struct IsaKernels {
   Isa isa;
   // Decode rows n0 .. n1−1 of y = x·Wᵀ (+ bias):  y[n] = Σ_k x[k]·W[n, k]
   //   x: [K] fp32;  W: [N, K] in dtype wt;  y: [N];  bias: [N] or nullptr.
-  void (*matvec_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0,
-                      int n1);
+  void (*matvec_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1);
   // Prefill columns n0 .. n1−1 of y[M, N] = x[M, K]·W[N, K]ᵀ (+ bias), every element summed in
   // the same order as matvec_rows (so prefill and decode agree bit for bit). `scratch` holds
   // gemm_rows_step × K floats (f16/bf16 weight rows widened to fp32 once, reused by all M rows).
-  void (*gemm_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N,
-                    int n0, int n1, float* scratch);
+  void (*gemm_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0,
+                    int n1, float* scratch);
   int gemm_rows_step;  // weight rows per tile of gemm_rows; threads split N in multiples of it
   // dst[i] = fp32(src[i]) for i < n (f32, f16 or bf16 source).
   void (*to_f32)(float* dst, const void* src, DType dt, size_t n);

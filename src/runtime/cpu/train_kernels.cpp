@@ -61,9 +61,9 @@ void matmul_forward_train(float* y, const float* x, const float* W, const float*
 void matmul_backward_input(float* dx, const float* dy, const float* W, int M, int K, int N) {
   if (gemm_acc_available()) return gemm_acc(dx, size_t(K), dy, size_t(N), 1, W, size_t(K), M, K, N);
   const int ch = std::min(N, kTrainChunk);
-  float* dyc = scratch(0, size_t(M) * ch).data();   // [M, ch]
-  float* wt = scratch(1, size_t(K) * ch).data();    // [K, ch]
-  float* tmp = scratch(2, size_t(M) * K).data();    // [M, K]
+  float* dyc = scratch(0, size_t(M) * ch).data();  // [M, ch]
+  float* wt = scratch(1, size_t(K) * ch).data();   // [K, ch]
+  float* tmp = scratch(2, size_t(M) * K).data();   // [M, K]
   for (int n0 = 0; n0 < N; n0 += ch) {
     const int n1 = std::min(N, n0 + ch), n = n1 - n0;
     const float* dyp = dy;
@@ -79,10 +79,10 @@ void matmul_backward_weight(float* dW, const float* dy, const float* x, int M, i
   // A(n, m) = dy[m, n]: row stride 1, column stride N.
   if (gemm_acc_available()) return gemm_acc(dW, size_t(K), dy, 1, size_t(N), x, size_t(K), N, K, M);
   const int ch = std::min(N, kTrainChunk);
-  float* xt = scratch(0, size_t(K) * M).data();     // [K, M]
-  float* dyt = scratch(1, size_t(ch) * M).data();   // [ch, M]
-  float* tmp = scratch(2, size_t(ch) * K).data();   // [ch, K]
-  float* dyc = scratch(3, size_t(M) * ch).data();   // [M, ch]
+  float* xt = scratch(0, size_t(K) * M).data();    // [K, M]
+  float* dyt = scratch(1, size_t(ch) * M).data();  // [ch, M]
+  float* tmp = scratch(2, size_t(ch) * K).data();  // [ch, K]
+  float* dyc = scratch(3, size_t(M) * ch).data();  // [M, ch]
   transpose(xt, x, M, K);
   for (int n0 = 0; n0 < N; n0 += ch) {
     const int n1 = std::min(N, n0 + ch), n = n1 - n0;

@@ -38,8 +38,7 @@ void bias_backward(float* db, const float* dy, int M, int N);
 // (train_gemm.cpp). Only with AVX-512 (gemm_acc_available()); the two backward products use it
 // when available, and transposes + cpu::matmul otherwise.
 bool gemm_acc_available();
-void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N,
-              int K);
+void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N, int K);
 
 // --- AVX-512 kernels of the training step's other work (train_simd.cpp) ------------------------
 // Use them only when train_simd_available() (the active ISA is AVX-512); each is single-threaded
@@ -74,10 +73,9 @@ void softmax_scaled_simd(float* d, const float* l, float lse, float scale, int V
 // probabilities; dp [T] scratch. Forward: p = softmax(qt·k_s·scale, s ≤ t), 0 past t; o = Σ p_s v_s.
 // Backward: dv_s += p_s·dot, dq += Σ ds_s·k_s, dk_s += ds_s·qt, ds_s = p_s(dot·v_s − Σ_u p_u dot·v_u)·scale.
 bool attention_simd_available(int HS);  // HS a multiple of 16, ≤ 256
-void attention_row_forward_simd(float* o, float* p, const float* qt, const float* k, const float* v, size_t stride,
-                                int t, int T, int HS, float scale);
+void attention_row_forward_simd(float* o, float* p, const float* qt, const float* k, const float* v, size_t stride, int t,
+                                int T, int HS, float scale);
 void attention_row_backward_simd(float* dqt, float* dk, float* dv, float* dp, const float* dot, const float* p,
-                                 const float* qt, const float* k, const float* v, size_t stride, int t, int HS,
-                                 float scale);
+                                 const float* qt, const float* k, const float* v, size_t stride, int t, int HS, float scale);
 
 }  // namespace orion::cpu

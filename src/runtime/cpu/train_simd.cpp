@@ -67,17 +67,23 @@ ORION_AVX512 inline __m512 tanh16(__m512 u) { return _ZGVeN16v_tanhf(u); }
 ORION_AVX512 inline __m512 exp16(__m512 u) { return _ZGVeN16v_expf(u); }
 ORION_AVX512 inline __m512d exp8d(__m512d u) { return _ZGVeN8v_exp(u); }
 #else
-ORION_AVX512 inline __m512 tanh16(__m512 u) { return each_lane<float>(u, [](float x) { return std::tanh(x); }); }
-ORION_AVX512 inline __m512 exp16(__m512 u) { return each_lane<float>(u, [](float x) { return std::exp(x); }); }
-ORION_AVX512 inline __m512d exp8d(__m512d u) { return each_lane<double>(u, [](double x) { return std::exp(x); }); }
+ORION_AVX512 inline __m512 tanh16(__m512 u) {
+  return each_lane<float>(u, [](float x) { return std::tanh(x); });
+}
+ORION_AVX512 inline __m512 exp16(__m512 u) {
+  return each_lane<float>(u, [](float x) { return std::exp(x); });
+}
+ORION_AVX512 inline __m512d exp8d(__m512d u) {
+  return each_lane<double>(u, [](double x) { return std::exp(x); });
+}
 #endif
 
 // ---------------------------------------------------------------------------------------------
 // AdamW
 // ---------------------------------------------------------------------------------------------
 
-ORION_AVX512 void adamw_avx512(float* __restrict p, const float* __restrict g, float* __restrict m,
-                               float* __restrict v, size_t n, const AdamWScalars& s) {
+ORION_AVX512 void adamw_avx512(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
+                               size_t n, const AdamWScalars& s) {
   const __m512 gs = _mm512_set1_ps(s.gscale), b1 = _mm512_set1_ps(s.beta1), ob1 = _mm512_set1_ps(1.0f - s.beta1),
                b2 = _mm512_set1_ps(s.beta2), ob2 = _mm512_set1_ps(1.0f - s.beta2), c1 = _mm512_set1_ps(s.c1),
                c2 = _mm512_set1_ps(s.c2), eps = _mm512_set1_ps(s.eps), lr = _mm512_set1_ps(s.lr),
@@ -92,8 +98,7 @@ ORION_AVX512 void adamw_avx512(float* __restrict p, const float* __restrict g, f
     _mm512_mask_storeu_ps(v + i, k, vi);
     const __m512 mhat = _mm512_div_ps(mi, c1), vhat = _mm512_div_ps(vi, c2);
     const __m512 pi = _mm512_maskz_loadu_ps(k, p + i);
-    const __m512 step =
-        _mm512_add_ps(_mm512_div_ps(mhat, _mm512_add_ps(_mm512_sqrt_ps(vhat), eps)), _mm512_mul_ps(dec, pi));
+    const __m512 step = _mm512_add_ps(_mm512_div_ps(mhat, _mm512_add_ps(_mm512_sqrt_ps(vhat), eps)), _mm512_mul_ps(dec, pi));
     _mm512_mask_storeu_ps(p + i, k, _mm512_sub_ps(pi, _mm512_mul_ps(lr, step)));
   }
 }
@@ -165,8 +170,8 @@ ORION_AVX512 void swiglu_forward_avx512(float* out, const float* gate, const flo
   }
 }
 
-ORION_AVX512 void swiglu_backward_avx512(float* dgate, float* dup, const float* dout, const float* gate,
-                                         const float* up, size_t n) {
+ORION_AVX512 void swiglu_backward_avx512(float* dgate, float* dup, const float* dout, const float* gate, const float* up,
+                                         size_t n) {
   const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
   for (size_t i = 0; i < n; i += 16) {
     const __mmask16 k = first(n - i);
@@ -177,7 +182,8 @@ ORION_AVX512 void swiglu_backward_avx512(float* dgate, float* dup, const float* 
     const __m512 dg = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(d, u), sig),
                                     _mm512_add_ps(one, _mm512_mul_ps(g, _mm512_sub_ps(one, sig))));
     _mm512_mask_storeu_ps(dgate + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, dgate + i), dg));
-    _mm512_mask_storeu_ps(dup + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, dup + i), _mm512_mul_ps(_mm512_mul_ps(d, g), sig)));
+    _mm512_mask_storeu_ps(dup + i, k,
+                          _mm512_add_ps(_mm512_maskz_loadu_ps(k, dup + i), _mm512_mul_ps(_mm512_mul_ps(d, g), sig)));
   }
 }
 
@@ -230,7 +236,8 @@ ORION_AVX512 inline float dot_avx512(const float* a, const float* b, int HS) {
 // y[0..HS) += c·x[0..HS)
 ORION_AVX512 inline void axpy_avx512(float* y, float c, const float* x, int HS) {
   const __m512 cv = _mm512_set1_ps(c);
-  for (int i = 0; i < HS; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(cv, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  for (int i = 0; i < HS; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(cv, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
 }
 
 ORION_AVX512 void attention_row_forward_avx512(float* o, float* p, const float* qt, const float* k, const float* v,
@@ -305,8 +312,8 @@ void softmax_scaled_simd(float* d, const float* l, float lse, float scale, int V
 
 bool attention_simd_available(int HS) { return train_simd_available() && HS % 16 == 0 && HS <= kMaxHS; }
 
-void attention_row_forward_simd(float* o, float* p, const float* qt, const float* k, const float* v, size_t stride,
-                                int t, int T, int HS, float scale) {
+void attention_row_forward_simd(float* o, float* p, const float* qt, const float* k, const float* v, size_t stride, int t,
+                                int T, int HS, float scale) {
   attention_row_forward_avx512(o, p, qt, k, v, stride, t, T, HS, scale);
 }
 

@@ -33,7 +33,8 @@ AneTrainOptions::Overlap parse_overlap(const std::string& name) {
   throw_usage_error(fmt::format("unknown --overlap-dw value '{}'", name), "--overlap-dw", "use auto, on or off");
 }
 
-std::unique_ptr<AneBlocks> make_ane_blocks(const Params& params, Grads* grads, int B, int T, const AneTrainOptions& options) {
+std::unique_ptr<AneBlocks> make_ane_blocks(const Params& params, Grads* grads, int B, int T,
+                                           const AneTrainOptions& options) {
   return training_family(params.config().arch).ane_blocks(params, grads, B, T, options);
 }
 
@@ -43,13 +44,20 @@ using runtime::UpdatableKernel;
 using runtime::UpdateStrategy;
 
 AneBlocksBase::AneBlocksBase(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o, int lora_slot)
-    : p_(p), g_(g), B_(B), T_(T), view_(p.view()), opt_(o), lora_slot_(lora_slot),
+    : p_(p),
+      g_(g),
+      B_(B),
+      T_(T),
+      view_(p.view()),
+      opt_(o),
+      lora_slot_(lora_slot),
       specs_(frontends::training_kernels(p.config().arch, lora_slot)) {
   runtime::DriverOptions d;
   d.chip = &compiler::chip_profile(o.chip);
   d.reload_takes_effect = o.reload_takes_effect;
   driver_ = runtime::make_driver(o.driver, d);
-  overlap_ = o.overlap_dw == AneTrainOptions::Overlap::On || (o.overlap_dw == AneTrainOptions::Overlap::Auto && o.driver == "ane");
+  overlap_ =
+      o.overlap_dw == AneTrainOptions::Overlap::On || (o.overlap_dw == AneTrainOptions::Overlap::Auto && o.driver == "ane");
   budget_ = std::make_unique<runtime::CompileBudget>(o.compile_budget > 0 ? runtime::CompileBudget(o.compile_budget)
                                                                           : runtime::CompileBudget::for_driver(*driver_));
   cache_ = std::make_unique<runtime::ProgramCache>(*driver_, *budget_);
@@ -99,8 +107,9 @@ UpdateStrategy AneBlocksBase::probe_delta_reload() {
     }
   runtime::UpdateResult r = runtime::update_weights(k, negated, UpdateStrategy::DeltaReload);
   const bool works = r.used == UpdateStrategy::DeltaReload && r.verified;
-  up_.probe = works ? fmt::format("delta reload verified (error {:.2g})", r.max_error)
-                    : fmt::format("delta reload stale ({}), weights as inputs instead", r.attempts.empty() ? "" : r.attempts[0]);
+  up_.probe =
+      works ? fmt::format("delta reload verified (error {:.2g})", r.max_error)
+            : fmt::format("delta reload stale ({}), weights as inputs instead", r.attempts.empty() ? "" : r.attempts[0]);
   up_.stale_detected += r.stale_detected ? 1 : 0;
   note("probe: " + up_.probe);
   return works ? UpdateStrategy::DeltaReload : UpdateStrategy::WeightsAsInputs;
@@ -111,8 +120,8 @@ void AneBlocksBase::compile_all(UpdatableKernel::Mode mode) {
   programs_.clear();
   index_.assign(size_t(kRoles) * L, -1);
   const UpdateStrategy as = mode == UpdatableKernel::Mode::WeightsAsInputs ? UpdateStrategy::WeightsAsInputs
-                          : opt_.weight_update == UpdateStrategy::Auto   ? UpdateStrategy::DeltaReload
-                                                                         : opt_.weight_update;
+                            : opt_.weight_update == UpdateStrategy::Auto   ? UpdateStrategy::DeltaReload
+                                                                           : opt_.weight_update;
   const std::vector<frontends::ProgramSpec> list = frontends::training_programs(view_, {Sa_, Sf_}, lora_slot_);
   programs_.reserve(list.size());
   for (const frontends::ProgramSpec& ps : list) {
@@ -120,7 +129,8 @@ void AneBlocksBase::compile_all(UpdatableKernel::Mode mode) {
     Program p;
     p.spec = &s, p.layer = std::max(ps.layer, 0), p.S = ps.S;
     const runtime::ProgramKey key{opt_.model_name, ps.kernel, ps.layer, ps.S, 0};
-    p.k = std::make_unique<UpdatableKernel>(*cache_, key, ps.build(), s.per_layer ? mode : UpdatableKernel::Mode::BakedWeights);
+    p.k = std::make_unique<UpdatableKernel>(*cache_, key, ps.build(),
+                                            s.per_layer ? mode : UpdatableKernel::Mode::BakedWeights);
     p.strategy = as;
     programs_.push_back(std::move(p));
     // a per-layer program serves its layer; a shared one every layer
@@ -135,12 +145,13 @@ void AneBlocksBase::ensure_compiled() {
   choose_buckets();
   UpdateStrategy s = frozen_weights_ ? UpdateStrategy::Recompile : opt_.weight_update;  // Recompile: baked (never used)
   if (s == UpdateStrategy::Auto) s = probe_delta_reload();
-  compile_all(s == UpdateStrategy::WeightsAsInputs ? UpdatableKernel::Mode::WeightsAsInputs : UpdatableKernel::Mode::BakedWeights);
+  compile_all(s == UpdateStrategy::WeightsAsInputs ? UpdatableKernel::Mode::WeightsAsInputs
+                                                   : UpdatableKernel::Mode::BakedWeights);
   compiled_ = true;
   up_.strategy = frozen_weights_ ? "none (frozen base, baked once)" : strategies_in_use();
   ph_.compile_s += t.seconds();
-  note(fmt::format("{} programs on {} ({}), buckets S={} (attention) / {} (feed-forward), weights by {}; {}", programs_.size(),
-                   driver_->name(), driver_->chip().name, Sa_, Sf_, up_.strategy, budget_->str()));
+  note(fmt::format("{} programs on {} ({}), buckets S={} (attention) / {} (feed-forward), weights by {}; {}",
+                   programs_.size(), driver_->name(), driver_->chip().name, Sa_, Sf_, up_.strategy, budget_->str()));
 }
 
 Program& AneBlocksBase::prog(KernelRole role, int layer) {
@@ -168,7 +179,8 @@ TensorMap AneBlocksBase::run(KernelRole role, int layer, const TensorMap& inputs
   ph_.predicted_ane_ms += driver_->counters().predicted_ane_ms - ane0;
   if (const auto* sim = dynamic_cast<const runtime::anesim::AnesimDriver*>(driver_.get())) {
     const runtime::anesim::TimingBreakdown tb = sim->predicted(k.driver_program());
-    ph_.predicted_dispatch_ms += tb.dispatch_ms, ph_.predicted_compute_ms += tb.compute_ms, ph_.predicted_copy_ms += tb.copy_ms;
+    ph_.predicted_dispatch_ms += tb.dispatch_ms, ph_.predicted_compute_ms += tb.compute_ms,
+        ph_.predicted_copy_ms += tb.copy_ms;
     double weight_bytes = 0;
     for (const runtime::WeightInput& w : p.k->weight_inputs()) weight_bytes += double(w.declared.bytes());
     ph_.predicted_weight_stream_ms += weight_bytes / runtime::anesim::kSurfaceCopyBytesPerMs;
@@ -222,7 +234,8 @@ AneBlocksBase::AttentionGrads AneBlocksBase::attention_backward(int l, const flo
   AttentionGrads g;
   g.sdpa1 = run(kSdpaBwd1, l, {{"dy", to_ane(dx1, T, C, Sa_, gscale)}, {"q", q}, {"k", k}, {"v", v}});
   g.sdpa2 = run(kSdpaBwd2, l, {{"probs", g.sdpa1.at("probs")}, {"dprobs", g.sdpa1.at("dprobs")}, {"q", q}, {"k", k}});
-  g.qkv = run(kQkvBwd, l, {{"dq", g.sdpa2.at("dq")}, {"dk", g.sdpa2.at("dk")}, {"dv", g.sdpa1.at("dv")}, {"x", to_ane(x, T, C, Sa_)}});
+  g.qkv = run(kQkvBwd, l,
+              {{"dq", g.sdpa2.at("dq")}, {"dk", g.sdpa2.at("dk")}, {"dv", g.sdpa1.at("dv")}, {"x", to_ane(x, T, C, Sa_)}});
   return g;
 }
 
@@ -297,7 +310,8 @@ void AneBlocksBase::switch_to_weights_as_inputs() {
   note(fmt::format("{} left, fewer than two rounds of {} recompiles: switching to weights as inputs (compiled once)",
                    budget_->str(), recompiling));
   for (Program& p : programs_)
-    if (p.spec->per_layer && p.strategy == UpdateStrategy::Recompile) p.strategy = UpdateStrategy::WeightsAsInputs, p.verify_next = true;
+    if (p.spec->per_layer && p.strategy == UpdateStrategy::Recompile)
+      p.strategy = UpdateStrategy::WeightsAsInputs, p.verify_next = true;
   up_.budget_switches++;
 }
 
@@ -342,10 +356,10 @@ std::string AneBlocksBase::progress() {
   std::string s = fmt::format(
       "ane {:.0f} | copies {:.0f} | dW {:.0f} (waited {:.0f}) | cpu {:.0f} | adam {:.0f} | update {:.0f} ({}) | compile {:.0f} ms/step | "
       "predicted ANE {:.1f} ms/step",
-      ms(ph_.ane_eval_s, shown_.ane_eval_s), ms(ph_.surface_copy_s, shown_.surface_copy_s), ms(ph_.cpu_dw_s, shown_.cpu_dw_s),
-      ms(ph_.dw_wait_s, shown_.dw_wait_s), ms(ph_.cpu_other_s, shown_.cpu_other_s), ms(ph_.optimizer_s, shown_.optimizer_s),
-      ms(ph_.weight_update_s, shown_.weight_update_s), up_.strategy, ms(ph_.compile_s, shown_.compile_s),
-      (ph_.predicted_ane_ms - shown_.predicted_ane_ms) / steps);
+      ms(ph_.ane_eval_s, shown_.ane_eval_s), ms(ph_.surface_copy_s, shown_.surface_copy_s),
+      ms(ph_.cpu_dw_s, shown_.cpu_dw_s), ms(ph_.dw_wait_s, shown_.dw_wait_s), ms(ph_.cpu_other_s, shown_.cpu_other_s),
+      ms(ph_.optimizer_s, shown_.optimizer_s), ms(ph_.weight_update_s, shown_.weight_update_s), up_.strategy,
+      ms(ph_.compile_s, shown_.compile_s), (ph_.predicted_ane_ms - shown_.predicted_ane_ms) / steps);
   shown_ = ph_;
   return s;
 }

@@ -54,11 +54,11 @@ struct AneTrainOptions {
   std::string driver = "anesim";  // runtime::make_driver name: "anesim" or "ane"
   std::string chip = "m4";
   runtime::UpdateStrategy weight_update = runtime::UpdateStrategy::Auto;
-  int verify_every = 100;          // verify each program's 1st update and every N-th after (0: only the 1st)
+  int verify_every = 100;            // verify each program's 1st update and every N-th after (0: only the 1st)
   bool reload_takes_effect = false;  // anesim: model hardware on which a delta reload works
-  int compile_budget = 0;          // > 0: a smaller budget than the chip's (tests of C9)
+  int compile_budget = 0;            // > 0: a smaller budget than the chip's (tests of C9)
   std::string model_name = "model";  // the program cache's model key, as inference's (AneModelOptions)
-  bool quiet = false;              // no notes on stderr (strategy choice, budget switches)
+  bool quiet = false;                // no notes on stderr (strategy choice, budget switches)
   // Each layer's weight gradients (CPU sgemm) on a worker thread while the main thread drives the
   // next layer's backward programs; the gradients are bit-identical either way. Auto: on where the
   // ANE is its own silicon (driver "ane"), off on anesim, whose programs run on the same cores, so
@@ -69,31 +69,31 @@ struct AneTrainOptions {
 
 // Seconds per phase, summed since the last reset.
 struct AnePhaseTimes {
-  double ane_eval_s = 0;       // driver.evaluate of the training programs
-  double surface_copy_s = 0;   // host layout [T, C] ⇄ [C, S], fp32 ⇄ fp16 surfaces, clamps
-  double cpu_dw_s = 0;         // weight and bias gradients (sgemm) and norm-weight gradients (worker time when overlapped)
-  double dw_wait_s = 0;        // overlapped: time the main thread waited for the worker's dW (the part not hidden)
-  double cpu_other_s = 0;      // residual adds, sanitising
-  double optimizer_s = 0;      // from the last backward block to weights_updated(): AdamW + grad norm
-  double weight_update_s = 0;  // weights_updated(): rebuilding graphs, streaming/reloading, probes
-  double compile_s = 0;        // compiles (first compile and fallbacks), host time
-  double predicted_ane_ms = 0; // the driver's timing model for the training evaluations (anesim)
+  double ane_eval_s = 0;        // driver.evaluate of the training programs
+  double surface_copy_s = 0;    // host layout [T, C] ⇄ [C, S], fp32 ⇄ fp16 surfaces, clamps
+  double cpu_dw_s = 0;          // weight and bias gradients (sgemm) and norm-weight gradients (worker time when overlapped)
+  double dw_wait_s = 0;         // overlapped: time the main thread waited for the worker's dW (the part not hidden)
+  double cpu_other_s = 0;       // residual adds, sanitising
+  double optimizer_s = 0;       // from the last backward block to weights_updated(): AdamW + grad norm
+  double weight_update_s = 0;   // weights_updated(): rebuilding graphs, streaming/reloading, probes
+  double compile_s = 0;         // compiles (first compile and fallbacks), host time
+  double predicted_ane_ms = 0;  // the driver's timing model for the training evaluations (anesim)
   // anesim's breakdown of predicted_ane_ms: per-evaluation dispatch, compute, host ⇄ surface copies,
   // and the part of the copies that streams weights (weights as inputs: the price of never reloading)
   double predicted_dispatch_ms = 0, predicted_compute_ms = 0, predicted_copy_ms = 0, predicted_weight_stream_ms = 0;
   int64_t evaluations = 0;
-  int64_t steps = 0;           // weights_updated() calls
+  int64_t steps = 0;  // weights_updated() calls
 };
 
 struct WeightUpdateStats {
-  std::string strategy;     // the strategy in use now ("weights-as-inputs", ...; "a+b" when mixed)
-  std::string probe;        // what the start-up probe found ("" when none ran)
-  int64_t updates = 0;      // program updates done
-  int64_t verified = 0;     // of which verified by a probe
-  int64_t stale_detected = 0;  // verifications that found stale or wrong results (then fell back)
-  int64_t fallbacks = 0;    // updates that ended on another strategy than asked
+  std::string strategy;         // the strategy in use now ("weights-as-inputs", ...; "a+b" when mixed)
+  std::string probe;            // what the start-up probe found ("" when none ran)
+  int64_t updates = 0;          // program updates done
+  int64_t verified = 0;         // of which verified by a probe
+  int64_t stale_detected = 0;   // verifications that found stale or wrong results (then fell back)
+  int64_t fallbacks = 0;        // updates that ended on another strategy than asked
   int64_t budget_switches = 0;  // recompile → weights-as-inputs switches before the budget ran out
-  double max_error = 0;     // largest verified probe error
+  double max_error = 0;         // largest verified probe error
 };
 
 class AneBlocks : public BlockRunner {
@@ -102,7 +102,7 @@ class AneBlocks : public BlockRunner {
   virtual const AnePhaseTimes& phases() const = 0;
   virtual void reset_phases() = 0;
   virtual const WeightUpdateStats& updates() const = 0;
-  virtual bool overlapping_dw() const = 0;   // weight gradients on a worker thread (AneTrainOptions::overlap_dw)
+  virtual bool overlapping_dw() const = 0;  // weight gradients on a worker thread (AneTrainOptions::overlap_dw)
   virtual runtime::Driver& driver() = 0;
   virtual runtime::CompileBudget& budget() = 0;
   // The runner's programs, kept as inference keeps its own: by (model_name, kernel, layer, bucket,
@@ -112,7 +112,7 @@ class AneBlocks : public BlockRunner {
   // compiles, evictions the compiles that replaced one (the delta-reload probe's throw-away program
   // is compiled outside it, charged to the same budget).
   virtual const runtime::ProgramCache& cache() const = 0;
-  virtual int programs() const = 0;          // programs resident (0 before the first forward)
+  virtual int programs() const = 0;  // programs resident (0 before the first forward)
   // The programs compiled at the first forward, as (kernel, layer, S) — layer −1 for one shared by
   // every layer; empty before it. model/frontends/program_set.h is where the list comes from.
   virtual std::vector<frontends::ProgramSpec> program_list() const = 0;
@@ -123,7 +123,8 @@ class AneBlocks : public BlockRunner {
 
 // The ANE runner for the parameters' architecture (Llama/Stories or GPT-2), for up to B×T tokens.
 // grads may be null (forward only). Makes its own driver and compile budget.
-std::unique_ptr<AneBlocks> make_ane_blocks(const Params& params, Grads* grads, int B, int T, const AneTrainOptions& options = {});
+std::unique_ptr<AneBlocks> make_ane_blocks(const Params& params, Grads* grads, int B, int T,
+                                           const AneTrainOptions& options = {});
 
 // Adapter training with the base baked: the runner of the base's family (Llama or GPT-2)
 // with fwd_attn and qkv_bwd taking the q and v adapters (targets ⊆ {q, v}; A and s·B of `adapter`, read again after every

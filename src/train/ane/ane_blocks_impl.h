@@ -136,9 +136,9 @@ class AneBlocksBase : public AneBlocks {
   const Params& p_;
   Grads* g_;
   const int B_, T_;
-  ModelWeights view_;  // the parameters as fp32 ModelWeights (zero-copy): what graphs are built from
+  ModelWeights view_;                          // the parameters as fp32 ModelWeights (zero-copy): what graphs are built from
   std::unique_ptr<QvAdapterInputs> adapters_;  // LoRA mode only
-  FrozenBase f_;       // a frozen base: no dW, the adapted projections' X and dY go to f_.sink
+  FrozenBase f_;                               // a frozen base: no dW, the adapted projections' X and dY go to f_.sink
   int Sa_ = 0, Sf_ = 0;
   AnePhaseTimes ph_;
 
@@ -147,7 +147,7 @@ class AneBlocksBase : public AneBlocks {
   runtime::UpdateStrategy probe_delta_reload();  // Auto: does a delta reload take effect here?
   void compile_all(runtime::UpdatableKernel::Mode mode);
   void update_program(Program& p);
-  void switch_to_weights_as_inputs();            // before the compile budget runs out (C9)
+  void switch_to_weights_as_inputs();  // before the compile budget runs out (C9)
   void note(const std::string& line) const;
   std::string strategies_in_use() const;
 
@@ -161,15 +161,14 @@ class AneBlocksBase : public AneBlocks {
   std::vector<int> index_;         // role·L + layer → programs_ index
   bool compiled_ = false;
   WeightUpdateStats up_;
-  AnePhaseTimes shown_;            // ph_ at the last progress() line
+  AnePhaseTimes shown_;  // ph_ at the last progress() line
   size_t sanitized_ = 0;
   bool backward_done_ = false;
-  bool overlap_ = false;           // options' overlap_dw resolved for the driver
-  OrderedWorker worker_;           // overlapped weight gradients
-  double worker_dw_s_ = 0;         // the worker's dW seconds, folded into ph_ once its jobs are waited for
-  Timer since_backward_;           // from the last backward block to weights_updated(): the optimiser
+  bool overlap_ = false;    // options' overlap_dw resolved for the driver
+  OrderedWorker worker_;    // overlapped weight gradients
+  double worker_dw_s_ = 0;  // the worker's dW seconds, folded into ph_ once its jobs are waited for
+  Timer since_backward_;    // from the last backward block to weights_updated(): the optimiser
 };
-
 
 // Weight gradients of the norms from the CPU's fp32 statistics of the norm's input x [N, C] and the
 // gradient of the norm's output dxnorm [N, C] (from the ANE):

@@ -33,7 +33,7 @@ void QvAdapterInputs::add(int l, TensorMap& inputs) {
     for (int i = 0; i < int(per_layer_.size()); i++) {
       const LoraTensor *q = a_.find(i, LoraTarget::Q), *v = a_.find(i, LoraTarget::V);
       per_layer_[size_t(i)] = frontends::lora_qv_inputs(c_, r, r, a_.scale(), q ? a_.A(*q) : nullptr, q ? a_.B(*q) : nullptr,
-                                                         v ? a_.A(*v) : nullptr, v ? a_.B(*v) : nullptr);
+                                                        v ? a_.A(*v) : nullptr, v ? a_.B(*v) : nullptr);
     }
     current_ = true;
   }

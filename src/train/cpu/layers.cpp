@@ -136,8 +136,8 @@ void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* w, const
 //   so dx_j = r · (g_j − mean(g) − x̂_j · mean(g ⊙ x̂))
 //   dw = Σ_rows dy ⊙ x̂,  db = Σ_rows dy
 template <typename F>
-void layernorm_backward(F* dinp, F* dw, F* db, const F* dout, const F* inp, const F* w, const F* mean,
-                        const F* rstd, int N, int C) {
+void layernorm_backward(F* dinp, F* dw, F* db, const F* dout, const F* inp, const F* w, const F* mean, const F* rstd, int N,
+                        int C) {
 #pragma omp parallel for schedule(static) if (size_t(N) * C > kParallelMin)
   for (int n = 0; n < N; n++) {
     const F* x = inp + size_t(n) * C;
@@ -179,8 +179,7 @@ void matmul_forward<float>(float* out, const float* inp, const float* W, const f
   cpu::matmul_forward_train(out, inp, W, bias, N, IC, OC);
 }
 template <>
-void matmul_forward<double>(double* out, const double* inp, const double* W, const double* bias, int N, int IC,
-                            int OC) {
+void matmul_forward<double>(double* out, const double* inp, const double* W, const double* bias, int N, int IC, int OC) {
 #pragma omp parallel for schedule(static) if (size_t(N) * IC * OC > kParallelMin)
   for (int n = 0; n < N; n++)
     for (int o = 0; o < OC; o++) {
@@ -195,15 +194,15 @@ void matmul_forward<double>(double* out, const double* inp, const double* W, con
 //   dW[o, i] = Σ_n dy[n, o]·x[n, i]        (dW = dyᵀ·x)
 //   db[o]    = Σ_n dy[n, o]
 template <>
-void matmul_backward<float>(float* dinp, float* dW, float* dbias, const float* dout, const float* inp, const float* W,
-                            int N, int IC, int OC) {
+void matmul_backward<float>(float* dinp, float* dW, float* dbias, const float* dout, const float* inp, const float* W, int N,
+                            int IC, int OC) {
   if (dinp) cpu::matmul_backward_input(dinp, dout, W, N, IC, OC);
   if (dW) cpu::matmul_backward_weight(dW, dout, inp, N, IC, OC);
   if (dbias) cpu::bias_backward(dbias, dout, N, OC);
 }
 template <>
-void matmul_backward<double>(double* dinp, double* dW, double* dbias, const double* dout, const double* inp,
-                             const double* W, int N, int IC, int OC) {
+void matmul_backward<double>(double* dinp, double* dW, double* dbias, const double* dout, const double* inp, const double* W,
+                             int N, int IC, int OC) {
   const bool big = size_t(N) * IC * OC > kParallelMin;
   if (dinp) {
 #pragma omp parallel for schedule(static) if (big)
@@ -289,18 +288,18 @@ void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B
 #pragma omp parallel for schedule(static, 1) if (size_t(B) * NH * T * T * HS > kParallelMin)
   for (int task = 0; task < B * NH * T; task++) {
     const int b = task / (NH * T), h = task / T % NH, t = task % T, g = h / group;
-    const F* qt = q + (size_t(b) * T + t) * Q + size_t(h) * HS;       // [HS]
-    F* p = att + ((size_t(b) * NH + h) * T + t) * T;                   // [T] row t of the probabilities
+    const F* qt = q + (size_t(b) * T + t) * Q + size_t(h) * HS;  // [HS]
+    F* p = att + ((size_t(b) * NH + h) * T + t) * T;             // [T] row t of the probabilities
     if constexpr (std::is_same_v<F, float>)
-      if (simd) {  // the same row with 16-lane dot products (AVX-512)
-        const size_t kv0 = size_t(b) * T * KV + size_t(g) * HS;       // time 0 of kv head g
-        cpu::attention_row_forward_simd(out + (size_t(b) * T + t) * Q + size_t(h) * HS, p, qt, k + kv0, v + kv0,
-                                        size_t(KV), t, T, HS, scale);
+      if (simd) {                                                // the same row with 16-lane dot products (AVX-512)
+        const size_t kv0 = size_t(b) * T * KV + size_t(g) * HS;  // time 0 of kv head g
+        cpu::attention_row_forward_simd(out + (size_t(b) * T + t) * Q + size_t(h) * HS, p, qt, k + kv0, v + kv0, size_t(KV),
+                                        t, T, HS, scale);
         continue;
       }
     F mx = -INFINITY;
     for (int s = 0; s <= t; s++) {
-      const F* ks = k + (size_t(b) * T + s) * KV + size_t(g) * HS;    // [HS]
+      const F* ks = k + (size_t(b) * T + s) * KV + size_t(g) * HS;  // [HS]
       F d = 0;
       for (int i = 0; i < HS; i++) d += qt[i] * ks[i];
       p[s] = d * scale;
@@ -310,8 +309,8 @@ void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B
     for (int s = 0; s <= t; s++) sum += (p[s] = std::exp(p[s] - mx));
     const F inv = F(1) / sum;
     for (int s = 0; s <= t; s++) p[s] *= inv;
-    for (int s = t + 1; s < T; s++) p[s] = 0;  // masked: the future has probability 0
-    F* o = out + (size_t(b) * T + t) * Q + size_t(h) * HS;             // [HS]
+    for (int s = t + 1; s < T; s++) p[s] = 0;               // masked: the future has probability 0
+    F* o = out + (size_t(b) * T + t) * Q + size_t(h) * HS;  // [HS]
     for (int i = 0; i < HS; i++) o[i] = 0;
     for (int s = 0; s <= t; s++) {
       const F* vs = v + (size_t(b) * T + s) * KV + size_t(g) * HS;
@@ -327,8 +326,8 @@ void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B
 // Keys and values of kv head g are shared by the NH/NKV query heads of its group, so one task per
 // (b, g) owns dk, dv of that head and walks its query heads and times in order.
 template <typename F>
-void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const F* q, const F* k, const F* v, int B,
-                        int T, int NH, int NKV, int HS) {
+void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const F* q, const F* k, const F* v, int B, int T,
+                        int NH, int NKV, int HS) {
   const int Q = NH * HS, KV = NKV * HS, group = NH / NKV;
   const F scale = F(1) / std::sqrt(F(HS));
   const bool simd = std::is_same_v<F, float> && cpu::attention_simd_available(HS);
@@ -346,9 +345,9 @@ void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const 
           F* dqt = dq + (size_t(b) * T + t) * Q + size_t(h) * HS;          // [HS]
           if constexpr (std::is_same_v<F, float>)
             if (simd) {  // the same row with 16-lane dot products and updates (AVX-512)
-              const size_t kv0 = size_t(b) * T * KV + size_t(g) * HS;     // time 0 of kv head g
-              cpu::attention_row_backward_simd(dqt, dk + kv0, dv + kv0, dp.data(), dot, p, qt, k + kv0, v + kv0,
-                                               size_t(KV), t, HS, scale);
+              const size_t kv0 = size_t(b) * T * KV + size_t(g) * HS;  // time 0 of kv head g
+              cpu::attention_row_backward_simd(dqt, dk + kv0, dv + kv0, dp.data(), dot, p, qt, k + kv0, v + kv0, size_t(KV),
+                                               t, HS, scale);
               continue;
             }
           F pdp = 0;  // Σ_u P_tu dP_tu
@@ -547,25 +546,25 @@ void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const int*
 // Instantiations: float for training, double for the gradient checks.
 // ================================================================================================
 
-#define ORION_TRAIN_LAYERS(F)                                                                                  \
-  template void encoder_forward<F>(F*, const int*, const F*, const F*, int, int, int);                          \
-  template void encoder_backward<F>(F*, F*, const F*, const int*, int, int, int);                               \
-  template void rmsnorm_forward<F>(F*, F*, const F*, const F*, int, int, float);                                \
-  template void rmsnorm_backward<F>(F*, F*, const F*, const F*, const F*, const F*, int, int);                  \
-  template void layernorm_forward<F>(F*, F*, F*, const F*, const F*, const F*, int, int, float);                \
-  template void layernorm_backward<F>(F*, F*, F*, const F*, const F*, const F*, const F*, const F*, int, int);  \
-  template void rope_forward<F>(F*, const F*, int, int, int, int, float);                                       \
-  template void rope_backward<F>(F*, const F*, int, int, int, int, float);                                      \
-  template void attention_forward<F>(F*, F*, const F*, const F*, const F*, int, int, int, int, int);            \
-  template void attention_backward<F>(F*, F*, F*, const F*, const F*, const F*, const F*, const F*, int, int,   \
-                                      int, int, int);                                                           \
-  template void swiglu_forward<F>(F*, const F*, const F*, size_t);                                              \
-  template void swiglu_backward<F>(F*, F*, const F*, const F*, const F*, size_t);                               \
-  template void gelu_forward<F>(F*, F*, const F*, size_t);                                                      \
-  template void gelu_backward<F>(F*, const F*, const F*, const F*, size_t);                                     \
-  template void residual_forward<F>(F*, const F*, const F*, size_t);                                            \
-  template void residual_backward<F>(F*, F*, const F*, size_t);                                                 \
-  template int crossentropy_forward<F>(F*, F*, const F*, const int*, int, int);                                 \
+#define ORION_TRAIN_LAYERS(F)                                                                                           \
+  template void encoder_forward<F>(F*, const int*, const F*, const F*, int, int, int);                                  \
+  template void encoder_backward<F>(F*, F*, const F*, const int*, int, int, int);                                       \
+  template void rmsnorm_forward<F>(F*, F*, const F*, const F*, int, int, float);                                        \
+  template void rmsnorm_backward<F>(F*, F*, const F*, const F*, const F*, const F*, int, int);                          \
+  template void layernorm_forward<F>(F*, F*, F*, const F*, const F*, const F*, int, int, float);                        \
+  template void layernorm_backward<F>(F*, F*, F*, const F*, const F*, const F*, const F*, const F*, int, int);          \
+  template void rope_forward<F>(F*, const F*, int, int, int, int, float);                                               \
+  template void rope_backward<F>(F*, const F*, int, int, int, int, float);                                              \
+  template void attention_forward<F>(F*, F*, const F*, const F*, const F*, int, int, int, int, int);                    \
+  template void attention_backward<F>(F*, F*, F*, const F*, const F*, const F*, const F*, const F*, int, int, int, int, \
+                                      int);                                                                             \
+  template void swiglu_forward<F>(F*, const F*, const F*, size_t);                                                      \
+  template void swiglu_backward<F>(F*, F*, const F*, const F*, const F*, size_t);                                       \
+  template void gelu_forward<F>(F*, F*, const F*, size_t);                                                              \
+  template void gelu_backward<F>(F*, const F*, const F*, const F*, size_t);                                             \
+  template void residual_forward<F>(F*, const F*, const F*, size_t);                                                    \
+  template void residual_backward<F>(F*, F*, const F*, size_t);                                                         \
+  template int crossentropy_forward<F>(F*, F*, const F*, const int*, int, int);                                         \
   template void crossentropy_backward<F>(F*, const F*, const F*, const int*, F, int, int);
 
 ORION_TRAIN_LAYERS(float)

@@ -46,8 +46,8 @@ void rmsnorm_backward(F* dinp, F* dw, const F* dout, const F* inp, const F* w, c
 template <typename F>
 void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* w, const F* b, int N, int C, float eps);
 template <typename F>
-void layernorm_backward(F* dinp, F* dw, F* db, const F* dout, const F* inp, const F* w, const F* mean,
-                        const F* rstd, int N, int C);
+void layernorm_backward(F* dinp, F* dw, F* db, const F* dout, const F* inp, const F* w, const F* mean, const F* rstd, int N,
+                        int C);
 
 // --- linear layer ------------------------------------------------------------------------------
 // out = inp · Wᵀ + bias       out [N, OC]  inp [N, IC]  W [OC, IC]  bias [OC] or nullptr
@@ -77,8 +77,8 @@ void rope_backward(F* dinp, const F* dout, int B, int T, int NHx, int HS, float 
 template <typename F>
 void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B, int T, int NH, int NKV, int HS);
 template <typename F>
-void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const F* q, const F* k, const F* v, int B,
-                        int T, int NH, int NKV, int HS);
+void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const F* q, const F* k, const F* v, int B, int T,
+                        int NH, int NKV, int HS);
 
 // --- activations -------------------------------------------------------------------------------
 // SwiGLU: out = silu(gate) ⊙ up, silu(g) = g·σ(g)        out, gate, up [n]

@@ -61,8 +61,9 @@ std::unique_ptr<Communicator> make_communicator() {
     throw_usage_error(fmt::format("started as one of {} processes, but this orion was built without MPI: every process "
                                   "would train alone on the same data",
                                   launched),
-                      "", "install Open MPI (scripts/setup.sh: openmpi-bin libopenmpi-dev), reconfigure and rebuild, "
-                                "or run orion train without mpirun");
+                      "",
+                      "install Open MPI (scripts/setup.sh: openmpi-bin libopenmpi-dev), reconfigure and rebuild, "
+                      "or run orion train without mpirun");
   return std::make_unique<SingleProcess>();
 }
 

@@ -32,8 +32,7 @@ std::vector<double> micro_batch_weights(Communicator& comm, const std::vector<in
   if (comm.world() == 1) return w;
   std::vector<double> total(counts.begin(), counts.end());  // exact: counts < 2^53
   comm.allreduce_sum(total.data(), total.size());
-  for (size_t a = 0; a < counts.size(); ++a)
-    w[a] = total[a] > 0 ? double(comm.world()) * double(counts[a]) / total[a] : 0.0;
+  for (size_t a = 0; a < counts.size(); ++a) w[a] = total[a] > 0 ? double(comm.world()) * double(counts[a]) / total[a] : 0.0;
   return w;
 }
 
@@ -45,7 +44,9 @@ void check_ranks_agree(Communicator& comm, const std::vector<RunPart>& parts) {
     std::string ranks;
     for (size_t r = 1; r < all.size(); ++r)
       if (all[r] != all[0]) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", r);
-    if (!ranks.empty()) differences += fmt::format("\n  {}: rank {} differ{} from rank 0", part.name, ranks, ranks.find(',') == std::string::npos ? "s" : "");
+    if (!ranks.empty())
+      differences += fmt::format("\n  {}: rank {} differ{} from rank 0", part.name, ranks,
+                                 ranks.find(',') == std::string::npos ? "s" : "");
   }
   if (differences.empty()) return;
   if (comm.rank() == 0)

@@ -60,7 +60,9 @@ class MpiCommunicator final : public Communicator {
 
   int rank() const override { return rank_; }
   int world() const override { return world_; }
-  std::string describe() const override { return fmt::format("MPI, {} rank{} ({})", world_, world_ == 1 ? "" : "s", library_); }
+  std::string describe() const override {
+    return fmt::format("MPI, {} rank{} ({})", world_, world_ == 1 ? "" : "s", library_);
+  }
 
   void allreduce_sum(float* x, size_t n) override { reduce(x, n, MPI_FLOAT, sizeof(float)); }
   void allreduce_sum(double* x, size_t n) override { reduce(x, n, MPI_DOUBLE, sizeof(double)); }

@@ -18,8 +18,8 @@ struct TrainingFamily {
   // The ANE runner (ane_blocks.h make_ane_blocks).
   std::unique_ptr<AneBlocks> (*ane_blocks)(const Params& params, Grads* grads, int B, int T, const AneTrainOptions& o);
   // The LoRA runner: base frozen and baked, q, v adapters as inputs (ane_blocks.h make_lora_ane_blocks).
-  std::unique_ptr<AneBlocks> (*lora_ane_blocks)(const Params& base, const LoraAdapter& adapter, AdapterGradSink& sink,
-                                                int B, int T, const AneTrainOptions& o);
+  std::unique_ptr<AneBlocks> (*lora_ane_blocks)(const Params& base, const LoraAdapter& adapter, AdapterGradSink& sink, int B,
+                                                int T, const AneTrainOptions& o);
 };
 
 // The training half of the family with that id (registry.cpp); an internal error when a family

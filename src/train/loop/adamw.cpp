@@ -61,7 +61,8 @@ AdamW::AdamW(const Params& layout, AdamWConfig config) : cfg_(config) {
 
 AdamW::AdamW(const std::vector<std::pair<size_t, size_t>>& tensors, size_t size, AdamWConfig config) : cfg_(config) {
   for (auto [offset, numel] : tensors)
-    for (size_t b = offset; b < offset + numel; b += kChunk) chunks_.push_back({b, std::min(offset + numel, b + kChunk), cfg_.weight_decay});
+    for (size_t b = offset; b < offset + numel; b += kChunk)
+      chunks_.push_back({b, std::min(offset + numel, b + kChunk), cfg_.weight_decay});
   m_.assign(size, 0.0f);
   v_.assign(size, 0.0f);
 }

@@ -39,10 +39,8 @@ T field(const nlohmann::json& j, const char* key, const std::string& file, const
   auto it = j.find(key);
   if (it == j.end()) throw_input_error(file, "missing field", where + "." + key, -1, "the checkpoint header is incomplete");
   try {
-    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
-      return json_number<T>(*it);
-    else
-      return it->get<T>();
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) return json_number<T>(*it);
+    else return it->get<T>();
   } catch (const nlohmann::json::exception&) {
     throw_input_error(file, fmt::format("wrong type: {}", it->dump()), where + "." + key);
   }
@@ -94,12 +92,12 @@ uint64_t hash_file(const std::string& path) {
 }
 
 nlohmann::json config_to_json(const ModelConfig& c) {
-  return {{"arch", arch_name(c.arch)},       {"dim", c.dim},
-          {"hidden_dim", c.hidden_dim},      {"n_layers", c.n_layers},
-          {"n_heads", c.n_heads},            {"n_kv_heads", c.n_kv_heads},
-          {"vocab_size", c.vocab_size},      {"padded_vocab", c.padded_vocab},
-          {"seq_len", c.seq_len},            {"norm_eps", c.norm_eps},
-          {"rope_theta", c.rope_theta},      {"tied_embeddings", c.tied_embeddings}};
+  return {{"arch", arch_name(c.arch)},  {"dim", c.dim},
+          {"hidden_dim", c.hidden_dim}, {"n_layers", c.n_layers},
+          {"n_heads", c.n_heads},       {"n_kv_heads", c.n_kv_heads},
+          {"vocab_size", c.vocab_size}, {"padded_vocab", c.padded_vocab},
+          {"seq_len", c.seq_len},       {"norm_eps", c.norm_eps},
+          {"rope_theta", c.rope_theta}, {"tied_embeddings", c.tied_embeddings}};
 }
 
 ModelConfig config_from_json(const nlohmann::json& j, const std::string& source) {
@@ -107,7 +105,9 @@ ModelConfig config_from_json(const nlohmann::json& j, const std::string& source)
   ModelConfig c;
   const std::string arch = field<std::string>(j, "arch", source, "config");
   if (const ModelFamily* f = find_model_family(arch)) c.arch = f->id();
-  else throw_input_error(source, fmt::format("unknown arch '{}'", arch), "config.arch", -1, "use one of: " + model_family_names());
+  else
+    throw_input_error(source, fmt::format("unknown arch '{}'", arch), "config.arch", -1,
+                      "use one of: " + model_family_names());
   c.dim = field<int>(j, "dim", source, "config");
   if (!j.contains("hidden_dim") && (c.dim <= 0 || c.dim > (1 << 28)))  // 4·dim must fit an int (fuzz_train_config)
     throw_input_error(source, fmt::format("dim {} is out of range", c.dim), "config.dim", -1, "a positive size below 2^28");
@@ -167,15 +167,16 @@ Checkpoint parse_checkpoint(const uint8_t* data, size_t size, const std::string&
   r.seek(8, "magic");
   const uint32_t version = r.read<uint32_t>("version");
   if (version != kCheckpointVersion)
-    throw_input_error(path, fmt::format("version {} (this Orion reads version {})", version, kCheckpointVersion),
-                      "version", 8, "the checkpoint was written by another Orion version; resume it with that version");
+    throw_input_error(path, fmt::format("version {} (this Orion reads version {})", version, kCheckpointVersion), "version",
+                      8, "the checkpoint was written by another Orion version; resume it with that version");
   const uint32_t json_len = r.read<uint32_t>("header_len");
   const uint64_t n = r.read<uint64_t>("n_floats");
   const uint64_t stored_hash = r.read<uint64_t>("checksum");
   const uint8_t* text = r.bytes(json_len, "header");
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(text), strnlen(reinterpret_cast<const char*>(text), json_len)));
+    header = nlohmann::json::parse(
+        std::string(reinterpret_cast<const char*>(text), strnlen(reinterpret_cast<const char*>(text), json_len)));
   } catch (const nlohmann::json::exception& e) {
     throw_input_error(path, fmt::format("the JSON header does not parse: {}", e.what()), "header", kFixedHeader);
   }
@@ -185,7 +186,8 @@ Checkpoint parse_checkpoint(const uint8_t* data, size_t size, const std::string&
   ck.state = state_from_json(header["state"], path);
   ck.options = header.value("options", nlohmann::json::object());
   if (n != ck.params.size())
-    throw_input_error(path, fmt::format("{} floats per array, the config's layout has {}", n, ck.params.size()), "n_floats", 16);
+    throw_input_error(path, fmt::format("{} floats per array, the config's layout has {}", n, ck.params.size()), "n_floats",
+                      16);
   const size_t bytes = n * sizeof(float);
   const size_t expected = kFixedHeader + json_len + 3 * bytes;
   if (size != expected)

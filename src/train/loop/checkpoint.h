@@ -35,13 +35,13 @@ constexpr uint32_t kCheckpointVersion = 1;
 
 // Where a run stands, besides its tensors.
 struct CheckpointState {
-  int64_t step = 0;            // optimisation steps done: the next step's index
-  int64_t adam_steps = 0;      // AdamW's t (skipped steps do not advance it)
-  uint64_t data_position = 0;  // the next training batch number (TokenDataset::position)
-  uint64_t rng_state = 0;      // the trainer's random stream (samples); data order is f(seed, position)
-  int64_t skipped_steps = 0;   // steps skipped by the NaN/Inf guard so far
-  std::string tokenizer;       // tokenizer path ("" when the run has none)
-  uint64_t tokenizer_hash = 0; // checkpoint_hash of its bytes: a changed file is refused on resume
+  int64_t step = 0;             // optimisation steps done: the next step's index
+  int64_t adam_steps = 0;       // AdamW's t (skipped steps do not advance it)
+  uint64_t data_position = 0;   // the next training batch number (TokenDataset::position)
+  uint64_t rng_state = 0;       // the trainer's random stream (samples); data order is f(seed, position)
+  int64_t skipped_steps = 0;    // steps skipped by the NaN/Inf guard so far
+  std::string tokenizer;        // tokenizer path ("" when the run has none)
+  uint64_t tokenizer_hash = 0;  // checkpoint_hash of its bytes: a changed file is refused on resume
 };
 
 struct Checkpoint {

@@ -19,13 +19,13 @@ struct TrainOptions;
 struct TrainResult;
 
 struct StepStats {
-  int64_t step = 0;       // index of the step (0-based)
-  float loss = 0;         // mean over the accum micro-batches
-  float grad_norm = 0;    // before clipping
+  int64_t step = 0;     // index of the step (0-based)
+  float loss = 0;       // mean over the accum micro-batches
+  float grad_norm = 0;  // before clipping
   float lr = 0;
   double seconds = 0;
   bool skipped = false;
-  size_t sanitized = 0;   // gradient values repaired (sanitize_grads)
+  size_t sanitized = 0;     // gradient values repaired (sanitize_grads)
   double comm_seconds = 0;  // inside all-reduce calls (data-parallel runs)
 };
 
@@ -36,21 +36,21 @@ struct ProgressEvent {
   std::string text;                       // Note: the line; Start: what is trained; Sample: the text
   // Start: the data and the ranks.
   uint64_t train_tokens = 0, batches_per_epoch = 0;
-  int64_t val_tokens = -1;                // −1: no validation split
+  int64_t val_tokens = -1;  // −1: no validation split
   int world = 1;
-  std::string comm;                       // the communicator's description (world > 1)
-  int64_t first_step = 0;                 // where this process starts (> 0 after a resume)
+  std::string comm;        // the communicator's description (world > 1)
+  int64_t first_step = 0;  // where this process starts (> 0 after a resume)
   // Step: the step's figures and where the run stands after it.
   StepStats stats;
-  int64_t done = 0;                       // steps of the run done, this one included
+  int64_t done = 0;  // steps of the run done, this one included
   int64_t skipped_total = 0;
-  float val_loss = -1;                    // validation loss after this step (−1: not evaluated)
-  int64_t run_steps = 0;                  // steps this process ran, and their time
+  float val_loss = -1;    // validation loss after this step (−1: not evaluated)
+  int64_t run_steps = 0;  // steps this process ran, and their time
   double run_seconds = 0;
   // The block runner's per-phase times since the last call ("" on the CPU): call it only for the
   // steps that are shown, so a shown line covers the steps since the previous one.
   std::function<std::string()> phases;
-  int64_t compiles = -1;                  // ANE programs compiled so far (−1: not on the ANE)
+  int64_t compiles = -1;  // ANE programs compiled so far (−1: not on the ANE)
   // Sample: the end-of-run text (not an evaluation's).
   bool final = false;
   // Done: the result.

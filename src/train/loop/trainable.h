@@ -24,11 +24,11 @@ namespace orion::train {
 class TrainableSet {
  public:
   virtual ~TrainableSet() = default;
-  virtual void zero_grads() = 0;        // before a step's micro-batches
-  virtual void gradients_done() {}      // after their backward passes (a finite loss)
-  virtual float* grads() = 0;           // the gradients of the trained values: size() floats
+  virtual void zero_grads() = 0;    // before a step's micro-batches
+  virtual void gradients_done() {}  // after their backward passes (a finite loss)
+  virtual float* grads() = 0;       // the gradients of the trained values: size() floats
   virtual size_t size() const = 0;
-  virtual double grad_norm() = 0;       // ‖g‖₂ before clipping, as AdamW computes it
+  virtual double grad_norm() = 0;  // ‖g‖₂ before clipping, as AdamW computes it
   // AdamW at learning rate lr (norm: grad_norm()'s value), then whatever must follow a change of
   // the trained values (the block runner told, W' re-merged).
   virtual void update(float lr, double norm) = 0;

@@ -67,11 +67,14 @@ void Trainer::setup_loop() {
 
 std::string Trainer::export_model(const std::string& path_or_empty) {
   const Arch arch = params_->config().arch;
-  std::string fmt_name = opt_.export_format.empty() ? format_name(model_family(arch).bin_format().value_or(ModelFormat::Safetensors)) : opt_.export_format;
+  std::string fmt_name = opt_.export_format.empty()
+                             ? format_name(model_family(arch).bin_format().value_or(ModelFormat::Safetensors))
+                             : opt_.export_format;
   if (fmt_name == "none") return "";
   auto format = parse_format(fmt_name);
   if (!format)
-    throw_usage_error(fmt::format("unknown model format '{}'", fmt_name), "--export-format", "use llama2c, llama2c-v1, safetensors or llmc");
+    throw_usage_error(fmt::format("unknown model format '{}'", fmt_name), "--export-format",
+                      "use llama2c, llama2c-v1, safetensors or llmc");
   std::string path = path_or_empty;
   if (path.empty()) path = (fs::path(opt_.out) / (*format == ModelFormat::Safetensors ? "model" : "model.bin")).string();
   save_model(params_->view(), path, *format);

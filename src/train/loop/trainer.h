@@ -48,9 +48,9 @@ class Trainer {
   ~Trainer();
 
   TrainResult run() { return loop_->run(); }
-  StepStats step() { return loop_->step(); }        // one optimisation step (guarded)
-  float evaluate() { return loop_->evaluate(); }    // mean validation loss (−1 without validation data)
-  std::string save() { return loop_->save(); }      // a checkpoint of the current state; returns its path
+  StepStats step() { return loop_->step(); }      // one optimisation step (guarded)
+  float evaluate() { return loop_->evaluate(); }  // mean validation loss (−1 without validation data)
+  std::string save() { return loop_->save(); }    // a checkpoint of the current state; returns its path
   std::string export_model(const std::string& path_or_empty = "");
   std::string sample(const std::string& prompt, int tokens);  // greedy text from the current weights
   // Entropy of the training tokens' unigram distribution, in nats per token: the loss of the best
@@ -71,7 +71,7 @@ class Trainer {
   void setup_model(const Checkpoint* resumed);
   void setup_loop();
   std::unique_ptr<Checkpoint> load_resumed(std::string* used);  // rank 0 reads it, the others receive it
-  void check_ranks_agree();                    // same options, model, data and state on every rank
+  void check_ranks_agree();                                     // same options, model, data and state on every rank
 
   TrainOptions opt_;
   std::unique_ptr<dist::Communicator> own_comm_;
@@ -83,8 +83,8 @@ class Trainer {
   std::unique_ptr<AdamW> opt_adam_;
   std::unique_ptr<data::TokenDataset> train_, val_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  uint64_t rank0_tokenizer_hash_ = 0;  // the tokenizer rank 0 set up (data-parallel runs)
-  AneBlocks* ane_ = nullptr;           // the ANE runner (nullptr on the CPU backend)
+  uint64_t rank0_tokenizer_hash_ = 0;      // the tokenizer rank 0 set up (data-parallel runs)
+  AneBlocks* ane_ = nullptr;               // the ANE runner (nullptr on the CPU backend)
   std::unique_ptr<TrainableSet> trained_;  // all parameters (trainer.cpp)
   std::unique_ptr<TrainingLoop> loop_;
 };

@@ -34,12 +34,27 @@ float TrainOptions::lr_at(int64_t s) const {
 }
 
 nlohmann::json TrainOptions::numeric_json() const {
-  return {{"config", config}, {"init", init},     {"data", data},       {"vocab", vocab},
-          {"batch", batch},   {"seq", seq},       {"accum", accum},     {"shuffle", shuffle},
-          {"steps", steps},   {"lr", lr},         {"schedule", schedule}, {"warmup", warmup_steps()},
-          {"min_lr_ratio", min_lr_ratio},         {"weight_decay", weight_decay},
-          {"beta1", beta1},   {"beta2", beta2},   {"eps", eps},         {"clip", clip},
-          {"seed", seed},     {"max_bad_steps", max_bad_steps},         {"sanitize_grads", sanitize_grads}};
+  return {{"config", config},
+          {"init", init},
+          {"data", data},
+          {"vocab", vocab},
+          {"batch", batch},
+          {"seq", seq},
+          {"accum", accum},
+          {"shuffle", shuffle},
+          {"steps", steps},
+          {"lr", lr},
+          {"schedule", schedule},
+          {"warmup", warmup_steps()},
+          {"min_lr_ratio", min_lr_ratio},
+          {"weight_decay", weight_decay},
+          {"beta1", beta1},
+          {"beta2", beta2},
+          {"eps", eps},
+          {"clip", clip},
+          {"seed", seed},
+          {"max_bad_steps", max_bad_steps},
+          {"sanitize_grads", sanitize_grads}};
 }
 
 void TrainOptions::validate() const {
@@ -50,9 +65,13 @@ void TrainOptions::validate() const {
     throw_usage_error(fmt::format("unknown schedule '{}'", schedule), "--schedule", "use cosine or constant");
 }
 
-std::string TrainOptions::checkpoint_dir() const { return ckpt_dir.empty() ? (fs::path(out) / "checkpoints").string() : ckpt_dir; }
+std::string TrainOptions::checkpoint_dir() const {
+  return ckpt_dir.empty() ? (fs::path(out) / "checkpoints").string() : ckpt_dir;
+}
 
-std::string TrainOptions::metrics_path() const { return metrics.empty() ? (fs::path(out) / "metrics.jsonl").string() : metrics; }
+std::string TrainOptions::metrics_path() const {
+  return metrics.empty() ? (fs::path(out) / "metrics.jsonl").string() : metrics;
+}
 
 void TrainOptions::apply_numeric_json(const nlohmann::json& j, const std::string& source) {
   try {
@@ -68,7 +87,8 @@ void TrainOptions::apply_numeric_json(const nlohmann::json& j, const std::string
     warmup = json_number<int>(j.at("warmup"));
     min_lr_ratio = json_number<float>(j.at("min_lr_ratio"));
     weight_decay = json_number<float>(j.at("weight_decay"));
-    beta1 = json_number<float>(j.at("beta1")), beta2 = json_number<float>(j.at("beta2")), eps = json_number<float>(j.at("eps"));
+    beta1 = json_number<float>(j.at("beta1")), beta2 = json_number<float>(j.at("beta2")),
+    eps = json_number<float>(j.at("eps"));
     clip = json_number<float>(j.at("clip"));
     seed = json_number<uint64_t>(j.at("seed"));
     max_bad_steps = json_number<int>(j.at("max_bad_steps"));
@@ -86,8 +106,9 @@ ModelConfig resolve_model_config(const std::string& name_or_path) {
   try {
     j = nlohmann::json::parse(read_text_file(name_or_path));
   } catch (const nlohmann::json::exception& e) {
-    throw_input_error(name_or_path, fmt::format("not valid JSON: {}", e.what()), "config", -1,
-                      "write {\"arch\": \"llama\", \"dim\": 64, \"n_layers\": 5, \"n_heads\": 8, \"vocab_size\": 512, \"seq_len\": 256}");
+    throw_input_error(
+        name_or_path, fmt::format("not valid JSON: {}", e.what()), "config", -1,
+        "write {\"arch\": \"llama\", \"dim\": 64, \"n_layers\": 5, \"n_heads\": 8, \"vocab_size\": 512, \"seq_len\": 256}");
   }
   return config_from_json(j, name_or_path);
 }
@@ -108,7 +129,8 @@ void train_builtin_tokenizer(const std::string& spec, int vocab, const std::stri
 
 // The built-in corpus tokenized once per (spec, tokenizer): a data/ folder keyed by both, reused
 // while meta.json (written last by prepare) exists.
-std::string prepare_builtin(const std::string& spec, const std::string& tokenizer, const std::string& out, const TrainOptions& opt) {
+std::string prepare_builtin(const std::string& spec, const std::string& tokenizer, const std::string& out,
+                            const TrainOptions& opt) {
   std::string key = spec;
   for (char& ch : key)
     if (ch == ':') ch = '-';
@@ -122,7 +144,7 @@ std::string prepare_builtin(const std::string& spec, const std::string& tokenize
   po.progress = false;
   auto r = data::prepare_dataset(po);
   report_note(opt, fmt::format("train: {} tokenized in {:.1f} s: {} train and {} validation tokens → {}", spec, r.seconds,
-                                r.train_tokens, r.val_tokens, dir));
+                               r.train_tokens, r.val_tokens, dir));
   return dir;
 }
 
@@ -175,7 +197,8 @@ void Trainer::setup_model(const Checkpoint* resumed) {
   } else {
     c = resolve_model_config(opt_.config);
     if (tokenizer_ && tokenizer_->vocab_size() != c.vocab_size) {  // size the vocabulary to the tokenizer
-      report_note(opt_, fmt::format("train: vocabulary {} → {} to match the tokenizer", c.vocab_size, tokenizer_->vocab_size()));
+      report_note(opt_,
+                  fmt::format("train: vocabulary {} → {} to match the tokenizer", c.vocab_size, tokenizer_->vocab_size()));
       c.vocab_size = tokenizer_->vocab_size();
       c.padded_vocab = model_family(c.arch).padded_vocab(c.vocab_size);
     }
@@ -233,12 +256,14 @@ void Trainer::check_ranks_agree() {
   const size_t bytes = params_->size() * sizeof(float);
   const uint64_t weights = checkpoint_hash(params_->data(), bytes, hash_text(config_to_json(params_->config()).dump()));
   const uint64_t moments = checkpoint_hash(opt_adam_->v().data(), bytes, checkpoint_hash(opt_adam_->m().data(), bytes));
-  const std::string state = fmt::format("{} {} {} {}", state_.step, state_.adam_steps, state_.data_position, state_.skipped_steps);
-  dist::check_ranks_agree(*comm_, {{"training options (--batch, --seq, --lr, --steps, ...)", hash_text(opt_.numeric_json().dump())},
-                                   {"model configuration and weights", weights},
-                                   {"tokenizer", state_.tokenizer_hash},
-                                   {"training data", dist::dataset_fingerprint(*train_)},
-                                   {"optimiser moments and step", checkpoint_hash(state.data(), state.size(), moments)}});
+  const std::string state =
+      fmt::format("{} {} {} {}", state_.step, state_.adam_steps, state_.data_position, state_.skipped_steps);
+  dist::check_ranks_agree(*comm_,
+                          {{"training options (--batch, --seq, --lr, --steps, ...)", hash_text(opt_.numeric_json().dump())},
+                           {"model configuration and weights", weights},
+                           {"tokenizer", state_.tokenizer_hash},
+                           {"training data", dist::dataset_fingerprint(*train_)},
+                           {"optimiser moments and step", checkpoint_hash(state.data(), state.size(), moments)}});
 }
 
 Trainer::Trainer(TrainOptions opt, dist::Communicator* comm) : opt_(std::move(opt)), comm_(comm) {
@@ -251,8 +276,9 @@ Trainer::Trainer(TrainOptions opt, dist::Communicator* comm) : opt_(std::move(op
     const int64_t asked = opt_.steps;
     opt_.apply_numeric_json(ck->options, used);
     if (asked > 0 && asked != ck->options.value("steps", int64_t(0)))
-      report_note(opt_, fmt::format("train: note: --steps {} differs from the run's {}; the cosine schedule follows the new total",
-                                    asked, ck->options.value("steps", int64_t(0))));
+      report_note(opt_,
+                  fmt::format("train: note: --steps {} differs from the run's {}; the cosine schedule follows the new total",
+                              asked, ck->options.value("steps", int64_t(0))));
     state_ = ck->state;
     const fs::path dir = fs::path(used).parent_path();
     if (opt_.out.empty())  // continue in the run folder the checkpoint belongs to

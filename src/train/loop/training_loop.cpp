@@ -168,7 +168,8 @@ float TrainingLoop::evaluate() {
 std::string TrainingLoop::save() {
   // Collective: the ranks' trained values must still be the same bits (dist/communicator.h).
   if (comm_.world() > 1)
-    dist::check_ranks_agree(comm_, {{fmt::format("{} after step {}", trained_.name(), state_.step), trained_.values_hash()}});
+    dist::check_ranks_agree(comm_,
+                            {{fmt::format("{} after step {}", trained_.name(), state_.step), trained_.values_hash()}});
   if (comm_.rank() != 0) return "";  // rank 0 alone writes
   last_checkpoint_ = trained_.save_checkpoint(opt_.checkpoint_dir(), state_, opt_.keep);
   return last_checkpoint_;
@@ -181,12 +182,12 @@ void TrainingLoop::append_metrics(const StepStats& s, float val) {
     const bool fresh = !file_exists(path) || read_text_file(path).empty();
     std::ofstream f(path, std::ios::app);
     if (fresh) f << kCsvHeader << "\n";
-    f << fmt::format("{},{},{},{},{:.3f},{},{}\n", state_.step, s.loss, s.lr, s.grad_norm, s.seconds * 1000.0, s.skipped ? 1 : 0,
-                     val >= 0 ? fmt::format("{}", val) : "");
+    f << fmt::format("{},{},{},{},{:.3f},{},{}\n", state_.step, s.loss, s.lr, s.grad_norm, s.seconds * 1000.0,
+                     s.skipped ? 1 : 0, val >= 0 ? fmt::format("{}", val) : "");
     return;
   }
-  nlohmann::json j = {{"step", state_.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
-                      {"ms", s.seconds * 1000.0},  {"skipped", s.skipped}};
+  nlohmann::json j = {{"step", state_.step},      {"loss", s.loss},           {"lr", s.lr},
+                      {"grad_norm", s.grad_norm}, {"ms", s.seconds * 1000.0}, {"skipped", s.skipped}};
   if (val >= 0) j["val_loss"] = val;
   // The floats are stored as doubles and printed to round-trip: losses compare bit for bit after a
   // resume. Non-finite values print as null.

@@ -59,11 +59,11 @@ class TrainingLoop {
                data::TokenDataset& train, data::TokenDataset* val, CheckpointState& state);
 
   TrainResult run();
-  StepStats step();      // one optimisation step (guarded)
-  float evaluate();      // mean validation loss over eval_batches (−1 without validation data)
-  std::string save();    // a checkpoint of the current state; its path on rank 0, "" on the others
+  StepStats step();    // one optimisation step (guarded)
+  float evaluate();    // mean validation loss over eval_batches (−1 without validation data)
+  std::string save();  // a checkpoint of the current state; its path on rank 0, "" on the others
 
-  std::string what;      // the Start event's text: what is trained
+  std::string what;  // the Start event's text: what is trained
   // Called after backward, before the guards, with the step index (tests inspect the gradients).
   std::function<void(int64_t)> after_backward;
   // Greedy text of `tokens` tokens from the current weights, for the Sample events (none: no samples).

@@ -48,7 +48,7 @@ void Base16Blocks::load_layer(int l) {
     const Tensor& m = lora_base_matrix(base_.w.layers[size_t(l)], t);
     float* W = layer_.data() + off;
     convert_dtype(m.data, m.dtype, W, DType::F32, size_t(m.numel()));  // f16/bf16 → fp32
-    if (const LoraTensor* a = adapter_.find(l, t))  // W' = W + s·B·A, in place
+    if (const LoraTensor* a = adapter_.find(l, t))                     // W' = W + s·B·A, in place
       lora_merge_matrix(W, W, adapter_.A(*a), adapter_.B(*a), a->out, a->in, adapter_.rank(), s);
     lora_target_member(lp, t) = W;
   }

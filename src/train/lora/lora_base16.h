@@ -47,7 +47,7 @@ class Base16Blocks final : public BlockRunner {
   const Base16Weights& base_;
   const LoraAdapter& adapter_;
   std::unique_ptr<BlockRunner> inner_;
-  std::vector<float> layer_;                   // one layer's matrices, fp32
+  std::vector<float> layer_;                          // one layer's matrices, fp32
   std::vector<std::pair<LoraTarget, size_t>> slots_;  // each matrix's offset in layer_
   int loaded_ = -1;
 };

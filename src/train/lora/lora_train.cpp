@@ -94,7 +94,7 @@ void LoraTraining::gather(const Grads& g) {
     // dB = s·dW'·Aᵀ: matmul computes y [M, N] = x [M, K]·Wᵀ with W [N, K] — here x = dW', W = A.
     cpu::matmul(dB, G, A, DType::F32, nullptr, int(t.out), int(t.in), r);
     for (int64_t i = 0; i < t.out * r; i++) dB[i] *= s;
-    // dA = s·Bᵀ·dW': row k of dA is s·Σ_o B[o, k]·dW'[o, :] (rows of dA are independent).
+      // dA = s·Bᵀ·dW': row k of dA is s·Σ_o B[o, k]·dW'[o, :] (rows of dA are independent).
 #pragma omp parallel for schedule(static) if (t.out * t.in * r > (1 << 18))
     for (int k = 0; k < r; k++) {
       float* row = dA + int64_t(k) * t.in;

@@ -90,12 +90,12 @@ class LoraTraining : public AdapterGradSink {
   bool merged_;
   std::vector<std::vector<float>> base_;  // merged: per adapter tensor, W [out, in]
   std::vector<float> grads_;
-  std::vector<float> u_, v_;              // [N, r] scratch of projection()
+  std::vector<float> u_, v_;  // [N, r] scratch of projection()
 };
 
 struct LoraTrainOptions {
-  TrainOptions train;        // data, tokenizer, batch, seq, accum, steps, lr, schedule, clip, eval, checkpoints, out, seed
-  std::string model;         // the base model (any format load_model reads)
+  TrainOptions train;  // data, tokenizer, batch, seq, accum, steps, lr, schedule, clip, eval, checkpoints, out, seed
+  std::string model;   // the base model (any format load_model reads)
   int rank = 16;
   float alpha = 16.0f;
   std::string targets = "q,v";
@@ -138,7 +138,7 @@ class LoraTrainer {
   // ANE adapter-input path; without the block matrices with --base-dtype f16/bf16.
   const Params& work() const { return *work_; }
   const ModelWeights& base() const { return *base_; }
-  AneBlocks* ane_blocks() { return ane_; }  // the ANE runner (nullptr on the CPU backend)
+  AneBlocks* ane_blocks() { return ane_; }                 // the ANE runner (nullptr on the CPU backend)
   bool direct_gradients() const { return direct_grads_; }  // the LoRA-only backward is in use
   // Bytes held for the frozen base's block matrices: fp32 working copies (+ the frozen copies of the
   // adapted ones), or with --base-dtype f16/bf16 the 16-bit matrices plus the one-layer fp32 buffer.
@@ -153,8 +153,8 @@ class LoraTrainer {
   LoraTrainOptions opt_;
   std::unique_ptr<dist::Communicator> own_comm_;
   dist::Communicator* comm_ = nullptr;
-  std::unique_ptr<ModelWeights> base_;        // with a 16-bit base: the config only (the matrices are base16_'s)
-  std::unique_ptr<Base16Weights> base16_;     // --base-dtype f16|bf16
+  std::unique_ptr<ModelWeights> base_;     // with a 16-bit base: the config only (the matrices are base16_'s)
+  std::unique_ptr<Base16Weights> base16_;  // --base-dtype f16|bf16
   Base16Blocks* blocks16_ = nullptr;
   std::unique_ptr<Params> work_;
   std::unique_ptr<Grads> grads_;

@@ -23,7 +23,8 @@ std::vector<std::string> list_lora_checkpoints(const std::string& dir) {
   std::vector<std::string> found;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().filename().string().starts_with("lora_") && e.path().extension() == ".olora") found.push_back(e.path().string());
+    if (e.path().filename().string().starts_with("lora_") && e.path().extension() == ".olora")
+      found.push_back(e.path().string());
   std::sort(found.begin(), found.end());
   return found;
 }
@@ -49,8 +50,8 @@ class LoraAdapterSet final : public TrainableSet {
   double grad_norm() override { return adam_.norm(lora_.grads()); }
   void update(float lr, double /*norm*/) override {
     adam_.step(lora_.adapter().data(), lora_.grads(), lr);
-    lora_.merge_into_work();    // W' = W + s·B·A from the frozen W
-    model_.weights_updated();   // the ANE runner refreshes its programs' weights (CPU: nothing)
+    lora_.merge_into_work();   // W' = W + s·B·A from the frozen W
+    model_.weights_updated();  // the ANE runner refreshes its programs' weights (CPU: nothing)
   }
   int64_t adam_steps() const override { return adam_.step_count(); }
   const char* name() const override { return "adapter"; }
@@ -59,8 +60,11 @@ class LoraAdapterSet final : public TrainableSet {
   }
   std::string save_checkpoint(const std::string& dir, const CheckpointState& state, int keep) override {
     LoraTrainingState st;
-    st.json = {{"step", state.step},          {"adam_steps", state.adam_steps}, {"skipped", state.skipped_steps},
-               {"data_position", state.data_position}, {"model", opt_.model}};
+    st.json = {{"step", state.step},
+               {"adam_steps", state.adam_steps},
+               {"skipped", state.skipped_steps},
+               {"data_position", state.data_position},
+               {"model", opt_.model}};
     st.m = adam_.m(), st.v = adam_.v();
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -132,7 +136,8 @@ LoraAdapter LoraTrainer::load_resumed(LoraTrainingState* resumed) {
   std::vector<uint8_t> name, bytes;
   if (comm_->rank() == 0) {
     std::vector<std::string> found = is_directory(from) ? list_lora_checkpoints(from) : std::vector<std::string>{from};
-    if (found.empty()) throw_usage_error(fmt::format("no LoRA checkpoint in {}", from), "--resume", "start without --resume");
+    if (found.empty())
+      throw_usage_error(fmt::format("no LoRA checkpoint in {}", from), "--resume", "start without --resume");
     for (auto it = found.rbegin(); it != found.rend() && bytes.empty(); ++it) {
       auto file = MappedFile::open(*it);
       try {
@@ -237,8 +242,9 @@ void LoraTrainer::setup_model(LoraAdapter adapter) {
     auto blocks = adapter_inputs ? make_lora_ane_blocks(*work_, lora_->adapter(), *lora_, t.batch, t.seq, ao)
                                  : make_ane_blocks(*work_, grads_.get(), t.batch, t.seq, ao);
     if (!adapter_inputs)
-      report_note(t, "lora: the ANE path bakes the base with adapter inputs for q,v adapters only; this one "
-                     "trains on the merged weights (streamed as program inputs)");
+      report_note(t,
+                  "lora: the ANE path bakes the base with adapter inputs for q,v adapters only; this one "
+                  "trains on the merged weights (streamed as program inputs)");
     ane_ = blocks.get();
     model_->set_blocks(std::move(blocks));
   }
@@ -253,15 +259,17 @@ void LoraTrainer::setup_model(LoraAdapter adapter) {
 void LoraTrainer::check_ranks_agree() {
   if (comm_->world() == 1) return;
   auto hash = [](const void* p, size_t n, uint64_t seed = 0xcbf29ce484222325ull) { return checkpoint_hash(p, n, seed); };
-  const std::string options = fmt::format("{} {} {} {} {} {} {} {} {} {} {}", opt_.train.numeric_json().dump(), opt_.rank,
-                                          opt_.alpha, opt_.targets, state_.step, state_.skipped_steps, adam_->step_count(),
-                                          train_->position(), opt_.train.backend, lora_->adapter().describe(),
-                                          base_->config.describe());
+  const std::string options =
+      fmt::format("{} {} {} {} {} {} {} {} {} {} {}", opt_.train.numeric_json().dump(), opt_.rank, opt_.alpha, opt_.targets,
+                  state_.step, state_.skipped_steps, adam_->step_count(), train_->position(), opt_.train.backend,
+                  lora_->adapter().describe(), base_->config.describe());
   const LoraAdapter& a = lora_->adapter();
   const size_t bytes = a.size() * sizeof(float);
   uint64_t base = 0xcbf29ce484222325ull;
-  for (const auto& [name, t] : base_->named_tensors()) base = hash(t->data, t->nbytes(), hash(name.data(), name.size(), base));
-  dist::check_ranks_agree(*comm_, {{"LoRA options and state (--rank, --alpha, --targets, --batch, --lr, ...)", hash(options.data(), options.size())},
+  for (const auto& [name, t] : base_->named_tensors())
+    base = hash(t->data, t->nbytes(), hash(name.data(), name.size(), base));
+  dist::check_ranks_agree(*comm_, {{"LoRA options and state (--rank, --alpha, --targets, --batch, --lr, ...)",
+                                    hash(options.data(), options.size())},
                                    {"base model weights", base},
                                    {"training data", dist::dataset_fingerprint(*train_)},
                                    {"adapter and optimiser moments",

@@ -65,15 +65,14 @@ void for_each_tensor(const ModelConfig& c, ModelWeights* w, ParamBuffer* p, F&& 
   for (int l = 0; l < c.n_layers; l++)
     for (const LayerSlot& s : kLayerSlots) {
       if ((s.bias && !a.biases) || (s.gate && !a.gated_ffn)) continue;
-      std::vector<int64_t> shape = s.cols ? std::vector<int64_t>{dim(s.rows), dim(s.cols)}
-                                          : std::vector<int64_t>{dim(s.rows)};
+      std::vector<int64_t> shape =
+          s.cols ? std::vector<int64_t>{dim(s.rows), dim(s.cols)} : std::vector<int64_t>{dim(s.rows)};
       f(fmt::format("layers.{}.{}", l, s.name), std::move(shape), w ? w->layers[size_t(l)].*s.weight : dummy_t,
         p ? p->layers[size_t(l)].*s.param : dummy_p);
     }
   top("final_norm", {c.dim}, &ModelWeights::final_norm, &ParamBuffer::final_norm);
   if (a.norm == NormKind::LayerNorm) top("final_norm_b", {c.dim}, &ModelWeights::final_norm_b, &ParamBuffer::final_norm_b);
-  if (!c.tied_embeddings)
-    top("classifier", {c.vocab_size, c.dim}, &ModelWeights::classifier, &ParamBuffer::classifier);
+  if (!c.tied_embeddings) top("classifier", {c.vocab_size, c.dim}, &ModelWeights::classifier, &ParamBuffer::classifier);
 }
 
 }  // namespace
@@ -96,8 +95,8 @@ ParamBuffer::ParamBuffer(const ModelConfig& config, bool layer_matrices) : confi
   });
   size_ = off;
   if (size_ > SIZE_MAX / sizeof(float)) throw_out_of_memory("the model's parameters", SIZE_MAX);
-  float* p = static_cast<float*>(allocate_zeroed(std::max<size_t>(size_, 16) * sizeof(float),
-                                                 fmt::format("the parameters of {}", config_.describe())));
+  float* p = static_cast<float*>(
+      allocate_zeroed(std::max<size_t>(size_, 16) * sizeof(float), fmt::format("the parameters of {}", config_.describe())));
   data_ = std::shared_ptr<float>(p, [](float* q) { std::free(q); });
   bind_pointers();
 }
@@ -190,10 +189,11 @@ ModelWeights ParamBuffer::to_weights(DType matrices) const {
   // Walk the view and the copy side by side, converting each tensor into memory owned by w.
   std::vector<Tensor*> dst;
   std::vector<const Tensor*> src;
-  for_each_tensor(config_, &w, nullptr, [&](const std::string&, std::vector<int64_t>, Tensor& t, float*&) { dst.push_back(&t); });
-  for_each_tensor(config_, &v, nullptr, [&](const std::string&, std::vector<int64_t>, Tensor& t, float*&) { src.push_back(&t); });
-  for (size_t k = 0; k < dst.size(); k++)
-    *dst[k] = w.copy_as(*src[k], src[k]->shape.size() == 2 ? matrices : DType::F32);
+  for_each_tensor(config_, &w, nullptr,
+                  [&](const std::string&, std::vector<int64_t>, Tensor& t, float*&) { dst.push_back(&t); });
+  for_each_tensor(config_, &v, nullptr,
+                  [&](const std::string&, std::vector<int64_t>, Tensor& t, float*&) { src.push_back(&t); });
+  for (size_t k = 0; k < dst.size(); k++) *dst[k] = w.copy_as(*src[k], src[k]->shape.size() == 2 ? matrices : DType::F32);
   if (config_.tied_embeddings) w.classifier = w.tok_emb;
   return w;
 }

@@ -22,21 +22,21 @@ namespace orion::train {
 // Pointers into the buffer of one layer; nullptr for tensors the architecture does not have
 // (Llama: no biases; GPT-2: no w3).
 struct LayerParams {
-  float *attn_norm = nullptr, *attn_norm_b = nullptr;     // [C]
-  float *wq = nullptr, *wk = nullptr, *wv = nullptr;      // [NH·HS, C], [NKV·HS, C], [NKV·HS, C]
-  float *wo = nullptr;                                     // [C, NH·HS]
-  float *bq = nullptr, *bk = nullptr, *bv = nullptr;      // [NH·HS], [NKV·HS], [NKV·HS]
-  float *bo = nullptr;                                     // [C]
-  float *ffn_norm = nullptr, *ffn_norm_b = nullptr;       // [C]
-  float *w1 = nullptr, *w2 = nullptr, *w3 = nullptr;      // [H, C], [C, H], [H, C]
-  float *b1 = nullptr, *b2 = nullptr;                     // [H], [C]
+  float *attn_norm = nullptr, *attn_norm_b = nullptr;  // [C]
+  float *wq = nullptr, *wk = nullptr, *wv = nullptr;   // [NH·HS, C], [NKV·HS, C], [NKV·HS, C]
+  float* wo = nullptr;                                 // [C, NH·HS]
+  float *bq = nullptr, *bk = nullptr, *bv = nullptr;   // [NH·HS], [NKV·HS], [NKV·HS]
+  float* bo = nullptr;                                 // [C]
+  float *ffn_norm = nullptr, *ffn_norm_b = nullptr;    // [C]
+  float *w1 = nullptr, *w2 = nullptr, *w3 = nullptr;   // [H, C], [C, H], [H, C]
+  float *b1 = nullptr, *b2 = nullptr;                  // [H], [C]
 };
 
 // One tensor of the layout.
 struct ParamInfo {
-  std::string name;             // canonical name: "tok_emb", "layers.3.wq", ...
-  std::vector<int64_t> shape;   // [out, in] for matrices, [n] for vectors
-  size_t offset = 0;            // in floats, from the start of the buffer (a multiple of 16)
+  std::string name;            // canonical name: "tok_emb", "layers.3.wq", ...
+  std::vector<int64_t> shape;  // [out, in] for matrices, [n] for vectors
+  size_t offset = 0;           // in floats, from the start of the buffer (a multiple of 16)
   size_t numel = 0;
   bool matrix() const { return shape.size() == 2; }
 };
@@ -71,8 +71,8 @@ class ParamBuffer {
 
   // Typed pointers (llm.c's ParameterTensors). With tied embeddings classifier == tok_emb (its
   // first V rows), so the classifier's gradient lands in the embedding's.
-  float* tok_emb = nullptr;       // [Vp, C]
-  float* pos_emb = nullptr;       // [T, C]  (GPT-2)
+  float* tok_emb = nullptr;  // [Vp, C]
+  float* pos_emb = nullptr;  // [T, C]  (GPT-2)
   std::vector<LayerParams> layers;
   float* final_norm = nullptr;    // [C]
   float* final_norm_b = nullptr;  // [C]     (GPT-2)

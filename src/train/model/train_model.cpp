@@ -26,8 +26,8 @@ std::unique_ptr<BlockRunner> make_cpu_blocks(const Params& params, Grads* grads,
 TrainModel::TrainModel(const Params& params, Grads* grads, int B, int T) : p_(params), g_(grads), B_(B), T_(T) {
   const ModelConfig& c = params.config();
   if (B <= 0 || T <= 0 || T > c.seq_len)
-    throw_usage_error(fmt::format("batch {} × {} tokens does not fit the model (context {})", B, T, c.seq_len),
-                      "seq", "use a batch of at least 1 and a sequence length within the model's context");
+    throw_usage_error(fmt::format("batch {} × {} tokens does not fit the model (context {})", B, T, c.seq_len), "seq",
+                      "use a batch of at least 1 and a sequence length within the model's context");
   if (grads) ORION_CHECK(grads->size() == params.size(), "gradients of a different layout");
   const size_t N = size_t(B) * T, C = c.dim, V = c.vocab_size;
   tokens_.resize(N), targets_.resize(N);
@@ -61,15 +61,13 @@ float TrainModel::forward(const int* tokens, const int* targets, int B, int T) {
   const int N = B * T, C = c.dim, V = c.vocab_size, L = c.n_layers;
   for (int n = 0; n < N; n++)
     if (tokens[n] < 0 || tokens[n] >= V)
-      throw_usage_error(fmt::format("token id {} at position {} is outside the vocabulary of {}", tokens[n], n, V),
-                        "tokens", "the data was tokenized for another vocabulary");
+      throw_usage_error(fmt::format("token id {} at position {} is outside the vocabulary of {}", tokens[n], n, V), "tokens",
+                        "the data was tokenized for another vocabulary");
   b_ = B, t_ = T;
   std::memcpy(tokens_.data(), tokens, sizeof(int) * N);
   have_targets_ = targets != nullptr;
-  if (targets)
-    std::memcpy(targets_.data(), targets, sizeof(int) * N);
-  else
-    std::fill_n(targets_.data(), N, -1);
+  if (targets) std::memcpy(targets_.data(), targets, sizeof(int) * N);
+  else std::fill_n(targets_.data(), N, -1);
   auto res = [&](int l) { return residual_.data() + size_t(l) * N * C; };  // x_l [N, C]
 
   const Anatomy anatomy = model_family(c.arch).anatomy();
@@ -77,11 +75,8 @@ float TrainModel::forward(const int* tokens, const int* targets, int B, int T) {
   const bool learned = anatomy.positions == Positions::Learned;
   encoder_forward(res(0), tokens_.data(), p_.tok_emb, learned ? p_.pos_emb : (const float*)nullptr, B, T, C);
   for (int l = 0; l < L; l++) blocks_->forward_block(l, res(l), res(l + 1), B, T);
-  if (anatomy.norm == NormKind::RMSNorm)
-    rmsnorm_forward(xf_.data(), frstd_.data(), res(L), p_.final_norm, N, C, c.norm_eps);
-  else
-    layernorm_forward(xf_.data(), fmean_.data(), frstd_.data(), res(L), p_.final_norm, p_.final_norm_b, N, C,
-                      c.norm_eps);
+  if (anatomy.norm == NormKind::RMSNorm) rmsnorm_forward(xf_.data(), frstd_.data(), res(L), p_.final_norm, N, C, c.norm_eps);
+  else layernorm_forward(xf_.data(), fmean_.data(), frstd_.data(), res(L), p_.final_norm, p_.final_norm_b, N, C, c.norm_eps);
   // logits over the real vocabulary (llm.c's padding rows of tok_emb are never used)
   matmul_forward(logits_.data(), xf_.data(), p_.classifier, (const float*)nullptr, N, C, V);
 
@@ -106,8 +101,8 @@ void TrainModel::backward(float scale) {
   // logits = xf·classifierᵀ  (tied: the gradient lands in tok_emb's rows)
   std::fill(dxf_.begin(), dxf_.begin() + size_t(N) * C, 0.0f);
   // (frozen base: only the input gradient; the classifier's N·C·V weight gradient is skipped)
-  matmul_backward(dxf_.data(), frozen_ ? (float*)nullptr : g_->classifier, (float*)nullptr, dlogits, xf_.data(), p_.classifier,
-                  N, C, V);
+  matmul_backward(dxf_.data(), frozen_ ? (float*)nullptr : g_->classifier, (float*)nullptr, dlogits, xf_.data(),
+                  p_.classifier, N, C, V);
   float* dx = dres_[0].data();  // ∂loss/∂x_L, then walking down the layers
   float* dx_next = dres_[1].data();
   std::fill_n(dx, size_t(N) * C, 0.0f);

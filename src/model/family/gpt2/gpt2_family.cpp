@@ -141,12 +141,12 @@ class Gpt2Family final : public ModelFamily {
 
   // c_attn is one fused module for q, k and v.
   const PeftLayout& peft() const override {
-    static const PeftLayout p = {
-        "transformer.h.",
-        {"attn.c_attn", "attn.c_attn", "attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj", nullptr},
-        {"c_attn", "c_attn", "c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj", nullptr},
-        /*fan_in_fan_out=*/true,
-        /*permuted_qk=*/false};
+    static const PeftLayout p = {"transformer.h.",
+                                 {"attn.c_attn", "attn.c_attn", "attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj",
+                                  nullptr},
+                                 {"c_attn", "c_attn", "c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj", nullptr},
+                                 /*fan_in_fan_out=*/true,
+                                 /*permuted_qk=*/false};
     return p;
   }
 

@@ -65,8 +65,8 @@ ir::Graph gpt2_decode_ffn(const ModelWeights& w, int layer, int S, KernelOptions
   const ModelConfig& c = w.config;
   const LayerWeights& l = w.layers[size_t(layer)];
   KernelBuilder b("gpt2_decode_ffn", opt.dtype);
-  Value x = b.act("x", c.dim, S);      // residual stream before this block's attention
-  Value att = b.act("att", c.dim, S);  // softmax(q·Kᵀ/√HS)·V from the CPU, before Wo
+  Value x = b.act("x", c.dim, S);                                 // residual stream before this block's attention
+  Value att = b.act("att", c.dim, S);                             // softmax(q·Kᵀ/√HS)·V from the CPU, before Wo
   Value h = b.add(x, b.linear(att, "wo", l.wo, l.bo, "o"), "h");  // h = x + Wo·att + bo
   b.output(gpt2_ffn(b, w, layer, h));
   return std::move(b.g);

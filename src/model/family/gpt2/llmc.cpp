@@ -19,8 +19,8 @@ constexpr int32_t kMagic = 20240326;
 constexpr size_t kHeaderInts = 256;
 
 enum class P { Wte, Wpe, Ln1w, Ln1b, Qkvw, Qkvb, Attprojw, Attprojb, Ln2w, Ln2b, Fcw, Fcb, Fcprojw, Fcprojb, Lnfw, Lnfb };
-constexpr P kOrder[] = {P::Wte,  P::Wpe,      P::Ln1w,     P::Ln1b, P::Qkvw, P::Qkvb, P::Attprojw, P::Attprojb,
-                        P::Ln2w, P::Ln2b,     P::Fcw,      P::Fcb,  P::Fcprojw, P::Fcprojb, P::Lnfw, P::Lnfb};
+constexpr P kOrder[] = {P::Wte,  P::Wpe,  P::Ln1w, P::Ln1b, P::Qkvw,    P::Qkvb,    P::Attprojw, P::Attprojb,
+                        P::Ln2w, P::Ln2b, P::Fcw,  P::Fcb,  P::Fcprojw, P::Fcprojb, P::Lnfw,     P::Lnfb};
 
 struct PShape {
   bool per_layer;
@@ -32,14 +32,20 @@ PShape shape_of(const ModelConfig& c, P p) {
   switch (p) {
     case P::Wte: return {false, {Vp, C}};
     case P::Wpe: return {false, {T, C}};
-    case P::Ln1w: case P::Ln1b: case P::Attprojb: case P::Ln2w: case P::Ln2b: case P::Fcprojb: return {true, {C}};
+    case P::Ln1w:
+    case P::Ln1b:
+    case P::Attprojb:
+    case P::Ln2w:
+    case P::Ln2b:
+    case P::Fcprojb: return {true, {C}};
     case P::Qkvw: return {true, {3 * C, C}};
     case P::Qkvb: return {true, {3 * C}};
     case P::Attprojw: return {true, {C, C}};
     case P::Fcw: return {true, {4 * C, C}};
     case P::Fcb: return {true, {4 * C}};
     case P::Fcprojw: return {true, {C, 4 * C}};
-    case P::Lnfw: case P::Lnfb: return {false, {C}};
+    case P::Lnfw:
+    case P::Lnfb: return {false, {C}};
   }
   return {false, {}};
 }

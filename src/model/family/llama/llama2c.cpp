@@ -32,10 +32,12 @@ enum class Sec { TokEmb, RmsAtt, Wq, Wk, Wv, Wo, RmsFfn, W1, W2, W3, RmsFinal, F
 std::vector<Sec> sections(int version, bool shared, bool with_freq) {
   std::vector<Sec> s;
   if (version == 0) {
-    s = {Sec::TokEmb, Sec::RmsAtt, Sec::Wq, Sec::Wk, Sec::Wv, Sec::Wo, Sec::RmsFfn, Sec::W1, Sec::W2, Sec::W3, Sec::RmsFinal};
+    s = {Sec::TokEmb, Sec::RmsAtt, Sec::Wq, Sec::Wk, Sec::Wv,      Sec::Wo,
+         Sec::RmsFfn, Sec::W1,     Sec::W2, Sec::W3, Sec::RmsFinal};
     if (with_freq) s.insert(s.end(), {Sec::FreqReal, Sec::FreqImag});
   } else {
-    s = {Sec::RmsAtt, Sec::RmsFfn, Sec::RmsFinal, Sec::TokEmb, Sec::Wq, Sec::Wk, Sec::Wv, Sec::Wo, Sec::W1, Sec::W2, Sec::W3};
+    s = {Sec::RmsAtt, Sec::RmsFfn, Sec::RmsFinal, Sec::TokEmb, Sec::Wq, Sec::Wk,
+         Sec::Wv,     Sec::Wo,     Sec::W1,       Sec::W2,     Sec::W3};
   }
   if (!shared) s.push_back(Sec::Wcls);
   return s;
@@ -163,11 +165,11 @@ ModelWeights read_llama2c(const std::string& path) {
     if (actual == header + payload_bytes(c, no_freq)) secs = no_freq, expected = actual;
   }
   if (actual != expected)
-    throw_input_error(path,
-                      fmt::format("the header ({}) needs {} bytes, but the file has {} bytes", c.describe(), expected, actual),
-                      "header", 0,
-                      actual < expected ? "the file is truncated; download or export it again"
-                                        : "the header dims do not match the data; the file is corrupt or not a llama2.c model");
+    throw_input_error(
+        path, fmt::format("the header ({}) needs {} bytes, but the file has {} bytes", c.describe(), expected, actual),
+        "header", 0,
+        actual < expected ? "the file is truncated; download or export it again"
+                          : "the header dims do not match the data; the file is corrupt or not a llama2.c model");
 
   ModelWeights w;
   w.config = c;

@@ -68,8 +68,8 @@ void matvec_add_rows(float* x, float* tmp, const float* in, const Tensor& W, int
 
 }  // namespace
 
-void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache,
-                        float* value_cache, int max_seq, float* logits) {
+void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache, float* value_cache,
+                        int max_seq, float* logits) {
   const ModelConfig& c = w.config;
   const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim(), H = c.hidden_dim;
   const int group = c.n_heads / c.n_kv_heads, len = pos + 1;
@@ -79,8 +79,8 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
 
 #pragma omp parallel
   {
-    std::vector<float> xn(static_cast<size_t>(C));        // this thread's normalised copy of x
-    std::vector<float> att(static_cast<size_t>(len));     // attention scores of one head
+    std::vector<float> xn(static_cast<size_t>(C));     // this thread's normalised copy of x
+    std::vector<float> att(static_cast<size_t>(len));  // attention scores of one head
     for (int l = 0; l < c.n_layers; l++) {
       const LayerWeights& lw = w.layers[size_t(l)];
       float* k = key_cache + (size_t(l) * max_seq + pos) * KV;  // this token's cache rows

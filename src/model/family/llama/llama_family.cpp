@@ -135,13 +135,12 @@ class LlamaFamily final : public ModelFamily {
   }
 
   const PeftLayout& peft() const override {
-    static const PeftLayout p = {
-        "model.layers.",
-        {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
-         "mlp.down_proj", "mlp.up_proj"},
-        {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "down_proj", "up_proj"},
-        /*fan_in_fan_out=*/false,
-        /*permuted_qk=*/true};
+    static const PeftLayout p = {"model.layers.",
+                                 {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                                  "mlp.gate_proj", "mlp.down_proj", "mlp.up_proj"},
+                                 {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "down_proj", "up_proj"},
+                                 /*fan_in_fan_out=*/false,
+                                 /*permuted_qk=*/true};
     return p;
   }
 

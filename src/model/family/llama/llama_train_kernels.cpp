@@ -39,11 +39,11 @@ ir::Graph llama_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions o
   const LayerWeights& l = w.layers[size_t(layer)];
   KernelBuilder b("llama_fwd_ffn", opt.dtype);
   Value x = b.act("x", c.dim, S);
-  Value xn = b.rmsnorm(x, "ffn_norm", l.ffn_norm, c.norm_eps, "xnorm");  // [1, C, 1, S]
-  Value h1 = b.linear(xn, "w1", l.w1, {}, "h1");                          // gate branch [1, H, 1, S]
-  Value h3 = b.linear(xn, "w3", l.w3, {}, "h3");                          // up branch   [1, H, 1, S]
+  Value xn = b.rmsnorm(x, "ffn_norm", l.ffn_norm, c.norm_eps, "xnorm");     // [1, C, 1, S]
+  Value h1 = b.linear(xn, "w1", l.w1, {}, "h1");                            // gate branch [1, H, 1, S]
+  Value h3 = b.linear(xn, "w3", l.w3, {}, "h3");                            // up branch   [1, H, 1, S]
   Value gate = b.mul(b.op(ir::Op::Silu, {h1}, {}, "h1_silu"), h3, "gate");  // silu(h1)⊙h3 (SwiGLU)
-  Value y = b.linear(gate, "w2", l.w2, {}, "y");                          // [1, C, 1, S]
+  Value y = b.linear(gate, "w2", l.w2, {}, "y");                            // [1, C, 1, S]
   for (Value v : {y, h1, h3, gate, xn}) b.output(v);
   return std::move(b.g);
 }
@@ -89,7 +89,7 @@ ir::Graph sdpa_bwd1(const ModelWeights& w, int layer, int S, KernelOptions opt) 
   // att[d, i] = Σ_j v[d, j]·probs[i, j]  ⇒  dv[d, j] = Σ_i datt[d, i]·probs[i, j]
   //                                        dprobs[i, j] = Σ_d datt[d, i]·v[d, j]
   Value dv4 = b.matmul(datt4, probs, false, false, "dv_heads");  // [1, NH, HS, S]
-  Value dv = b.merge_heads(b.sum_kv_groups(dv4, G), "dv");        // [1, KV, 1, S]
+  Value dv = b.merge_heads(b.sum_kv_groups(dv4, G), "dv");       // [1, KV, 1, S]
   Value dprobs = b.matmul(datt4, v4, /*tx=*/true, false, "dprobs_heads");
   // At the program boundary every tensor is [1, C, 1, S] (C14): [1, NH, S, S] → [1, NH·S, 1, S]
   // (channel h·S + i holds query row i of head h; the memory order is unchanged).
@@ -114,9 +114,9 @@ ir::Graph sdpa_bwd2(const ModelConfig& c, int S, KernelOptions opt) {
   Value dqk = b.mul(dscores, b.scalar(1.0 / std::sqrt(double(HS)), "attn_scale"));
   // scores[i, j] = Σ_d q[d, i]·k[d, j]  ⇒  dq[d, i] = Σ_j k[d, j]·dqk[i, j],  dk[d, j] = Σ_i q[d, i]·dqk[i, j]
   Value k4 = b.repeat_kv(b.heads(k, NKV, HS), G);
-  Value dq = b.merge_heads(b.matmul(k4, dqk, false, /*ty=*/true, "dq_heads"), "dq");        // [1, Q, 1, S]
-  Value dk4 = b.matmul(b.heads(q, NH, HS), dqk, false, false, "dk_heads");                   // [1, NH, HS, S]
-  Value dk = b.merge_heads(b.sum_kv_groups(dk4, G), "dk");                                   // [1, KV, 1, S]
+  Value dq = b.merge_heads(b.matmul(k4, dqk, false, /*ty=*/true, "dq_heads"), "dq");  // [1, Q, 1, S]
+  Value dk4 = b.matmul(b.heads(q, NH, HS), dqk, false, false, "dk_heads");            // [1, NH, HS, S]
+  Value dk = b.merge_heads(b.sum_kv_groups(dk4, G), "dk");                            // [1, KV, 1, S]
   b.output(dq);
   b.output(dk);
   return std::move(b.g);

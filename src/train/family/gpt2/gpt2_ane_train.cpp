@@ -36,7 +36,7 @@ namespace {
 
 // As LlamaSaved: program-layout tensors for the backward kernels, rows for the weight gradients.
 struct Gpt2Saved {
-  std::vector<ir::Tensor32> q, k, v, fc;        // [B] of [1, C|H, 1, S]
+  std::vector<ir::Tensor32> q, k, v, fc;       // [B] of [1, C|H, 1, S]
   std::vector<float> att, xn1, x1, gelu, xn2;  // [N, C], [N, C], [N, C], [N, H], [N, C]
 };
 
@@ -101,8 +101,9 @@ class Gpt2AneBlocks final : public AneBlocksBase {
     for (int b = 0; b < B; b++) {
       const size_t r = size_t(b) * T;
       const float* dyb = dy + r * C;
-      TensorMap fb = run(kFfnBwd, l, {{"dy", to_ane(dyb, T, C, Sf_, gs)}, {"x", to_ane(a.x1.data() + r * C, T, C, Sf_)},
-                                      {"fc", a.fc[size_t(b)]}});
+      TensorMap fb =
+          run(kFfnBwd, l,
+              {{"dy", to_ane(dyb, T, C, Sf_, gs)}, {"x", to_ane(a.x1.data() + r * C, T, C, Sf_)}, {"fc", a.fc[size_t(b)]}});
       float* dx1 = d.dx1.data() + r * C;
       std::copy_n(dyb, size_t(T) * C, dx1);  // dx1 = dy + dx_ffn
       from_ane(fb.at("dx"), T, dx1, /*accumulate=*/true, unscale);
@@ -114,7 +115,8 @@ class Gpt2AneBlocks final : public AneBlocksBase {
       float* dxb = dx + r * C;
       std::copy_n(dx1, size_t(T) * C, dxb);  // dx = dx1 + dx_attn
       from_ane(ag.qkv.at("dx"), T, dxb, /*accumulate=*/true, unscale);
-      from_ane(ag.sdpa2.at("dq"), T, d.dq.data() + r * C, /*accumulate=*/false, unscale);  // no RoPE: the gradients of Wq·xn1 + bq, ...
+      from_ane(ag.sdpa2.at("dq"), T, d.dq.data() + r * C, /*accumulate=*/false,
+               unscale);  // no RoPE: the gradients of Wq·xn1 + bq, ...
       from_ane(ag.sdpa2.at("dk"), T, d.dk.data() + r * C, /*accumulate=*/false, unscale);
       from_ane(ag.sdpa1.at("dv"), T, d.dv.data() + r * C, /*accumulate=*/false, unscale);
       from_ane(ag.qkv.at("dxnorm"), T, d.dxn1.data() + r * C, /*accumulate=*/false, unscale);
@@ -147,9 +149,12 @@ class Gpt2AneBlocks final : public AneBlocksBase {
       int in, out;
     };
     const Projection projections[] = {
-        {LoraTarget::W2, dw.w2, dw.b2, d.dy.data(), a.gelu.data(), w.w2, H, C}, {LoraTarget::W1, dw.w1, dw.b1, d.dfc.data(), a.xn2.data(), w.w1, C, H},
-        {LoraTarget::O, dw.wo, dw.bo, d.dx1.data(), a.att.data(), w.wo, C, C},  {LoraTarget::Q, dw.wq, dw.bq, d.dq.data(), a.xn1.data(), w.wq, C, C},
-        {LoraTarget::K, dw.wk, dw.bk, d.dk.data(), a.xn1.data(), w.wk, C, C},   {LoraTarget::V, dw.wv, dw.bv, d.dv.data(), a.xn1.data(), w.wv, C, C},
+        {LoraTarget::W2, dw.w2, dw.b2, d.dy.data(), a.gelu.data(), w.w2, H, C},
+        {LoraTarget::W1, dw.w1, dw.b1, d.dfc.data(), a.xn2.data(), w.w1, C, H},
+        {LoraTarget::O, dw.wo, dw.bo, d.dx1.data(), a.att.data(), w.wo, C, C},
+        {LoraTarget::Q, dw.wq, dw.bq, d.dq.data(), a.xn1.data(), w.wq, C, C},
+        {LoraTarget::K, dw.wk, dw.bk, d.dk.data(), a.xn1.data(), w.wk, C, C},
+        {LoraTarget::V, dw.wv, dw.bv, d.dv.data(), a.xn1.data(), w.wv, C, C},
     };
     for (const Projection& p : projections) {
       matmul_backward((float*)nullptr, f_.grad(p.dw), f_.grad(p.db), p.dy, p.x, p.w, N, p.in, p.out);

@@ -39,14 +39,14 @@ class Gpt2CpuBlocks final : public BlockRunner {
   Gpt2CpuBlocks(const Params& p, Grads* g, int B, int T) : p_(p), g_(g) {
     const ModelConfig& c = p.config();
     ORION_CHECK(c.arch == Arch::GPT2, "GPT-2 block runner for a {} model", arch_name(c.arch));
-    const size_t N = size_t(B) * T, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(),
-                 H = c.hidden_dim;
+    const size_t N = size_t(B) * T, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
     acts_.resize(size_t(c.n_layers));
     for (Gpt2Acts& a : acts_) {
       a.ln1.resize(N * C), a.mean1.resize(N), a.rstd1.resize(N);
       a.q.resize(N * Q), a.k.resize(N * KV), a.v.resize(N * KV);
       a.att.resize(size_t(B) * c.n_heads * T * T), a.atty.resize(N * Q), a.x1.resize(N * C);
-      a.ln2.resize(N * C), a.mean2.resize(N), a.rstd2.resize(N), a.fch.resize(N * H), a.fchg.resize(N * H), a.fcth.resize(N * H);
+      a.ln2.resize(N * C), a.mean2.resize(N), a.rstd2.resize(N), a.fch.resize(N * H), a.fchg.resize(N * H),
+          a.fcth.resize(N * H);
     }
     tmp_.resize(N * C);
     if (g_) {
@@ -66,11 +66,10 @@ class Gpt2CpuBlocks final : public BlockRunner {
     const ModelConfig& c = p_.config();
     const LayerParams& w = p_.layers[size_t(l)];
     Gpt2Acts& a = acts_[size_t(l)];
-    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS,
-              KV = NKV * HS, H = c.hidden_dim;
+    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS, KV = NKV * HS,
+              H = c.hidden_dim;
     // --- attention ---
-    layernorm_forward(a.ln1.data(), a.mean1.data(), a.rstd1.data(), x, w.attn_norm, w.attn_norm_b, N, C,
-                      c.norm_eps);
+    layernorm_forward(a.ln1.data(), a.mean1.data(), a.rstd1.data(), x, w.attn_norm, w.attn_norm_b, N, C, c.norm_eps);
     matmul_forward(a.q.data(), a.ln1.data(), w.wq, w.bq, N, C, Q);
     matmul_forward(a.k.data(), a.ln1.data(), w.wk, w.bk, N, C, KV);
     matmul_forward(a.v.data(), a.ln1.data(), w.wv, w.bv, N, C, KV);
@@ -78,8 +77,7 @@ class Gpt2CpuBlocks final : public BlockRunner {
     matmul_forward(tmp_.data(), a.atty.data(), w.wo, w.bo, N, Q, C);
     residual_forward(a.x1.data(), x, tmp_.data(), size_t(N) * C);
     // --- feed-forward (GELU) ---
-    layernorm_forward(a.ln2.data(), a.mean2.data(), a.rstd2.data(), a.x1.data(), w.ffn_norm, w.ffn_norm_b, N, C,
-                      c.norm_eps);
+    layernorm_forward(a.ln2.data(), a.mean2.data(), a.rstd2.data(), a.x1.data(), w.ffn_norm, w.ffn_norm_b, N, C, c.norm_eps);
     matmul_forward(a.fch.data(), a.ln2.data(), w.w1, w.b1, N, C, H);
     gelu_forward(a.fchg.data(), a.fcth.data(), a.fch.data(), size_t(N) * H);
     matmul_forward(tmp_.data(), a.fchg.data(), w.w2, w.b2, N, H, C);
@@ -92,8 +90,8 @@ class Gpt2CpuBlocks final : public BlockRunner {
     const LayerParams& w = p_.layers[size_t(l)];
     LayerParams& dw = g_->layers[size_t(l)];
     Gpt2Acts& a = acts_[size_t(l)];
-    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS,
-              KV = NKV * HS, H = c.hidden_dim;
+    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS, KV = NKV * HS,
+              H = c.hidden_dim;
     const size_t NC = size_t(N) * C, NH_ = size_t(N) * H;
     auto zero = [](std::vector<float>& v, size_t n) { std::fill_n(v.data(), n, 0.0f); };
 
@@ -108,8 +106,8 @@ class Gpt2CpuBlocks final : public BlockRunner {
     zero(dln_, NC);
     matmul_backward(dln_.data(), f_.grad(dw.w1), f_.grad(dw.b1), dfch_.data(), a.ln2.data(), w.w1, N, C, H);
     f_.report(l, LoraTarget::W1, a.ln2.data(), dfch_.data(), N);
-    layernorm_backward(dx1_.data(), dw.ffn_norm, dw.ffn_norm_b, dln_.data(), a.x1.data(), w.ffn_norm,
-                       a.mean2.data(), a.rstd2.data(), N, C);
+    layernorm_backward(dx1_.data(), dw.ffn_norm, dw.ffn_norm_b, dln_.data(), a.x1.data(), w.ffn_norm, a.mean2.data(),
+                       a.rstd2.data(), N, C);
 
     // --- attention, in reverse ---
     // x1 = x + atty·woᵀ + bo
@@ -118,8 +116,8 @@ class Gpt2CpuBlocks final : public BlockRunner {
     matmul_backward(datty_.data(), f_.grad(dw.wo), f_.grad(dw.bo), dx1_.data(), a.atty.data(), w.wo, N, Q, C);
     f_.report(l, LoraTarget::O, a.atty.data(), dx1_.data(), N);
     zero(dq_, size_t(N) * Q), zero(dk_, size_t(N) * KV), zero(dv_, size_t(N) * KV);
-    attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.att.data(), a.q.data(), a.k.data(),
-                       a.v.data(), B, T, NH, NKV, HS);
+    attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.att.data(), a.q.data(), a.k.data(), a.v.data(),
+                       B, T, NH, NKV, HS);
     // ln1 fed the three projections: its gradient is the sum of what each sends back.
     zero(dln_, NC);
     matmul_backward(dln_.data(), f_.grad(dw.wq), f_.grad(dw.bq), dq_.data(), a.ln1.data(), w.wq, N, C, Q);
@@ -128,8 +126,7 @@ class Gpt2CpuBlocks final : public BlockRunner {
     f_.report(l, LoraTarget::K, a.ln1.data(), dk_.data(), N);
     matmul_backward(dln_.data(), f_.grad(dw.wv), f_.grad(dw.bv), dv_.data(), a.ln1.data(), w.wv, N, C, KV);
     f_.report(l, LoraTarget::V, a.ln1.data(), dv_.data(), N);
-    layernorm_backward(dx, dw.attn_norm, dw.attn_norm_b, dln_.data(), x, w.attn_norm, a.mean1.data(),
-                       a.rstd1.data(), N, C);
+    layernorm_backward(dx, dw.attn_norm, dw.attn_norm_b, dln_.data(), x, w.attn_norm, a.mean1.data(), a.rstd1.data(), N, C);
   }
 
  private:
@@ -137,11 +134,11 @@ class Gpt2CpuBlocks final : public BlockRunner {
   Grads* g_;
   FrozenBase f_;  // adapter training: no dW, the adapted projections reported
   std::vector<Gpt2Acts> acts_;
-  std::vector<float> tmp_;              // [N, C] a branch's output before the residual add
-  std::vector<float> dx1_, dln_;        // [N, C]
-  std::vector<float> datty_, dq_;       // [N, C]
-  std::vector<float> dk_, dv_;          // [N, C]
-  std::vector<float> dfch_, dfchg_;     // [N, H]
+  std::vector<float> tmp_;           // [N, C] a branch's output before the residual add
+  std::vector<float> dx1_, dln_;     // [N, C]
+  std::vector<float> datty_, dq_;    // [N, C]
+  std::vector<float> dk_, dv_;       // [N, C]
+  std::vector<float> dfch_, dfchg_;  // [N, H]
 };
 
 }  // namespace

@@ -12,7 +12,7 @@ std::unique_ptr<BlockRunner> make_gpt2_cpu_blocks(const Params& params, Grads* g
 namespace ane {
 std::unique_ptr<AneBlocks> make_gpt2_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o);
 std::unique_ptr<AneBlocks> make_gpt2_lora_ane_blocks(const Params& base, const LoraAdapter& a, AdapterGradSink& sink, int B,
-                                                      int T, const AneTrainOptions& o);
+                                                     int T, const AneTrainOptions& o);
 }  // namespace ane
 
 }  // namespace orion::train

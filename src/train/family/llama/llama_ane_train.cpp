@@ -39,7 +39,7 @@ namespace {
 // What one layer keeps from its forward: kernel outputs that feed a backward kernel stay in the
 // programs' layout (one tensor per sequence); those that feed a weight gradient become rows.
 struct LlamaSaved {
-  std::vector<ir::Tensor32> q, k, v, h1, h3;  // [B] of [1, Q|KV|H, 1, S]
+  std::vector<ir::Tensor32> q, k, v, h1, h3;   // [B] of [1, Q|KV|H, 1, S]
   std::vector<float> att, xn1, x1, gate, xn2;  // [N, Q], [N, C], [N, C], [N, H], [N, C]
 };
 
@@ -103,8 +103,11 @@ class LlamaAneBlocks final : public AneBlocksBase {
     for (int b = 0; b < B; b++) {
       const size_t r = size_t(b) * T;
       const float* dyb = dy + r * C;
-      TensorMap fb = run(kFfnBwd, l, {{"dy", to_ane(dyb, T, C, Sf_, gs)}, {"x", to_ane(a.x1.data() + r * C, T, C, Sf_)},
-                                      {"h1", a.h1[size_t(b)]}, {"h3", a.h3[size_t(b)]}});
+      TensorMap fb = run(kFfnBwd, l,
+                         {{"dy", to_ane(dyb, T, C, Sf_, gs)},
+                          {"x", to_ane(a.x1.data() + r * C, T, C, Sf_)},
+                          {"h1", a.h1[size_t(b)]},
+                          {"h3", a.h3[size_t(b)]}});
       float* dx1 = d.dx1.data() + r * C;
       std::copy_n(dyb, size_t(T) * C, dx1);  // dx1 = dy + dx_ffn
       from_ane(fb.at("dx"), T, dx1, /*accumulate=*/true, unscale);
@@ -152,9 +155,12 @@ class LlamaAneBlocks final : public AneBlocksBase {
       int in, out;
     };
     const Projection projections[] = {
-        {LoraTarget::W2, dw.w2, d.dy.data(), a.gate.data(), w.w2, H, C},  {LoraTarget::W1, dw.w1, d.dh1.data(), a.xn2.data(), w.w1, C, H},
-        {LoraTarget::W3, dw.w3, d.dh3.data(), a.xn2.data(), w.w3, C, H},  {LoraTarget::O, dw.wo, d.dx1.data(), a.att.data(), w.wo, Q, C},
-        {LoraTarget::Q, dw.wq, d.dq.data(), a.xn1.data(), w.wq, C, Q},    {LoraTarget::K, dw.wk, d.dk.data(), a.xn1.data(), w.wk, C, KV},
+        {LoraTarget::W2, dw.w2, d.dy.data(), a.gate.data(), w.w2, H, C},
+        {LoraTarget::W1, dw.w1, d.dh1.data(), a.xn2.data(), w.w1, C, H},
+        {LoraTarget::W3, dw.w3, d.dh3.data(), a.xn2.data(), w.w3, C, H},
+        {LoraTarget::O, dw.wo, d.dx1.data(), a.att.data(), w.wo, Q, C},
+        {LoraTarget::Q, dw.wq, d.dq.data(), a.xn1.data(), w.wq, C, Q},
+        {LoraTarget::K, dw.wk, d.dk.data(), a.xn1.data(), w.wk, C, KV},
         {LoraTarget::V, dw.wv, d.dv.data(), a.xn1.data(), w.wv, C, KV},
     };
     for (const Projection& p : projections) {

@@ -26,14 +26,14 @@ namespace {
 
 // What one layer keeps from its forward for its backward (llm.c's ActivationTensors, per layer).
 struct LlamaActs {
-  std::vector<float> xn1, rstd1;   // [N, C], [N]
-  std::vector<float> q;            // [N, NH·HS]  after RoPE
-  std::vector<float> k, v;         // [N, NKV·HS] (k after RoPE)
-  std::vector<float> att;          // [B, NH, T, T] attention probabilities
-  std::vector<float> atty;         // [N, NH·HS]  attention output, before wo
-  std::vector<float> x1;           // [N, C]      residual after attention
-  std::vector<float> xn2, rstd2;   // [N, C], [N]
-  std::vector<float> h1, h3, hg;   // [N, H]      gate, up, silu(gate)·up
+  std::vector<float> xn1, rstd1;  // [N, C], [N]
+  std::vector<float> q;           // [N, NH·HS]  after RoPE
+  std::vector<float> k, v;        // [N, NKV·HS] (k after RoPE)
+  std::vector<float> att;         // [B, NH, T, T] attention probabilities
+  std::vector<float> atty;        // [N, NH·HS]  attention output, before wo
+  std::vector<float> x1;          // [N, C]      residual after attention
+  std::vector<float> xn2, rstd2;  // [N, C], [N]
+  std::vector<float> h1, h3, hg;  // [N, H]      gate, up, silu(gate)·up
 };
 
 class LlamaCpuBlocks final : public BlockRunner {
@@ -41,8 +41,7 @@ class LlamaCpuBlocks final : public BlockRunner {
   LlamaCpuBlocks(const Params& p, Grads* g, int B, int T) : p_(p), g_(g) {
     const ModelConfig& c = p.config();
     ORION_CHECK(c.arch == Arch::Llama, "Llama block runner for a {} model", arch_name(c.arch));
-    const size_t N = size_t(B) * T, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(),
-                 H = c.hidden_dim;
+    const size_t N = size_t(B) * T, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
     acts_.resize(size_t(c.n_layers));
     for (LlamaActs& a : acts_) {
       a.xn1.resize(N * C), a.rstd1.resize(N), a.q.resize(N * Q), a.k.resize(N * KV), a.v.resize(N * KV);
@@ -67,8 +66,8 @@ class LlamaCpuBlocks final : public BlockRunner {
     const ModelConfig& c = p_.config();
     const LayerParams& w = p_.layers[size_t(l)];
     LlamaActs& a = acts_[size_t(l)];
-    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS,
-              KV = NKV * HS, H = c.hidden_dim;
+    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS, KV = NKV * HS,
+              H = c.hidden_dim;
     // --- attention ---
     rmsnorm_forward(a.xn1.data(), a.rstd1.data(), x, w.attn_norm, N, C, c.norm_eps);
     matmul_forward(a.q.data(), a.xn1.data(), w.wq, (const float*)nullptr, N, C, Q);
@@ -94,8 +93,8 @@ class LlamaCpuBlocks final : public BlockRunner {
     const LayerParams& w = p_.layers[size_t(l)];
     LayerParams& dw = g_->layers[size_t(l)];
     LlamaActs& a = acts_[size_t(l)];
-    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS,
-              KV = NKV * HS, H = c.hidden_dim;
+    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS, KV = NKV * HS,
+              H = c.hidden_dim;
     const size_t NC = size_t(N) * C, NH_ = size_t(N) * H;
     auto zero = [](std::vector<float>& v, size_t n) { std::fill_n(v.data(), n, 0.0f); };
 
@@ -122,8 +121,8 @@ class LlamaCpuBlocks final : public BlockRunner {
     matmul_backward(datty_.data(), f_.grad(dw.wo), (float*)nullptr, dx1_.data(), a.atty.data(), w.wo, N, Q, C);
     f_.report(l, LoraTarget::O, a.atty.data(), dx1_.data(), N);
     zero(dq_, size_t(N) * Q), zero(dk_, size_t(N) * KV), zero(dv_, size_t(N) * KV);
-    attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.att.data(), a.q.data(), a.k.data(),
-                       a.v.data(), B, T, NH, NKV, HS);
+    attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.att.data(), a.q.data(), a.k.data(), a.v.data(),
+                       B, T, NH, NKV, HS);
     // The gradients reaching the rotated q, k turn back to the un-rotated projections.
     rope_backward(dq_.data(), dq_.data(), B, T, NH, HS, c.rope_theta);
     rope_backward(dk_.data(), dk_.data(), B, T, NKV, HS, c.rope_theta);
@@ -142,10 +141,10 @@ class LlamaCpuBlocks final : public BlockRunner {
   Grads* g_;
   FrozenBase f_;  // adapter training: no dW, the adapted projections reported
   std::vector<LlamaActs> acts_;
-  std::vector<float> tmp_;            // [N, C] a branch's output before the residual add
-  std::vector<float> dx1_, dxn_;      // [N, C]
-  std::vector<float> datty_, dq_;     // [N, NH·HS]
-  std::vector<float> dk_, dv_;        // [N, NKV·HS]
+  std::vector<float> tmp_;              // [N, C] a branch's output before the residual add
+  std::vector<float> dx1_, dxn_;        // [N, C]
+  std::vector<float> datty_, dq_;       // [N, NH·HS]
+  std::vector<float> dk_, dv_;          // [N, NKV·HS]
   std::vector<float> dh1_, dh3_, dhg_;  // [N, H]
 };
 

@@ -3,7 +3,8 @@
 namespace orion::train {
 
 const TrainingFamily& llama_training() {
-  static const TrainingFamily f{Arch::Llama, make_llama_cpu_blocks, ane::make_llama_ane_blocks, ane::make_llama_lora_ane_blocks};
+  static const TrainingFamily f{Arch::Llama, make_llama_cpu_blocks, ane::make_llama_ane_blocks,
+                                ane::make_llama_lora_ane_blocks};
   return f;
 }
 
