@@ -93,8 +93,9 @@ void Transformer::set_lora(const LoraAdapter* adapter, float scale_mult) {
   a_.lora_delta.resize(size_t(kChunk) * max_out);
 }
 
-void lora_add(const LoraLayerRef* lora, int t, float* y, const float* x, int n, int in, int out,
+void lora_add(const LoraLayerRef* lora, LoraTarget target, float* y, const float* x, int n, int in, int out,
               Transformer::Activations& a) {
+  const int t = int(target);
   if (!lora || !lora->A[t]) return;
   const int r = lora->rank;
   cpu::matmul(a.lora_ax.data(), x, lora->A[t], DType::F32, nullptr, n, in, r);                     // ax = x·Aᵀ    [n, r]

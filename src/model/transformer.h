@@ -9,17 +9,16 @@
 #pragma once
 #include <vector>
 
+#include "model/lora/lora.h"
 #include "model/weights.h"
 
 namespace orion {
 
-class LoraAdapter;
-
 // One layer's LoRA matrices as the blocks apply them, unmerged: after the base projection of target
 // t (lora.h: q k v o w1 w2 w3), y += scale·B[t]·(A[t]·x) with A [r, in], B [out, r] (null: not adapted).
 struct LoraLayerRef {
-  const float* A[7] = {};
-  const float* B[7] = {};
+  const float* A[kLoraTargetCount] = {};  // indexed by int(LoraTarget)
+  const float* B[kLoraTargetCount] = {};
   int rank = 0;
   float scale = 0;
 };
@@ -77,7 +76,7 @@ class Transformer {
 
 // y [n, out] += scale·(x·A[t]ᵀ)·B[t]ᵀ for target t of the layer's adapter (nothing when lora is null
 // or does not adapt t). x [n, in].
-void lora_add(const LoraLayerRef* lora, int t, float* y, const float* x, int n, int in, int out,
+void lora_add(const LoraLayerRef* lora, LoraTarget t, float* y, const float* x, int n, int in, int out,
               Transformer::Activations& a);
 
 }  // namespace orion

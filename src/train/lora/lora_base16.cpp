@@ -7,17 +7,12 @@
 
 namespace orion::train {
 
-namespace {
-constexpr LoraTarget kMatrices[] = {LoraTarget::Q,  LoraTarget::K,  LoraTarget::V, LoraTarget::O,
-                                    LoraTarget::W1, LoraTarget::W2, LoraTarget::W3};
-}
-
 Base16Weights::Base16Weights(const ModelWeights& src, DType dtype) {
   if (dtype != DType::F16 && dtype != DType::BF16) throw_usage_error("the 16-bit base is f16 or bf16", "--base-dtype");
   w.config = src.config;
   w.layers.resize(src.layers.size());
   for (size_t l = 0; l < src.layers.size(); l++)
-    for (LoraTarget t : kMatrices) {
+    for (LoraTarget t : kAllLoraTargets) {
       const Tensor& m = lora_base_matrix(src.layers[l], t);
       if (m.empty()) continue;  // GPT-2 has no w3
       lora_base_matrix(w.layers[l], t) = w.copy_as(m, dtype);
@@ -30,7 +25,7 @@ Base16Blocks::Base16Blocks(Params& params, const Base16Weights& base, const Lora
   ORION_CHECK(!params.has_layer_matrices(), "the 16-bit base runner brings the block matrices itself");
   const ModelConfig& c = params.config();
   size_t off = 0;
-  for (LoraTarget t : kMatrices) {
+  for (LoraTarget t : kAllLoraTargets) {
     if (lora_base_matrix(base.w.layers[0], t).empty()) continue;
     const auto [out, in] = lora_target_shape(c, t);
     slots_.emplace_back(t, off);

@@ -25,23 +25,23 @@ void gpt2_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer
   // --- attention ---
   cpu::layernorm(xb, x, l.attn_norm.f32(), l.attn_norm_b.f32(), n, C, c.norm_eps);
   cpu::matmul(a.q.data(), xb, l.wq.data, l.wq.dtype, l.bq.f32(), n, C, Q);
-  lora_add(lora, 0, a.q.data(), xb, n, C, Q, a);  // + s·B·A·xb on an adapted projection (LoRA)
+  lora_add(lora, LoraTarget::Q, a.q.data(), xb, n, C, Q, a);  // + s·B·A·xb on an adapted projection (LoRA)
   cpu::matmul(k, xb, l.wk.data, l.wk.dtype, l.bk.f32(), n, C, KV);
-  lora_add(lora, 1, k, xb, n, C, KV, a);
+  lora_add(lora, LoraTarget::K, k, xb, n, C, KV, a);
   cpu::matmul(v, xb, l.wv.data, l.wv.dtype, l.bv.f32(), n, C, KV);
-  lora_add(lora, 2, v, xb, n, C, KV, a);
+  lora_add(lora, LoraTarget::V, v, xb, n, C, KV, a);
   cpu::attention(a.att.data(), a.q.data(), k_cache, v_cache, n, pos, c.n_heads, c.n_kv_heads, HS, KV);
   cpu::matmul(xb, a.att.data(), l.wo.data, l.wo.dtype, l.bo.f32(), n, Q, C);
-  lora_add(lora, 3, xb, a.att.data(), n, Q, C, a);
+  lora_add(lora, LoraTarget::O, xb, a.att.data(), n, Q, C, a);
   cpu::add_inplace(x, xb, size_t(n) * C);
 
   // --- feed-forward (GELU) ---
   cpu::layernorm(xb, x, l.ffn_norm.f32(), l.ffn_norm_b.f32(), n, C, c.norm_eps);
   cpu::matmul(a.hb.data(), xb, l.w1.data, l.w1.dtype, l.b1.f32(), n, C, H);
-  lora_add(lora, 4, a.hb.data(), xb, n, C, H, a);
+  lora_add(lora, LoraTarget::W1, a.hb.data(), xb, n, C, H, a);
   cpu::gelu_tanh_inplace(a.hb.data(), size_t(n) * H);
   cpu::matmul(xb, a.hb.data(), l.w2.data, l.w2.dtype, l.b2.f32(), n, H, C);
-  lora_add(lora, 5, xb, a.hb.data(), n, H, C, a);
+  lora_add(lora, LoraTarget::W2, xb, a.hb.data(), n, H, C, a);
   cpu::add_inplace(x, xb, size_t(n) * C);
 }
 

@@ -26,29 +26,29 @@ void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transforme
   // --- attention ---
   cpu::rmsnorm(xb, x, l.attn_norm.f32(), n, C, c.norm_eps);
   cpu::matmul(a.q.data(), xb, l.wq.data, l.wq.dtype, nullptr, n, C, Q);
-  lora_add(lora, 0, a.q.data(), xb, n, C, Q, a);  // + s·B·A·xb on an adapted projection (LoRA)
+  lora_add(lora, LoraTarget::Q, a.q.data(), xb, n, C, Q, a);  // + s·B·A·xb on an adapted projection (LoRA)
   cpu::matmul(k, xb, l.wk.data, l.wk.dtype, nullptr, n, C, KV);
-  lora_add(lora, 1, k, xb, n, C, KV, a);
+  lora_add(lora, LoraTarget::K, k, xb, n, C, KV, a);
   cpu::matmul(v, xb, l.wv.data, l.wv.dtype, nullptr, n, C, KV);
-  lora_add(lora, 2, v, xb, n, C, KV, a);
+  lora_add(lora, LoraTarget::V, v, xb, n, C, KV, a);
   for (int t = 0; t < n; t++) {
     cpu::rope(a.q.data() + size_t(t) * Q, c.n_heads, HS, pos + t, c.rope_theta);
     cpu::rope(k + size_t(t) * KV, c.n_kv_heads, HS, pos + t, c.rope_theta);
   }
   cpu::attention(a.att.data(), a.q.data(), k_cache, v_cache, n, pos, c.n_heads, c.n_kv_heads, HS, KV);
   cpu::matmul(xb, a.att.data(), l.wo.data, l.wo.dtype, nullptr, n, Q, C);
-  lora_add(lora, 3, xb, a.att.data(), n, Q, C, a);
+  lora_add(lora, LoraTarget::O, xb, a.att.data(), n, Q, C, a);
   cpu::add_inplace(x, xb, size_t(n) * C);
 
   // --- feed-forward (SwiGLU) ---
   cpu::rmsnorm(xb, x, l.ffn_norm.f32(), n, C, c.norm_eps);
   cpu::matmul(a.hb.data(), xb, l.w1.data, l.w1.dtype, nullptr, n, C, H);
-  lora_add(lora, 4, a.hb.data(), xb, n, C, H, a);
+  lora_add(lora, LoraTarget::W1, a.hb.data(), xb, n, C, H, a);
   cpu::matmul(a.hb2.data(), xb, l.w3.data, l.w3.dtype, nullptr, n, C, H);
-  lora_add(lora, 6, a.hb2.data(), xb, n, C, H, a);
+  lora_add(lora, LoraTarget::W3, a.hb2.data(), xb, n, C, H, a);
   cpu::swiglu(a.hb.data(), a.hb.data(), a.hb2.data(), size_t(n) * H);
   cpu::matmul(xb, a.hb.data(), l.w2.data, l.w2.dtype, nullptr, n, H, C);
-  lora_add(lora, 5, xb, a.hb.data(), n, H, C, a);
+  lora_add(lora, LoraTarget::W2, xb, a.hb.data(), n, H, C, a);
   cpu::add_inplace(x, xb, size_t(n) * C);
 }
 
