@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "train/cpu/attention_half.h"
 #include "train/cpu/layers.h"
 #include "train/family/gpt2/gpt2_training.h"
 
@@ -90,8 +91,7 @@ class Gpt2CpuBlocks final : public BlockRunner {
     const LayerParams& w = p_.layers[size_t(l)];
     LayerParams& dw = g_->layers[size_t(l)];
     Gpt2Acts& a = acts_[size_t(l)];
-    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS, KV = NKV * HS,
-              H = c.hidden_dim;
+    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), H = c.hidden_dim;
     const size_t NC = size_t(N) * C, NH_ = size_t(N) * H;
     auto zero = [](std::vector<float>& v, size_t n) { std::fill_n(v.data(), n, 0.0f); };
 
@@ -109,23 +109,13 @@ class Gpt2CpuBlocks final : public BlockRunner {
     layernorm_backward(dx1_.data(), dw.ffn_norm, dw.ffn_norm_b, dln_.data(), a.x1.data(), w.ffn_norm, a.mean2.data(),
                        a.rstd2.data(), N, C);
 
-    // --- attention, in reverse ---
-    // x1 = x + atty·woᵀ + bo
+    // --- attention, in reverse (train/cpu/attention_half.h) ---
+    // x1 = x + atty·woᵀ + bo: dx gets dx1 past the branch; ln1 fed the three projections.
     std::copy_n(dx1_.data(), NC, dx);
-    zero(datty_, size_t(N) * Q);
-    matmul_backward(datty_.data(), f_.grad(dw.wo), f_.grad(dw.bo), dx1_.data(), a.atty.data(), w.wo, N, Q, C);
-    f_.report(l, LoraTarget::O, a.atty.data(), dx1_.data(), N);
-    zero(dq_, size_t(N) * Q), zero(dk_, size_t(N) * KV), zero(dv_, size_t(N) * KV);
-    attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.att.data(), a.q.data(), a.k.data(), a.v.data(),
-                       B, T, NH, NKV, HS);
-    // ln1 fed the three projections: its gradient is the sum of what each sends back.
-    zero(dln_, NC);
-    matmul_backward(dln_.data(), f_.grad(dw.wq), f_.grad(dw.bq), dq_.data(), a.ln1.data(), w.wq, N, C, Q);
-    f_.report(l, LoraTarget::Q, a.ln1.data(), dq_.data(), N);
-    matmul_backward(dln_.data(), f_.grad(dw.wk), f_.grad(dw.bk), dk_.data(), a.ln1.data(), w.wk, N, C, KV);
-    f_.report(l, LoraTarget::K, a.ln1.data(), dk_.data(), N);
-    matmul_backward(dln_.data(), f_.grad(dw.wv), f_.grad(dw.bv), dv_.data(), a.ln1.data(), w.wv, N, C, KV);
-    f_.report(l, LoraTarget::V, a.ln1.data(), dv_.data(), N);
+    const AttentionShape s{B, T, C, NH, NKV, HS};
+    attention_output_backward(f_, l, w, dw, s, dx1_.data(), a.atty.data(), a.att.data(), a.q.data(), a.k.data(), a.v.data(),
+                              datty_.data(), dq_.data(), dk_.data(), dv_.data());
+    qkv_projection_backward(f_, l, w, dw, s, a.ln1.data(), dq_.data(), dk_.data(), dv_.data(), dln_.data());
     layernorm_backward(dx, dw.attn_norm, dw.attn_norm_b, dln_.data(), x, w.attn_norm, a.mean1.data(), a.rstd1.data(), N, C);
   }
 

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "train/cpu/attention_half.h"
 #include "train/cpu/layers.h"
 #include "train/family/llama/llama_training.h"
 
@@ -93,8 +94,7 @@ class LlamaCpuBlocks final : public BlockRunner {
     const LayerParams& w = p_.layers[size_t(l)];
     LayerParams& dw = g_->layers[size_t(l)];
     LlamaActs& a = acts_[size_t(l)];
-    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS, KV = NKV * HS,
-              H = c.hidden_dim;
+    const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), H = c.hidden_dim;
     const size_t NC = size_t(N) * C, NH_ = size_t(N) * H;
     auto zero = [](std::vector<float>& v, size_t n) { std::fill_n(v.data(), n, 0.0f); };
 
@@ -114,25 +114,16 @@ class LlamaCpuBlocks final : public BlockRunner {
     f_.report(l, LoraTarget::W3, a.xn2.data(), dh3_.data(), N);
     rmsnorm_backward(dx1_.data(), dw.ffn_norm, dxn_.data(), a.x1.data(), w.ffn_norm, a.rstd2.data(), N, C);
 
-    // --- attention, in reverse ---
-    // x1 = x + atty·woᵀ
+    // --- attention, in reverse (train/cpu/attention_half.h) ---
+    // x1 = x + atty·woᵀ: dx gets dx1 past the branch.
     std::copy_n(dx1_.data(), NC, dx);
-    zero(datty_, size_t(N) * Q);
-    matmul_backward(datty_.data(), f_.grad(dw.wo), (float*)nullptr, dx1_.data(), a.atty.data(), w.wo, N, Q, C);
-    f_.report(l, LoraTarget::O, a.atty.data(), dx1_.data(), N);
-    zero(dq_, size_t(N) * Q), zero(dk_, size_t(N) * KV), zero(dv_, size_t(N) * KV);
-    attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.att.data(), a.q.data(), a.k.data(), a.v.data(),
-                       B, T, NH, NKV, HS);
+    const AttentionShape s{B, T, C, NH, NKV, HS};
+    attention_output_backward(f_, l, w, dw, s, dx1_.data(), a.atty.data(), a.att.data(), a.q.data(), a.k.data(), a.v.data(),
+                              datty_.data(), dq_.data(), dk_.data(), dv_.data());
     // The gradients reaching the rotated q, k turn back to the un-rotated projections.
     rope_backward(dq_.data(), dq_.data(), B, T, NH, HS, c.rope_theta);
     rope_backward(dk_.data(), dk_.data(), B, T, NKV, HS, c.rope_theta);
-    zero(dxn_, NC);
-    matmul_backward(dxn_.data(), f_.grad(dw.wq), (float*)nullptr, dq_.data(), a.xn1.data(), w.wq, N, C, Q);
-    f_.report(l, LoraTarget::Q, a.xn1.data(), dq_.data(), N);
-    matmul_backward(dxn_.data(), f_.grad(dw.wk), (float*)nullptr, dk_.data(), a.xn1.data(), w.wk, N, C, KV);
-    f_.report(l, LoraTarget::K, a.xn1.data(), dk_.data(), N);
-    matmul_backward(dxn_.data(), f_.grad(dw.wv), (float*)nullptr, dv_.data(), a.xn1.data(), w.wv, N, C, KV);
-    f_.report(l, LoraTarget::V, a.xn1.data(), dv_.data(), N);
+    qkv_projection_backward(f_, l, w, dw, s, a.xn1.data(), dq_.data(), dk_.data(), dv_.data(), dxn_.data());
     rmsnorm_backward(dx, dw.attn_norm, dxn_.data(), x, w.attn_norm, a.rstd1.data(), N, C);
   }
 
