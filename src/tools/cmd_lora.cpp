@@ -29,8 +29,20 @@ void run_lora_train(LoraArgs& a, CLI::App* cmd, train::dist::Communicator& comm)
   a.train_flags.apply(o.train, ProgressStyle::Lora);
   o.resume = cmd->count("--resume") > 0;  // bare: the newest checkpoint of --ckpt-dir (default OUT/checkpoints)
   if (!file_exists(o.model)) throw_input_error(o.model, "no such file or folder", {}, -1, "pass the base model (--model)");
-  if (o.train.tokenizer.empty() && !fs::is_directory(o.train.data) && !o.train.data.ends_with(".bin"))
-    o.train.tokenizer = find_tokenizer_beside(o.model);  // text data is tokenized with the base's tokenizer
+  if (o.resume) {  // the checkpoint's numeric options and data continue the run (lora_train.h)
+    note_flags_ignored_on_resume(cmd, "lora");
+    if (cmd->count("--steps") == 0) o.train.steps = 0;  // 0: the checkpoint's total
+    if (cmd->count("--data") == 0) o.train.data.clear();
+  } else if (cmd->count("--data") == 0) {
+    throw_usage_error("--data is required", "--data", "give a prepared folder, a token file or text (builtin:N, files)");
+  }
+  // Text data is tokenized with the base's tokenizer (on a resume the data comes from the checkpoint:
+  // the tokenizer beside the model when there is one).
+  if (o.train.tokenizer.empty()) {
+    if (o.train.data.empty()) o.train.tokenizer = tokenizer_beside(o.model).value_or("");
+    else if (!fs::is_directory(o.train.data) && !o.train.data.ends_with(".bin"))
+      o.train.tokenizer = find_tokenizer_beside(o.model);
+  }
   train::LoraTrainer t(o, &comm);
   train::TrainResult r = t.run();
   if (comm.rank() == 0)
@@ -99,8 +111,8 @@ void add_lora_command(CLI::App& app) {
       {.data = "a folder from `orion data prepare`, a token file, or text (files, folders, builtin:N) to tokenize",
        .out = "output folder: the adapter, checkpoints/, metrics.jsonl, data/ (text data tokenized)",
        .resume = "continue from the newest checkpoint of a folder or a lora_*.olora file (bare: --ckpt-dir, "
-                 "else OUT/checkpoints); the other flags must be the run's"});
-  tr->get_option("--data")->required()->default_str("");  // no default: the data to fine-tune on
+                 "else OUT/checkpoints) with the run's data and numeric options, bit for bit (--steps: a new total)"});
+  tr->get_option("--data")->default_str("");  // no default: the data to fine-tune on (required unless --resume)
   tr->get_option("--out")->capture_default_str();
   tr->callback([a, tr] {
     run_data_parallel(tr, a->train_flags.threads, [&](train::dist::Communicator& c) { run_lora_train(*a, tr, c); });

@@ -20,18 +20,6 @@ struct TrainArgs {
   bool plain = false;
 };
 
-// On --resume the checkpoint's numeric options win (bit-identical continuation); flags that would
-// change them are reported instead of silently ignored.
-void note_ignored_flags(CLI::App* cmd) {
-  for (const char* flag :
-       {"--config", "--init", "--data",     "--tokenizer",  "--vocab",        "--batch",         "--seq",
-        "--accum",  "--lr",   "--schedule", "--warmup",     "--min-lr-ratio", "--weight-decay",  "--beta1",
-        "--beta2",  "--clip", "--seed",     "--sequential", "--plain",        "--max-bad-steps", "--sanitize-grads"})
-    if (cmd->count(flag) > 0)
-      std::fprintf(stderr,
-                   "train: note: %s is ignored with --resume (the checkpoint's value continues the run as started)\n", flag);
-}
-
 // Data parallel under mpirun: every rank runs this (tools/options.h: run_data_parallel).
 void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm) {
   a.flags.apply(a.o, ProgressStyle::Train);
@@ -39,7 +27,7 @@ void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm
   if (cmd->count("--resume") > 0 && a.o.resume.empty())  // bare --resume: the checkpoints folder in use
     a.o.resume = !a.o.ckpt_dir.empty() ? a.o.ckpt_dir : a.o.out.empty() ? std::string("orion-train") : a.o.out;
   if (!a.o.resume.empty()) {
-    note_ignored_flags(cmd);
+    note_flags_ignored_on_resume(cmd, "train");
     if (cmd->count("--steps") == 0) a.o.steps = 0;  // 0: the checkpoint's total
   }
   if (!a.flags.no_progress && comm.rank() == 0)

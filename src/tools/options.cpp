@@ -148,14 +148,29 @@ void TrainingFlags::apply(train::TrainOptions& o, ProgressStyle style) const {
   if (o.progress) o.on_progress = progress_printer(style);
 }
 
-std::string find_tokenizer_beside(const std::string& model_path) {
+std::optional<std::string> tokenizer_beside(const std::string& model_path) {
   namespace fs = std::filesystem;
   fs::path dir = fs::is_directory(model_path) ? fs::path(model_path) : fs::path(model_path).parent_path();
   if (dir.empty()) dir = ".";
   for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer.bin", "vocab.json", "encoder.json"})
     if (fs::exists(dir / name)) return (dir / name).string();
+  return std::nullopt;
+}
+
+std::string find_tokenizer_beside(const std::string& model_path) {
+  if (std::optional<std::string> found = tokenizer_beside(model_path)) return *found;
   throw_usage_error(fmt::format("no tokenizer given and none found beside {}", model_path), "--tokenizer",
                     "pass --tokenizer PATH (tokenizer.bin, tokenizer.json, vocab.json, encoder.json or a .model)");
+}
+
+void note_flags_ignored_on_resume(CLI::App* cmd, const char* who) {
+  for (const char* flag :
+       {"--config", "--init", "--data",     "--tokenizer",  "--vocab",        "--batch",         "--seq",
+        "--accum",  "--lr",   "--schedule", "--warmup",     "--min-lr-ratio", "--weight-decay",  "--beta1",
+        "--beta2",  "--clip", "--seed",     "--sequential", "--plain",        "--max-bad-steps", "--sanitize-grads"})
+    if (cmd->get_option_no_throw(flag) != nullptr && cmd->count(flag) > 0)
+      std::fprintf(stderr, "%s: note: %s is ignored with --resume (the checkpoint's value continues the run as started)\n",
+                   who, flag);
 }
 
 void run_data_parallel(CLI::App* cmd, ThreadOptions& threads, const std::function<void(train::dist::Communicator&)>& body) {

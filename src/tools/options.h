@@ -64,7 +64,12 @@ struct TrainingFlags {
 void add_ane_train_options(CLI::App* cmd, train::AneTrainOptions& o);
 
 // The tokenizer that sits beside a model file (llama2.c and Hugging Face layouts); Usage error
-// naming --tokenizer when there is none.
+// naming --tokenizer when there is none. tokenizer_beside: the same lookup, nullopt when there is none.
 std::string find_tokenizer_beside(const std::string& model_path);
+std::optional<std::string> tokenizer_beside(const std::string& model_path);
+
+// On --resume the checkpoint's numeric options win (a bit-identical continuation): each flag given
+// that would have changed them is reported on stderr as ignored, prefixed by `who` ("train").
+void note_flags_ignored_on_resume(CLI::App* cmd, const char* who);
 
 }  // namespace orion::tools

@@ -132,3 +132,35 @@ TEST(LoraTrainInterrupt, AccumMatchesTwiceTheBatchAndCsvMetrics) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t s = 0; s < a.size(); ++s) EXPECT_NEAR(a[s], b[s], 1e-5 * b[s]) << "step " << s + 1;
 }
+
+// --resume needs only the base and the run folder: the checkpoint carries the run's data and
+// numeric options (as orion train's does), so the continuation equals the straight run bit for bit;
+// a flag that would change them is reported as ignored.
+TEST(LoraTrainInterrupt, ResumeTakesTheRunsOptionsFromTheCheckpoint) {
+  const std::string dir = orion::test::temp_dir(), run = dir + "/run";
+  const std::string base = base_model(dir);
+  std::string err;
+  ASSERT_EQ(orion::test::run_orion(lora_flags(base) + " --batch 2 --steps 6 --stop-after 3 --out " + run, nullptr, &err), 0)
+      << err;
+  ASSERT_TRUE(fs::exists(run + "/checkpoints/lora_00000003.olora")) << err;
+  ASSERT_FALSE(fs::exists(run + "/adapter.olora"));
+  ASSERT_EQ(orion::test::run_orion("lora train --model " + base + " --out " + run + " --resume --lr 5 --threads 1", nullptr,
+                                   &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("--lr is ignored with --resume"), std::string::npos) << err;
+  ASSERT_EQ(orion::test::run_orion(lora_flags(base) + " --batch 2 --steps 6 --out " + dir + "/straight", nullptr, &err), 0)
+      << err;
+  const auto resumed = orion::test::run_losses(run), straight = orion::test::run_losses(dir + "/straight");
+  ASSERT_EQ(resumed.size(), 6u);
+  EXPECT_EQ(resumed, straight);
+  EXPECT_EQ(slurp(run + "/adapter.olora"), slurp(dir + "/straight/adapter.olora"));
+}
+
+TEST(LoraTrainInterrupt, DataIsRequiredForANewRun) {
+  const std::string dir = orion::test::temp_dir();
+  const std::string base = base_model(dir);
+  std::string err;
+  EXPECT_NE(orion::test::run_orion("lora train --model " + base + " --out " + dir + "/run --steps 2", nullptr, &err), 0);
+  EXPECT_NE(err.find("--data is required"), std::string::npos) << err;
+}

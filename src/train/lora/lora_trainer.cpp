@@ -64,7 +64,8 @@ class LoraAdapterSet final : public TrainableSet {
                {"adam_steps", state.adam_steps},
                {"skipped", state.skipped_steps},
                {"data_position", state.data_position},
-               {"model", opt_.model}};
+               {"model", opt_.model},
+               {"options", opt_.train.numeric_json()}};  // a resume continues with these
     st.m = adam_.m(), st.v = adam_.v();
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -129,7 +130,7 @@ void LoraTrainer::setup_data() {
 // Rank 0 takes the newest checkpoint that reads cleanly (a damaged newer one is skipped with a
 // note) and sends its bytes to the other ranks, which need no copy of their own.
 LoraAdapter LoraTrainer::load_resumed(LoraTrainingState* resumed) {
-  const TrainOptions& t = opt_.train;
+  TrainOptions& t = opt_.train;
   std::string from = t.resume.empty() ? t.checkpoint_dir() : t.resume;
   if (is_directory(from) && is_directory((fs::path(from) / "checkpoints").string()) && list_lora_checkpoints(from).empty())
     from = (fs::path(from) / "checkpoints").string();  // a run folder
@@ -160,6 +161,11 @@ LoraAdapter LoraTrainer::load_resumed(LoraTrainingState* resumed) {
   state_.step = resumed->json.value("step", int64_t(0)), state_.skipped_steps = resumed->json.value("skipped", int64_t(0));
   state_.adam_steps = resumed->json.value("adam_steps", int64_t(0));
   state_.data_position = resumed->json.value("data_position", uint64_t(0));
+  // The run's numeric options and data continue it bit for bit (steps: a new total given wins).
+  if (resumed->json.contains("options")) t.apply_numeric_json(resumed->json["options"], used);
+  else if (t.steps <= 0 || t.data.empty())
+    throw_usage_error(fmt::format("{} does not record its run's options (an older Orion wrote it)", used), "--resume",
+                      "give the run's flags again, --data and --steps included");
   report_note(t, fmt::format("lora: resuming from {} at step {}", used, state_.step));
   return adapter;
 }
@@ -169,14 +175,12 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt, dist::Communicator* comm) : opt_(
   if (!comm_) own_comm_ = std::make_unique<dist::SingleProcess>(), comm_ = own_comm_.get();
   if (comm_->rank() != 0) t.progress = false;  // rank 0 alone prints (and writes files)
   if (opt_.model.empty()) throw_usage_error("LoRA training needs a base model", "--model");
-  t.validate();
   if (opt_.format != "orion" && opt_.format != "peft" && opt_.format != "both")
     throw_usage_error(fmt::format("unknown adapter format '{}'", opt_.format), "--format", "use orion, peft or both");
+  const bool resuming = opt_.resume || !t.resume.empty();
+  if (!resuming) t.validate();  // a resume validates the checkpoint's options below
   base_ = std::make_unique<ModelWeights>(load_model(opt_.model));
   const ModelConfig c = base_->config;
-  if (t.seq > c.seq_len)
-    throw_usage_error(fmt::format("--seq {} exceeds the model's context of {} tokens", t.seq, c.seq_len), "--seq",
-                      fmt::format("use --seq {} or less", c.seq_len));
   std::error_code ec;
   fs::create_directories(t.checkpoint_dir(), ec);
   if (!is_directory(t.out)) throw_runtime_error("cannot create the output folder", t.out);
@@ -184,13 +188,16 @@ LoraTrainer::LoraTrainer(LoraTrainOptions opt, dist::Communicator* comm) : opt_(
   // The adapter: fresh (A random, B = 0), or the newest checkpoint's with its optimiser state.
   LoraAdapter adapter;
   LoraTrainingState resumed;
-  const bool resuming = opt_.resume || !t.resume.empty();
   if (resuming) {
     adapter = load_resumed(&resumed);
+    t.validate();
   } else {
     adapter = LoraAdapter(c, opt_.rank, opt_.alpha, parse_lora_targets(opt_.targets, c.arch));
     adapter.init(t.seed);
   }
+  if (t.seq > c.seq_len)
+    throw_usage_error(fmt::format("--seq {} exceeds the model's context of {} tokens", t.seq, c.seq_len), "--seq",
+                      fmt::format("use --seq {} or less", c.seq_len));
   setup_model(std::move(adapter));
   if (resuming) adam_->m() = resumed.m, adam_->v() = resumed.v, adam_->set_step_count(state_.adam_steps);
   setup_data();
