@@ -20,7 +20,7 @@
 // (loop/training_loop.h) with the trainable set "the adapter" (LoraAdapterSet, lora_trainer.cpp):
 // the same steps as full training (gradient accumulation, the NaN/Inf guard, the schedule of
 // TrainOptions), validation loss, the metrics log, checkpoints (CKPT_DIR/lora_<step>.olora: adapter
-// + AdamW moments + state, the newest `keep` kept; --resume continues bit for bit), a clean stop on
+// + AdamW moments + state, the newest `keep` kept; --resume continues bit for bit with the data and numeric options stored in the checkpoint), a clean stop on
 // Ctrl-C / SIGUSR1, and the adapter written at the end in Orion's format and/or the PEFT layout.
 //
 // On the ANE path (train.backend anesim | ane), Llama or GPT-2 with adapters on q and v: the base is baked
