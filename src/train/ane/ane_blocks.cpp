@@ -12,6 +12,7 @@
 #include "runtime/ane_layout.h"
 #include "runtime/anesim/anesim_driver.h"
 #include "train/ane/ane_blocks_impl.h"
+#include "train/cpu/layers.h"
 #include "train/family/training_family.h"
 #include "train/model/guards.h"
 
@@ -200,6 +201,13 @@ void AneBlocksBase::from_ane(const ir::Tensor32& t, int n, float* rows, bool acc
   Timer timer;
   runtime::ane_to_rows(t, n, rows, accumulate, scale);
   ph_.surface_copy_s += timer.seconds();
+}
+
+void AneBlocksBase::projection_weight_gradients(int l, std::initializer_list<ProjectionGrad> projections, int N) const {
+  for (const ProjectionGrad& p : projections) {
+    matmul_backward((float*)nullptr, f_.grad(p.dw), f_.grad(p.db), p.dy, p.x, p.w, N, p.in, p.out);
+    f_.report(l, p.target, p.x, p.dy, N);
+  }
 }
 
 float AneBlocksBase::gradient_scale(const float* dy, size_t n) {

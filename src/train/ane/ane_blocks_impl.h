@@ -3,6 +3,7 @@
 // files (train/family/<name>/<name>_ane_train.cpp) add only their forward and backward.
 #pragma once
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -127,6 +128,16 @@ class AneBlocksBase : public AneBlocks {
   // is waited for and the optimiser may read the gradients. A job may only read the scratch set
   // l % 2 (scratch(l)), the layer's saved activations, the parameters and its own gradients.
   void weight_gradients(int l, bool may_overlap, std::function<void()> job);
+  // One projection y = x·Wᵀ (+ b) of a layer over N rows, W [out, in], as its weight gradients need it.
+  struct ProjectionGrad {
+    LoraTarget target;
+    float *dw, *db;  // db: nullptr without a bias
+    const float *dy, *x, *w;
+    int in, out;
+  };
+  // dW += dyᵀ·x and db += Σ dy for each projection of layer l, in the order given (a frozen base:
+  // no dW; an adapted projection reports its X and dY to f_.sink instead).
+  void projection_weight_gradients(int l, std::initializer_list<ProjectionGrad> projections, int N) const;
   // Before layer l's backward writes scratch set l % 2: the job of layer l + 2, which read it, is done
   // (jobs run in order, so at most the newest, layer l + 1's, may still be running).
   void wait_for_scratch();

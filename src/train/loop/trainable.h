@@ -4,7 +4,7 @@
 //   FullParameters (trainer.cpp)   every parameter of the model; AdamW over all of them; after a
 //                                  step the block runner is told the weights changed; checkpoints
 //                                  are ckpt_<step>.ckpt; the export is a model file.
-//   LoraAdapterSet (lora_train.cpp) the A, B factors of a LoRA adapter over a frozen base; the
+//   LoraAdapterSet (lora_trainer.cpp) the A, B factors of a LoRA adapter over a frozen base; the
 //                                  gradients come from the blocks (or dW'), after a step W' is
 //                                  re-merged or the programs' adapter inputs refreshed; checkpoints
 //                                  are lora_<step>.olora; the export is the adapter (Orion / PEFT).

@@ -142,24 +142,16 @@ class Gpt2AneBlocks final : public AneBlocksBase {
     LayerParams& dw = g_ ? g_->layers[size_t(l)] : none;
     const Gpt2Saved& a = saved_[size_t(l)];
     const int C = c.dim, H = c.hidden_dim;
-    struct Projection {  // y = x·Wᵀ + b with W [out, in]: dW += dyᵀ·x, db += Σ dy
-      LoraTarget target;
-      float *dw, *db;
-      const float *dy, *x, *w;
-      int in, out;
-    };
-    const Projection projections[] = {
-        {LoraTarget::W2, dw.w2, dw.b2, d.dy.data(), a.gelu.data(), w.w2, H, C},
-        {LoraTarget::W1, dw.w1, dw.b1, d.dfc.data(), a.xn2.data(), w.w1, C, H},
-        {LoraTarget::O, dw.wo, dw.bo, d.dx1.data(), a.att.data(), w.wo, C, C},
-        {LoraTarget::Q, dw.wq, dw.bq, d.dq.data(), a.xn1.data(), w.wq, C, C},
-        {LoraTarget::K, dw.wk, dw.bk, d.dk.data(), a.xn1.data(), w.wk, C, C},
-        {LoraTarget::V, dw.wv, dw.bv, d.dv.data(), a.xn1.data(), w.wv, C, C},
-    };
-    for (const Projection& p : projections) {
-      matmul_backward((float*)nullptr, f_.grad(p.dw), f_.grad(p.db), p.dy, p.x, p.w, N, p.in, p.out);
-      f_.report(l, p.target, p.x, p.dy, N);
-    }
+    projection_weight_gradients(l,
+                                {
+                                    {LoraTarget::W2, dw.w2, dw.b2, d.dy.data(), a.gelu.data(), w.w2, H, C},
+                                    {LoraTarget::W1, dw.w1, dw.b1, d.dfc.data(), a.xn2.data(), w.w1, C, H},
+                                    {LoraTarget::O, dw.wo, dw.bo, d.dx1.data(), a.att.data(), w.wo, C, C},
+                                    {LoraTarget::Q, dw.wq, dw.bq, d.dq.data(), a.xn1.data(), w.wq, C, C},
+                                    {LoraTarget::K, dw.wk, dw.bk, d.dk.data(), a.xn1.data(), w.wk, C, C},
+                                    {LoraTarget::V, dw.wv, dw.bv, d.dv.data(), a.xn1.data(), w.wv, C, C},
+                                },
+                                N);
     if (!f_.sink) layernorm_weight_grad(dw.ffn_norm, dw.ffn_norm_b, d.dxn2.data(), a.x1.data(), N, C, c.norm_eps);
     if (!f_.sink) layernorm_weight_grad(dw.attn_norm, dw.attn_norm_b, d.dxn1.data(), x, N, C, c.norm_eps);
   }

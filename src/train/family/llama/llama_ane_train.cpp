@@ -148,25 +148,17 @@ class LlamaAneBlocks final : public AneBlocksBase {
     LayerParams& dw = g_ ? g_->layers[size_t(l)] : none;
     const LlamaSaved& a = saved_[size_t(l)];
     const int C = c.dim, Q = c.n_heads * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
-    struct Projection {  // y = x·Wᵀ with W [out, in]: dW += dyᵀ·x
-      LoraTarget target;
-      float* dw;
-      const float *dy, *x, *w;
-      int in, out;
-    };
-    const Projection projections[] = {
-        {LoraTarget::W2, dw.w2, d.dy.data(), a.gate.data(), w.w2, H, C},
-        {LoraTarget::W1, dw.w1, d.dh1.data(), a.xn2.data(), w.w1, C, H},
-        {LoraTarget::W3, dw.w3, d.dh3.data(), a.xn2.data(), w.w3, C, H},
-        {LoraTarget::O, dw.wo, d.dx1.data(), a.att.data(), w.wo, Q, C},
-        {LoraTarget::Q, dw.wq, d.dq.data(), a.xn1.data(), w.wq, C, Q},
-        {LoraTarget::K, dw.wk, d.dk.data(), a.xn1.data(), w.wk, C, KV},
-        {LoraTarget::V, dw.wv, d.dv.data(), a.xn1.data(), w.wv, C, KV},
-    };
-    for (const Projection& p : projections) {
-      matmul_backward((float*)nullptr, f_.grad(p.dw), (float*)nullptr, p.dy, p.x, p.w, N, p.in, p.out);
-      f_.report(l, p.target, p.x, p.dy, N);
-    }
+    projection_weight_gradients(l,  // no biases in Llama
+                                {
+                                    {LoraTarget::W2, dw.w2, nullptr, d.dy.data(), a.gate.data(), w.w2, H, C},
+                                    {LoraTarget::W1, dw.w1, nullptr, d.dh1.data(), a.xn2.data(), w.w1, C, H},
+                                    {LoraTarget::W3, dw.w3, nullptr, d.dh3.data(), a.xn2.data(), w.w3, C, H},
+                                    {LoraTarget::O, dw.wo, nullptr, d.dx1.data(), a.att.data(), w.wo, Q, C},
+                                    {LoraTarget::Q, dw.wq, nullptr, d.dq.data(), a.xn1.data(), w.wq, C, Q},
+                                    {LoraTarget::K, dw.wk, nullptr, d.dk.data(), a.xn1.data(), w.wk, C, KV},
+                                    {LoraTarget::V, dw.wv, nullptr, d.dv.data(), a.xn1.data(), w.wv, C, KV},
+                                },
+                                N);
     if (!f_.sink) {
       rmsnorm_weight_grad(dw.ffn_norm, d.dxn2.data(), a.x1.data(), N, C, c.norm_eps);
       rmsnorm_weight_grad(dw.attn_norm, d.dxn1.data(), x, N, C, c.norm_eps);
