@@ -4,19 +4,29 @@
 
 namespace orion {
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-  }
-  return "?";
+namespace {
+// One row per DType, in enum order; one column per DTypeSpelling.
+constexpr const char* kSpellings[][3] = {
+    {"f32", "float32", "F32"},
+    {"f16", "float16", "F16"},
+    {"bf16", "bfloat16", "BF16"},
+};
+constexpr DType kDTypes[] = {DType::F32, DType::F16, DType::BF16};
+}  // namespace
+
+const char* dtype_name(DType t, DTypeSpelling spelling) { return kSpellings[int(t)][int(spelling)]; }
+
+std::optional<DType> dtype_spelled(std::string_view s, DTypeSpelling spelling) {
+  for (DType t : kDTypes)
+    if (s == dtype_name(t, spelling)) return t;
+  return std::nullopt;
 }
 
 std::optional<DType> parse_dtype(std::string_view s) {
-  if (s == "f32" || s == "fp32" || s == "float32" || s == "F32") return DType::F32;
-  if (s == "f16" || s == "fp16" || s == "float16" || s == "F16") return DType::F16;
-  if (s == "bf16" || s == "bfloat16" || s == "BF16") return DType::BF16;
+  if (s == "fp32") return DType::F32;
+  if (s == "fp16") return DType::F16;
+  for (auto spelling : {DTypeSpelling::Orion, DTypeSpelling::Torch, DTypeSpelling::Safetensors})
+    if (auto t = dtype_spelled(s, spelling)) return t;
   return std::nullopt;
 }
 

@@ -18,8 +18,14 @@ inline size_t dtype_size(DType t) {
   }
   return 0;
 }
-const char* dtype_name(DType t);                       // "f32", "f16", "bf16"
-std::optional<DType> parse_dtype(std::string_view s);  // accepts f32/fp32/float32, f16/fp16/float16, bf16/bfloat16
+// How each file format spells a dtype: Orion's flags and messages ("bf16"), a Hugging Face
+// config.json's torch_dtype ("bfloat16"), a safetensors header ("BF16").
+enum class DTypeSpelling { Orion, Torch, Safetensors };
+const char* dtype_name(DType t, DTypeSpelling spelling = DTypeSpelling::Orion);
+// The dtype spelled s in exactly that spelling; nullopt for anything else.
+std::optional<DType> dtype_spelled(std::string_view s, DTypeSpelling spelling);
+// Any spelling above, and fp32/fp16 (what a user may type): f32/fp32/float32/F32, ...
+std::optional<DType> parse_dtype(std::string_view s);
 
 inline float bf16_to_f32(uint16_t h) {
   uint32_t u = uint32_t(h) << 16;

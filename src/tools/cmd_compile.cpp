@@ -226,6 +226,20 @@ void run_mil_check(const MilCheckArgs& a) {
               diags.size());
 }
 
+// Every registered pass with its one-line summary: first the standard pipeline in the order a
+// compile runs it, then any pass only the IR tools and tests run.
+void print_passes() {
+  const std::vector<std::string> pipeline = compiler::standard_pipeline();
+  std::printf("passes of a compile, in order:\n");
+  for (const std::string& name : pipeline) std::printf("  %-15s %s\n", name.c_str(), compiler::make_pass(name)->summary());
+  bool header = false;
+  for (const std::string& name : compiler::pass_names()) {
+    if (std::find(pipeline.begin(), pipeline.end(), name) != pipeline.end()) continue;
+    if (!header) std::printf("other registered passes:\n"), header = true;
+    std::printf("  %-15s %s\n", name.c_str(), compiler::make_pass(name)->summary());
+  }
+}
+
 }  // namespace
 
 void add_compile_command(CLI::App& app) {
@@ -244,6 +258,13 @@ void add_compile_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"generate", "train"}));
   cmd->add_option("--out,-o", a->out, "output folder (one sub-folder per program)")->required();
+  cmd->add_flag_callback(
+      "--list-passes",
+      [] {
+        print_passes();
+        throw CLI::Success();
+      },
+      "print the compiler's passes with what each does, and exit");
   cmd->callback([a] { run_compile(*a); });
 }
 

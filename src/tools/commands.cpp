@@ -72,6 +72,8 @@ int run_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::Success& e) {  // an informational flag (compile --list-passes) printed what was asked
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "orion: usage error: %s (hint: run `orion%s --help`)\n", e.what(), command_path(app).c_str());
     return exit_code(ErrorKind::Usage);

@@ -42,3 +42,20 @@ TEST(DType, AllFiniteFindsFirstBad) {
 }
 
 }  // namespace orion
+
+TEST(DType, EachFormatsSpellingReadsBackAsTheSameDType) {
+  using S = orion::DTypeSpelling;
+  EXPECT_STREQ(orion::dtype_name(orion::DType::BF16), "bf16");
+  EXPECT_STREQ(orion::dtype_name(orion::DType::BF16, S::Torch), "bfloat16");
+  EXPECT_STREQ(orion::dtype_name(orion::DType::F16, S::Safetensors), "F16");
+  for (auto t : {orion::DType::F32, orion::DType::F16, orion::DType::BF16})
+    for (auto s : {S::Orion, S::Torch, S::Safetensors}) {
+      EXPECT_EQ(orion::dtype_spelled(orion::dtype_name(t, s), s), t);
+      EXPECT_EQ(orion::parse_dtype(orion::dtype_name(t, s)), t);
+    }
+  // A spelling belongs to its format only: a safetensors header saying "bf16" is not understood.
+  EXPECT_FALSE(orion::dtype_spelled("bf16", S::Safetensors).has_value());
+  EXPECT_FALSE(orion::dtype_spelled("F32", S::Torch).has_value());
+  EXPECT_EQ(orion::parse_dtype("fp16"), orion::DType::F16);
+  EXPECT_FALSE(orion::parse_dtype("int8").has_value());
+}

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/pass.h"
+#include "compiler/pipeline.h"
 #include "infer/ane_model.h"
 #include "model/config.h"
 #include "support.h"
@@ -274,6 +276,21 @@ TEST(CliCompile, BadArgumentsAreUsageErrors) {
   EXPECT_EQ(run_orion("compile --config stories260k --chip m9 --out " + dir + "/o", &out, &err), 2);
   EXPECT_EQ(run_orion("compile --ir " + dir + "/missing.ir --out " + dir + "/o", &out, &err), 3);
   expect_one_line(err);
+}
+
+TEST(CliCompile, ListPassesNamesEveryRegisteredPassWithItsSummary) {
+  std::string out, err;
+  ASSERT_EQ(run_orion("compile --list-passes", &out, &err), 0) << err;
+  for (const std::string& name : compiler::pass_names())
+    EXPECT_TRUE(contains(out, "  " + name + " ")) << name << " missing from\n" << out;
+  EXPECT_TRUE(contains(out, compiler::make_pass("legalize-ane")->summary())) << out;
+  // The first list is the pipeline, in the order a compile runs it (a pass may run twice).
+  std::istringstream lines(out);
+  std::string line, name;
+  std::vector<std::string> listed;
+  std::getline(lines, line);
+  while (std::getline(lines, line) && line.rfind("  ", 0) == 0) listed.push_back((std::istringstream(line) >> name, name));
+  EXPECT_EQ(listed, compiler::standard_pipeline()) << out;
 }
 
 // A MIL program written by hand: a norm with rsqrt (C17 on M1) on a buffer of the minimum size.

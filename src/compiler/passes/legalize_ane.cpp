@@ -286,32 +286,9 @@ bool rewrite_ops(Graph& g, const ChipProfile& chip) {
       case Op::Conv1x1: changed |= split_conv_bias(g, i); break;
       case Op::Rsqrt: changed |= lower_rsqrt(g, i, chip); break;
       case Op::Attention: changed |= expand_attention(g, i); break;
-      // Already legal, handled elsewhere (Concat: split_output_concats; Cast: drop_float_casts),
-      // or left for validate-ane.
-      case Op::Input:
-      case Op::Const:
-      case Op::Identity:
-      case Op::Matmul:
-      case Op::Add:
-      case Op::Sub:
-      case Op::Mul:
-      case Op::Relu:
-      case Op::Tanh:
-      case Op::Sigmoid:
-      case Op::Exp:
-      case Op::Pow:
-      case Op::Sqrt:
-      case Op::ReduceSum:
-      case Op::ReduceMean:
-      case Op::ReduceMax:
-      case Op::Reshape:
-      case Op::Transpose:
-      case Op::Split:
-      case Op::Pad:
-      case Op::Slice:
-      case Op::Cast:
-      case Op::Softmax:
-      case Op::Concat: break;
+      // Every other op is already legal, handled elsewhere (Concat: split_output_concats; Cast:
+      // drop_float_casts), or left for validate-ane, whose check_op lists every op.
+      default: break;
     }
   }
   return changed;

@@ -46,15 +46,6 @@ bool HfConfigReader::boolean_or(const char* k, bool fallback) const {
 json json_float(float v) { return std::stod(fmt::format("{}", v)); }
 
 namespace {
-const char* torch_dtype(DType t) {
-  switch (t) {
-    case DType::F32: return "float32";
-    case DType::F16: return "float16";
-    case DType::BF16: return "bfloat16";
-  }
-  return "float32";
-}
-
 // "\"llama\" and \"gpt2\"": the model types Orion runs, for the error on any other.
 std::string quoted_model_types() {
   std::vector<std::string> q;
@@ -92,7 +83,7 @@ ModelConfig read_hf_config(const std::string& path) {
 
 std::string hf_config_json(const ModelConfig& c, DType dtype) {
   json j = model_family(c.arch).hf_config_json(c);
-  j["torch_dtype"] = torch_dtype(dtype);
+  j["torch_dtype"] = dtype_name(dtype, DTypeSpelling::Torch);
   return j.dump(2) + "\n";
 }
 

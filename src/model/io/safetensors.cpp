@@ -30,22 +30,6 @@ size_t st_dtype_size(const std::string& d) {
   return 0;
 }
 
-std::optional<DType> orion_dtype(const std::string& d) {
-  if (d == "F32") return DType::F32;
-  if (d == "F16") return DType::F16;
-  if (d == "BF16") return DType::BF16;
-  return std::nullopt;
-}
-
-const char* st_dtype_name(DType t) {
-  switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-  }
-  return "?";
-}
-
 json parse_header(const std::string& path, const uint8_t* p, size_t n) {
   try {
     return json::parse(p, p + n);
@@ -70,7 +54,7 @@ SafetensorsEntry parse_entry(const std::string& path, const std::string& name, c
   e.dtype_name = v["dtype"].get<std::string>();
   const size_t es = st_dtype_size(e.dtype_name);
   if (es == 0) bad(fmt::format("unknown dtype \"{}\"", e.dtype_name));
-  e.dtype = orion_dtype(e.dtype_name);
+  e.dtype = dtype_spelled(e.dtype_name, DTypeSpelling::Safetensors);
   uint64_t numel = 1;
   for (const json& d : v["shape"]) {
     if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 40))
@@ -156,7 +140,7 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsOut
   size_t at = 0;
   for (const SafetensorsOut* t : order) {
     size_t n = bytes_as(*t->tensor, t->dtype);
-    header[t->name] = {{"dtype", st_dtype_name(t->dtype)}, {"shape", t->tensor->shape}, {"data_offsets", {at, at + n}}};
+    header[t->name] = {{"dtype", dtype_name(t->dtype, DTypeSpelling::Safetensors)}, {"shape", t->tensor->shape}, {"data_offsets", {at, at + n}}};
     at += n;
   }
   std::string text = header.dump();
