@@ -60,6 +60,8 @@ void model_seeds() {
   save_model(llama, seed_path("llama2c", "v1.bin"), ModelFormat::Llama2cV1);
   save_model(gpt2, seed_path("llmc", "v3.bin"), ModelFormat::LlmC);
   save_model(gpt2, seed_path("llmc", "v5_bf16.bin"), ModelFormat::LlmC, DType::BF16);
+  save_model(llama, seed_path("gguf", "llama.gguf"), ModelFormat::Gguf);
+  save_model(gpt2, seed_path("gguf", "gpt2_f16.gguf"), ModelFormat::Gguf, DType::F16);
   int i = 0;
   for (auto [w, dtype] : {std::pair{&llama, DType::F32}, {&llama, DType::F16}, {&gpt2, DType::BF16}}) {
     std::string dir = tmp + "/st" + std::to_string(i);

@@ -64,4 +64,11 @@ std::pair<std::string_view, std::string_view> split_two(std::string_view input, 
   return {input.substr(0, at), input.substr(at + kSplitMarker.size())};
 }
 
+void expect_clean_model_load(std::string_view bytes, const std::string& name, std::optional<ModelFormat> format) {
+  std::string path = write_scratch(name, bytes);
+  LoadOptions options;
+  options.format = format;
+  expect_clean([&] { load_model(path, options); });
+}
+
 }  // namespace orion::fuzz

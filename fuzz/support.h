@@ -9,11 +9,13 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "base/error.h"
+#include "model/io/model_io.h"
 
 namespace orion::fuzz {
 
@@ -44,5 +46,9 @@ void expect_clean(F&& read) {
     if (e.kind() == ErrorKind::Internal) internal_error_found(e);
   }
 }
+
+// The model readers' target: the bytes written as scratch file `name`, loaded the way the CLI loads
+// a model — as `format`, or detected from the bytes when none is given.
+void expect_clean_model_load(std::string_view bytes, const std::string& name, std::optional<ModelFormat> format);
 
 }  // namespace orion::fuzz

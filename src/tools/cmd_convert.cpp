@@ -23,7 +23,7 @@ std::optional<DType> dtype_arg(const std::string& s) {
 std::optional<ModelFormat> format_arg(const std::string& s, const char* flag) {
   if (s.empty()) return std::nullopt;
   auto f = parse_format(s);
-  if (!f) throw_usage_error(fmt::format("unknown format '{}'", s), flag, "use llama2c, llama2c-v1, safetensors or llmc");
+  if (!f) throw_usage_error(fmt::format("unknown format '{}'", s), flag, "use llama2c, llama2c-v1, safetensors, llmc or gguf");
   return f;
 }
 
@@ -36,9 +36,10 @@ void run_convert(const ConvertArgs& a) {
   if (!to) to = format_for_output(a.out, w.config.arch);
   if (!to)
     throw_usage_error(fmt::format("cannot tell the output format from the name '{}'", a.out), "--to",
-                      "add --to llama2c|llama2c-v1|safetensors|llmc, or name the output *.bin / *.safetensors / a folder");
+                      "add --to llama2c|llama2c-v1|safetensors|llmc|gguf, or name the output *.bin / *.safetensors / *.gguf / a folder");
   save_model(w, a.out, *to, dtype);
-  DType written = dtype ? *dtype : (*to == ModelFormat::Safetensors ? w.matrix_dtype() : DType::F32);
+  const bool keeps_dtype = *to == ModelFormat::Safetensors || *to == ModelFormat::Gguf;
+  DType written = dtype ? *dtype : (keeps_dtype ? w.matrix_dtype() : DType::F32);
   std::printf("wrote %s: %s, %s, %s\n", a.out.c_str(), format_description(*to).c_str(), w.config.describe().c_str(),
               dtype_name(written));
 }
@@ -54,16 +55,18 @@ void add_convert_command(CLI::App& app) {
       "  llama2c-v1   llama2.c .bin, version 1 (\"ak42\" header), fp32, Llama only\n"
       "  safetensors  Hugging Face model.safetensors + config.json (a folder), f32/f16/bf16, Llama and GPT-2\n"
       "  llmc         llm.c gpt2_124M.bin, fp32 (version 3) or bf16 (version 5), GPT-2 only\n"
-      "Without --to the output name decides: *.safetensors or a folder → safetensors; *.bin → llama2c for\n"
-      "Llama models, llmc for GPT-2. The input format is detected from the file.\n"
+      "  gguf         llama.cpp .gguf (version 3; reads 2 and 3), f32/f16/bf16, Llama and GPT-2\n"
+      "Without --to the output name decides: *.safetensors or a folder → safetensors; *.gguf → gguf;\n"
+      "*.bin → llama2c for Llama models, llmc for GPT-2. The input format is detected from the file.\n"
       "Examples:\n"
       "  orion convert --in stories15M.bin --out stories15M-hf/ --dtype bf16\n"
       "  orion convert --in gpt2_124M.bin --out gpt2-hf --to safetensors\n"
-      "  orion convert --in TinyLlama/ --out tiny.bin");
+      "  orion convert --in TinyLlama/ --out tiny.bin\n"
+      "  orion convert --in stories15M.bin --out stories15M.gguf --dtype f16");
   cmd->add_option("--in", args->in, "Input model: a .bin file, a model.safetensors, or its folder")->required();
   cmd->add_option("--out", args->out, "Output file or folder (existing files are replaced atomically)")->required();
-  cmd->add_option("--to", args->to, "Output format: llama2c, llama2c-v1, safetensors, llmc");
-  cmd->add_option("--from", args->from, "Input format, to skip detection: llama2c, llama2c-v1, safetensors, llmc");
+  cmd->add_option("--to", args->to, "Output format: llama2c, llama2c-v1, safetensors, llmc, gguf");
+  cmd->add_option("--from", args->from, "Input format, to skip detection: llama2c, llama2c-v1, safetensors, llmc, gguf");
   cmd->add_option("--dtype", args->dtype, "Matrix dtype to write: f32, f16, bf16 (default: as loaded; f32 for .bin)");
   cmd->callback([args] { run_convert(*args); });
 }

@@ -56,6 +56,13 @@ struct PeftLayout {
   bool permuted_qk = false;                     // q/k rows in HF's rotate-half order (io_internal.h)
 };
 
+// How llama.cpp's GGUF files hold this family (model/io/gguf_model.cpp reads and writes them; the
+// tensor and key names are llama.cpp's, the same for every architecture).
+struct GgufLayout {
+  const char* arch;        // general.architecture: "llama", "gpt2"
+  bool fused_qkv = false;  // one blk.N.attn_qkv tensor (q, k, v rows) instead of attn_q, attn_k, attn_v
+};
+
 class ModelFamily {
  public:
   virtual ~ModelFamily() = default;
@@ -80,6 +87,8 @@ class ModelFamily {
   virtual std::vector<std::pair<std::string, Tensor>> hf_tensors(const ModelWeights& w, ModelWeights& scratch,
                                                                  DType dt) const = 0;
   virtual const PeftLayout& peft() const = 0;
+  // nullopt: Orion reads and writes no GGUF files of this family.
+  virtual std::optional<GgufLayout> gguf() const { return std::nullopt; }
 
   // ---- CPU inference (model/transformer.h) ----
   virtual void block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,

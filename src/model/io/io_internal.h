@@ -147,6 +147,8 @@ ModelWeights read_llmc(const std::string& path);
 void write_llmc(const ModelWeights& w, const std::string& path, DType dtype);
 ModelWeights read_hf(const std::string& path);  // folder, model.safetensors or config.json
 void write_hf(const ModelWeights& w, const std::string& path, std::optional<DType> dtype);
+ModelWeights read_gguf(const std::string& path);
+void write_gguf_model(const ModelWeights& w, const std::string& path, std::optional<DType> dtype);
 
 // RoPE frequency tables as llama2.c's legacy files carry them: [T, HS/2] each,
 // real[t][i] = cos(t · θ^(−2i/HS)), imag[t][i] = sin(...).

@@ -15,6 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 constexpr int32_t kLlmcMagic = 20240326;
 constexpr uint32_t kAk42Magic = 0x616b3432;  // "ak42" read as a little-endian uint32
+constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF"
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -27,12 +28,14 @@ const char* format_name(ModelFormat f) {
     case ModelFormat::Llama2cV1: return "llama2c-v1";
     case ModelFormat::Safetensors: return "safetensors";
     case ModelFormat::LlmC: return "llmc";
+    case ModelFormat::Gguf: return "gguf";
   }
   return "?";
 }
 
 std::optional<ModelFormat> parse_format(const std::string& name) {
-  for (ModelFormat f : {ModelFormat::Llama2c, ModelFormat::Llama2cV1, ModelFormat::Safetensors, ModelFormat::LlmC})
+  for (ModelFormat f : {ModelFormat::Llama2c, ModelFormat::Llama2cV1, ModelFormat::Safetensors, ModelFormat::LlmC,
+                        ModelFormat::Gguf})
     if (name == format_name(f)) return f;
   return std::nullopt;
 }
@@ -43,6 +46,7 @@ std::string format_description(ModelFormat f) {
     case ModelFormat::Llama2cV1: return "llama2.c .bin (version 1 \"ak42\", fp32)";
     case ModelFormat::Safetensors: return "Hugging Face safetensors + config.json";
     case ModelFormat::LlmC: return "llm.c .bin (gpt2_124M.bin layout)";
+    case ModelFormat::Gguf: return "llama.cpp GGUF (f32, f16, bf16 tensors)";
   }
   return "?";
 }
@@ -57,6 +61,7 @@ ModelFormat detect_format(const std::string& path) {
     std::memcpy(&first, p, 4);
     if (first == kLlmcMagic) return ModelFormat::LlmC;
     if (uint32_t(first) == kAk42Magic) return ModelFormat::Llama2cV1;
+    if (uint32_t(first) == kGgufMagic) return ModelFormat::Gguf;
   }
   // safetensors: u64 header length, then a JSON object.
   if (file->size() >= 10) {
@@ -75,6 +80,7 @@ ModelWeights load_model(const std::string& path, const LoadOptions& options) {
     case ModelFormat::Llama2cV1: w = io::read_llama2c(path); break;
     case ModelFormat::Safetensors: w = io::read_hf(path); break;
     case ModelFormat::LlmC: w = io::read_llmc(path); break;
+    case ModelFormat::Gguf: w = io::read_gguf(path); break;
   }
   w.validate(path);
   if (options.dtype && *options.dtype != w.matrix_dtype()) {
@@ -132,12 +138,14 @@ void save_model(const ModelWeights& w, const std::string& path, ModelFormat form
     case ModelFormat::Llama2cV1: io::write_llama2c(w, path, 1); break;
     case ModelFormat::Safetensors: io::write_hf(w, path, dtype); break;
     case ModelFormat::LlmC: io::write_llmc(w, path, dtype.value_or(DType::F32)); break;
+    case ModelFormat::Gguf: io::write_gguf_model(w, path, dtype); break;
   }
 }
 
 std::optional<ModelFormat> format_for_output(const std::string& path, Arch arch) {
   if (ends_with(path, ".safetensors") || is_directory(path) || ends_with(path, "/")) return ModelFormat::Safetensors;
   if (ends_with(path, ".bin")) return model_family(arch).bin_format();
+  if (ends_with(path, ".gguf")) return ModelFormat::Gguf;
   if (fs::path(path).extension().empty()) return ModelFormat::Safetensors;  // a new folder
   return std::nullopt;
 }

@@ -7,6 +7,7 @@
 //   Llama2cV1     llama2.c .bin, magic "ak42", version 1  f32                  256-byte header
 //   Safetensors   Hugging Face model.safetensors          f32 / f16 / bf16     + config.json (GPT-2, Llama)
 //   LlmC          llm.c gpt2_124M.bin                     f32 (v3) / bf16 (v5) 256 × int32 header, GPT-2 only
+//   Gguf          llama.cpp .gguf (version 2 and 3)       f32 / f16 / bf16     metadata + tensors (gguf_file.h)
 //
 // Every problem with a file (truncated, bad magic, sizes that disagree with the header, NaN/Inf,
 // unsupported dtype, broken JSON...) is one orion::Error of kind Input naming the file; writes go
@@ -20,7 +21,7 @@
 
 namespace orion {
 
-enum class ModelFormat { Llama2c, Llama2cV1, Safetensors, LlmC };
+enum class ModelFormat { Llama2c, Llama2cV1, Safetensors, LlmC, Gguf };
 
 const char* format_name(ModelFormat f);                            // "llama2c", "llama2c-v1", "safetensors", "llmc"
 std::optional<ModelFormat> parse_format(const std::string& name);  // the names above

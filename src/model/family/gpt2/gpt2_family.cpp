@@ -140,6 +140,8 @@ class Gpt2Family final : public ModelFamily {
   }
 
   // c_attn is one fused module for q, k and v.
+  std::optional<GgufLayout> gguf() const override { return GgufLayout{"gpt2", /*fused_qkv=*/true}; }
+
   const PeftLayout& peft() const override {
     static const PeftLayout p = {"transformer.h.",
                                  {"attn.c_attn", "attn.c_attn", "attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj",

@@ -134,6 +134,8 @@ class LlamaFamily final : public ModelFamily {
     return out;
   }
 
+  std::optional<GgufLayout> gguf() const override { return GgufLayout{"llama", /*fused_qkv=*/false}; }
+
   const PeftLayout& peft() const override {
     static const PeftLayout p = {"model.layers.",
                                  {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",

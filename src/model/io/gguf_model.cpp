@@ -1,0 +1,258 @@
+// GGUF files (llama.cpp) ⇄ Orion's canonical weights. llama.cpp names tensors and config keys the
+// same way for every architecture, so one table serves every family; what differs per family is in
+// its GgufLayout (model/family/family.h: the general.architecture name, a fused qkv tensor) and its
+// Anatomy (which norms, biases and feed-forward matrices exist).
+//
+//   canonical            GGUF tensor                     canonical     GGUF tensor
+//   tok_emb [V, C]       token_embd.weight               wq wk wv      blk.N.attn_q / attn_k / attn_v
+//   pos_emb [T, C]       position_embd.weight            (GPT-2)       blk.N.attn_qkv (q, k, v rows)
+//   final_norm(_b)       output_norm.weight (.bias)      wo            blk.N.attn_output
+//   classifier           output.weight (absent: tied)    attn_norm     blk.N.attn_norm, ffn_norm
+//   gated FFN: w1 gate → ffn_gate, w3 up → ffn_up, w2 → ffn_down; plain FFN: w1 → ffn_up, w2 → ffn_down
+// Biases are the same names with ".bias". llama.cpp's converter stores Llama q/k rows in the
+// interleaved-pair RoPE order, which is Orion's canonical one, so they are read as they are.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+
+#include "base/error.h"
+#include "model/family/family.h"
+#include "model/io/gguf_file.h"
+#include "model/io/io_internal.h"
+
+namespace orion::io {
+using json = nlohmann::json;
+
+namespace {
+
+// A layer tensor's GGUF name (without "blk.N.") and where it goes, for the layers of an anatomy.
+struct LayerSlot {
+  std::string name;
+  Tensor LayerWeights::*field;
+  bool vector;
+};
+
+std::vector<LayerSlot> layer_slots(const Anatomy& a, bool fused_qkv) {
+  std::vector<LayerSlot> s;
+  auto matrix = [&](const char* name, Tensor LayerWeights::*f, Tensor LayerWeights::*bias) {
+    s.push_back({std::string(name) + ".weight", f, false});
+    if (a.biases) s.push_back({std::string(name) + ".bias", bias, true});
+  };
+  s.push_back({"attn_norm.weight", &LayerWeights::attn_norm, true});
+  if (a.norm == NormKind::LayerNorm) s.push_back({"attn_norm.bias", &LayerWeights::attn_norm_b, true});
+  if (!fused_qkv) {
+    matrix("attn_q", &LayerWeights::wq, &LayerWeights::bq);
+    matrix("attn_k", &LayerWeights::wk, &LayerWeights::bk);
+    matrix("attn_v", &LayerWeights::wv, &LayerWeights::bv);
+  }
+  matrix("attn_output", &LayerWeights::wo, &LayerWeights::bo);
+  s.push_back({"ffn_norm.weight", &LayerWeights::ffn_norm, true});
+  if (a.norm == NormKind::LayerNorm) s.push_back({"ffn_norm.bias", &LayerWeights::ffn_norm_b, true});
+  if (a.gated_ffn) {
+    s.push_back({"ffn_gate.weight", &LayerWeights::w1, false});
+    s.push_back({"ffn_up.weight", &LayerWeights::w3, false});
+  } else {
+    matrix("ffn_up", &LayerWeights::w1, &LayerWeights::b1);
+  }
+  matrix("ffn_down", &LayerWeights::w2, &LayerWeights::b2);
+  return s;
+}
+
+const ModelFamily& family_of_arch(const GgufFile& f) {
+  const GgufValue* v = f.find_value("general.architecture");
+  if (!v || v->type != GgufValueType::String)
+    throw_input_error(f.path(), "no general.architecture string", "general.architecture",
+                      -1, "this GGUF file does not say what model it holds");
+  const std::string arch = v->value.get<std::string>();
+  std::vector<std::string> known;
+  for (const ModelFamily* fam : model_families())
+    if (auto g = fam->gguf()) {
+      if (arch == g->arch) return *fam;
+      known.push_back(g->arch);
+    }
+  throw_input_error(f.path(), fmt::format("architecture \"{}\" is not one Orion runs from GGUF (it runs: {})", arch,
+                                          fmt::join(known, ", ")),
+                    "general.architecture");
+}
+
+// A metadata value as text for a message (strings in a file need not be valid UTF-8).
+std::string shown(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Typed metadata reads: any integer type for counts, f32 or f64 for floats.
+class GgufConfigReader {
+ public:
+  GgufConfigReader(const GgufFile& f, std::string arch) : f_(f), arch_(std::move(arch)) {}
+  const GgufValue* find(const std::string& key) const { return f_.find_value(arch_ + "." + key); }
+  int positive_int(const std::string& key, std::optional<int> fallback = {}) const {
+    const GgufValue* v = find(key);
+    if (!v && fallback) return *fallback;
+    const std::string field = arch_ + "." + key;
+    if (!v) throw_input_error(f_.path(), "missing", field, -1, "the file lacks a key every model of this architecture has");
+    if (!v->value.is_number_integer() || v->value.get<int64_t>() <= 0 || v->value.get<int64_t>() > (1 << 30))
+      throw_input_error(f_.path(), fmt::format("expected a positive integer, found {}", shown(v->value)), field);
+    return int(v->value.get<int64_t>());
+  }
+  float positive_float(const std::string& key, std::optional<float> fallback) const {
+    const GgufValue* v = find(key);
+    if (!v && fallback) return *fallback;
+    const std::string field = arch_ + "." + key;
+    if (!v) throw_input_error(f_.path(), "missing", field);
+    if (!v->value.is_number() || !(v->value.get<double>() > 0) || !std::isfinite(v->value.get<float>()))
+      throw_input_error(f_.path(), fmt::format("expected a positive finite number, found {}", shown(v->value)), field);
+    return v->value.get<float>();
+  }
+
+ private:
+  const GgufFile& f_;
+  std::string arch_;
+};
+
+const GgufTensor& tensor(const GgufFile& f, const std::string& name) {
+  const GgufTensor* t = f.find(name);
+  if (!t) throw_input_error(f.path(), "tensor missing", name, -1, "the file is not a complete model of its architecture");
+  if (!t->dtype)
+    throw_input_error(f.path(), fmt::format("tensor type {} is not supported (Orion reads F32, F16 and BF16)",
+                                            ggml_type_name(t->ggml_type)),
+                      name, int64_t(t->file_offset), "convert the model to f16 or bf16 with llama.cpp first");
+  return *t;
+}
+
+Tensor read_tensor(const GgufFile& f, ModelWeights& w, const std::string& name, bool vector) {
+  const GgufTensor& t = tensor(f, name);
+  if (vector != (t.shape.size() == 1))
+    throw_input_error(f.path(), fmt::format("expected a {} tensor, found {} dimensions", vector ? "1-D" : "2-D", t.shape.size()),
+                      name);
+  return vector ? vector_f32(w, t.data, *t.dtype, t.shape[0]) : view_or_copy(w, t.data, *t.dtype, t.shape);
+}
+
+ModelConfig read_config(const GgufFile& f, const ModelFamily& fam) {
+  const Anatomy a = fam.anatomy();
+  GgufConfigReader r(f, fam.gguf()->arch);
+  ModelConfig c;
+  c.arch = fam.id();
+  c.dim = r.positive_int("embedding_length");
+  c.n_layers = r.positive_int("block_count");
+  c.hidden_dim = r.positive_int("feed_forward_length");
+  c.n_heads = r.positive_int("attention.head_count");
+  c.n_kv_heads = r.positive_int("attention.head_count_kv", c.n_heads);
+  c.seq_len = r.positive_int("context_length");
+  c.norm_eps = r.positive_float(a.norm == NormKind::RMSNorm ? "attention.layer_norm_rms_epsilon"
+                                                             : "attention.layer_norm_epsilon",
+                                1e-5f);
+  if (a.positions == Positions::Rope) c.rope_theta = r.positive_float("rope.freq_base", 10000.0f);
+  const GgufTensor& emb = tensor(f, "token_embd.weight");
+  c.vocab_size = int(emb.shape[0]);
+  if (r.find("vocab_size") && r.positive_int("vocab_size") != c.vocab_size)
+    throw_input_error(f.path(), fmt::format("says {} tokens but token_embd.weight has {} rows", r.positive_int("vocab_size"),
+                                            c.vocab_size),
+                      std::string(fam.gguf()->arch) + ".vocab_size");
+  c.padded_vocab = c.vocab_size;
+  c.tied_embeddings = f.find("output.weight") == nullptr;
+  c.validate(f.path());
+  return c;
+}
+
+}  // namespace
+
+ModelWeights read_gguf(const std::string& path) {
+  GgufFile f = GgufFile::open(path);
+  const ModelFamily& fam = family_of_arch(f);
+  ModelWeights w;
+  w.config = read_config(f, fam);
+  w.keep(f.mapping());
+  const ModelConfig& c = w.config;
+  w.tok_emb = read_tensor(f, w, "token_embd.weight", false);
+  if (fam.anatomy().positions == Positions::Learned) w.pos_emb = read_tensor(f, w, "position_embd.weight", false);
+  const bool fused = fam.gguf()->fused_qkv;
+  const std::vector<LayerSlot> slots = layer_slots(fam.anatomy(), fused);
+  w.layers.resize(size_t(c.n_layers));
+  for (int i = 0; i < c.n_layers; i++) {
+    LayerWeights& l = w.layers[size_t(i)];
+    const std::string blk = fmt::format("blk.{}.", i);
+    for (const LayerSlot& s : slots) l.*s.field = read_tensor(f, w, blk + s.name, s.vector);
+    if (!fused) continue;
+    // attn_qkv [NH·HS + 2·NKV·HS, C]: q rows, then k, then v — views into one tensor.
+    const int64_t q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
+    Tensor qkv = read_tensor(f, w, blk + "attn_qkv.weight", false);
+    if (qkv.shape[0] != q + 2 * kv)
+      throw_input_error(path, fmt::format("expected {} rows (q, k, v), found {}", q + 2 * kv, qkv.shape[0]),
+                        blk + "attn_qkv.weight");
+    l.wq = row_slice(qkv, 0, q), l.wk = row_slice(qkv, q, kv), l.wv = row_slice(qkv, q + kv, kv);
+    if (!fam.anatomy().biases) continue;
+    Tensor b = read_tensor(f, w, blk + "attn_qkv.bias", true);
+    if (b.shape[0] != q + 2 * kv)
+      throw_input_error(path, fmt::format("expected {} elements, found {}", q + 2 * kv, b.shape[0]), blk + "attn_qkv.bias");
+    l.bq = vec_slice(b, 0, q), l.bk = vec_slice(b, q, kv), l.bv = vec_slice(b, q + kv, kv);
+  }
+  w.final_norm = read_tensor(f, w, "output_norm.weight", true);
+  if (fam.anatomy().norm == NormKind::LayerNorm) w.final_norm_b = read_tensor(f, w, "output_norm.bias", true);
+  w.classifier = c.tied_embeddings ? w.tok_emb : read_tensor(f, w, "output.weight", false);
+  return w;
+}
+
+namespace {
+
+GgufOutValue u32_value(const std::string& key, int64_t v) { return {key, {GgufValueType::U32, {}, json(v)}}; }
+GgufOutValue f32_value(const std::string& key, float v) { return {key, {GgufValueType::F32, {}, json(v)}}; }
+GgufOutValue string_value(const std::string& key, const std::string& v) { return {key, {GgufValueType::String, {}, v}}; }
+
+// llama.cpp's general.file_type: the dtype most tensors have (LLAMA_FTYPE_ALL_F32, MOSTLY_F16, MOSTLY_BF16).
+int64_t file_type(DType dt) { return dt == DType::F32 ? 0 : dt == DType::F16 ? 1 : 32; }
+
+}  // namespace
+
+void write_gguf_model(const ModelWeights& w, const std::string& path, std::optional<DType> dtype) {
+  const ModelConfig& c = w.config;
+  const ModelFamily& fam = model_family(c.arch);
+  const std::optional<GgufLayout> layout = fam.gguf();
+  if (!layout)
+    throw_usage_error(fmt::format("Orion does not write {} models as GGUF", fam.display_name()), "to",
+                      "write safetensors instead");
+  const Anatomy a = fam.anatomy();
+  const DType dt = dtype.value_or(w.matrix_dtype());
+  const std::string arch = layout->arch;
+  std::vector<GgufOutValue> meta = {
+      string_value("general.architecture", arch),
+      string_value("general.name", "orion"),
+      u32_value("general.file_type", file_type(dt)),
+      u32_value(arch + ".context_length", c.seq_len),
+      u32_value(arch + ".embedding_length", c.dim),
+      u32_value(arch + ".block_count", c.n_layers),
+      u32_value(arch + ".feed_forward_length", c.hidden_dim),
+      u32_value(arch + ".attention.head_count", c.n_heads),
+      u32_value(arch + ".attention.head_count_kv", c.n_kv_heads),
+      f32_value(arch + (a.norm == NormKind::RMSNorm ? ".attention.layer_norm_rms_epsilon" : ".attention.layer_norm_epsilon"),
+                c.norm_eps),
+      u32_value(arch + ".vocab_size", c.vocab_size),
+  };
+  if (a.positions == Positions::Rope) {
+    meta.push_back(f32_value(arch + ".rope.freq_base", c.rope_theta));
+    meta.push_back(u32_value(arch + ".rope.dimension_count", c.head_dim()));
+  }
+
+  ModelWeights scratch;  // the fused qkv matrices
+  std::vector<GgufOutTensor> out;
+  // Matrices in the requested dtype; vectors f32, as llama.cpp expects its norms and biases.
+  auto add = [&](const std::string& name, const Tensor& t) {
+    out.push_back({name, t.data, t.dtype, t.shape, t.shape.size() == 2 ? dt : DType::F32});
+  };
+  add("token_embd.weight", row_slice(w.tok_emb, 0, c.vocab_size));  // without llm.c's padding rows
+  if (a.positions == Positions::Learned) add("position_embd.weight", w.pos_emb);
+  const std::vector<LayerSlot> slots = layer_slots(a, layout->fused_qkv);
+  for (int i = 0; i < c.n_layers; i++) {
+    const LayerWeights& l = w.layers[size_t(i)];
+    const std::string blk = fmt::format("blk.{}.", i);
+    if (layout->fused_qkv) {
+      add(blk + "attn_qkv.weight", stack_rows(scratch, {&l.wq, &l.wk, &l.wv}, dt));
+      if (a.biases) add(blk + "attn_qkv.bias", stack_rows(scratch, {&l.bq, &l.bk, &l.bv}, DType::F32));
+    }
+    for (const LayerSlot& s : slots) add(blk + s.name, l.*s.field);
+  }
+  add("output_norm.weight", w.final_norm);
+  if (a.norm == NormKind::LayerNorm) add("output_norm.bias", w.final_norm_b);
+  if (!c.tied_embeddings) add("output.weight", w.classifier);
+  write_gguf(path, meta, out);
+}
+
+}  // namespace orion::io

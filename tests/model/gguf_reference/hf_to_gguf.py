@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""An independent Hugging Face → GGUF converter for the GGUF reader's tests (python3 + numpy only).
+
+Written from the published GGUF specification (ggml's docs/gguf.md) and llama.cpp's naming of
+tensors and keys, not from Orion's C++: it reads config.json + model.safetensors (F32/F16/BF16) and
+writes a version-3 GGUF the way llama.cpp's convert_hf_to_gguf.py lays a model out:
+  - Llama: q_proj/k_proj rows are turned back from Hugging Face's rotate-half order into the
+    interleaved-pair order of the original checkpoints; names token_embd, blk.N.attn_q, ... ;
+  - GPT-2: Conv1D weights ([in, out]) are transposed to [out, in]; c_attn becomes attn_qkv.
+Matrices are written in the dtype given on the command line (f32 or f16); vectors as f32.
+
+usage: hf_to_gguf.py HF_FOLDER OUT.gguf [f32|f16]
+"""
+import json
+import struct
+import sys
+
+import numpy as np
+
+ALIGN = 32
+GGML_F32, GGML_F16 = 0, 1
+T_U32, T_F32, T_STRING = 4, 6, 8
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack_from("<Q", raw, 0)
+    header = json.loads(raw[8 : 8 + n])
+    data = raw[8 + n :]
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = e["data_offsets"]
+        buf = data[a:b]
+        if e["dtype"] == "F32":
+            x = np.frombuffer(buf, dtype="<f4")
+        elif e["dtype"] == "F16":
+            x = np.frombuffer(buf, dtype="<f2").astype(np.float32)
+        elif e["dtype"] == "BF16":
+            x = (np.frombuffer(buf, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            raise SystemExit(f"{path}: {name}: dtype {e['dtype']} not handled")
+        out[name] = x.reshape(e["shape"]).astype(np.float32)
+    return out
+
+
+def unpermute_rotate_half(w, n_head):
+    """HF stores q/k rows per head as [first halves | second halves]; the original (and GGUF)
+    order interleaves them: row 2i+j of a head is HF row j*HS/2 + i."""
+    rows, cols = w.shape
+    hs = rows // n_head
+    return w.reshape(n_head, 2, hs // 2, cols).swapaxes(1, 2).reshape(rows, cols)
+
+
+def llama_tensors(cfg, t):
+    nh, nkv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
+    out = [("token_embd.weight", t["model.embed_tokens.weight"])]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        b = f"blk.{i}."
+        out += [
+            (b + "attn_norm.weight", t[p + "input_layernorm.weight"]),
+            (b + "attn_q.weight", unpermute_rotate_half(t[p + "self_attn.q_proj.weight"], nh)),
+            (b + "attn_k.weight", unpermute_rotate_half(t[p + "self_attn.k_proj.weight"], nkv)),
+            (b + "attn_v.weight", t[p + "self_attn.v_proj.weight"]),
+            (b + "attn_output.weight", t[p + "self_attn.o_proj.weight"]),
+            (b + "ffn_norm.weight", t[p + "post_attention_layernorm.weight"]),
+            (b + "ffn_gate.weight", t[p + "mlp.gate_proj.weight"]),
+            (b + "ffn_up.weight", t[p + "mlp.up_proj.weight"]),
+            (b + "ffn_down.weight", t[p + "mlp.down_proj.weight"]),
+        ]
+    out.append(("output_norm.weight", t["model.norm.weight"]))
+    if "lm_head.weight" in t and not cfg.get("tie_word_embeddings", False):
+        out.append(("output.weight", t["lm_head.weight"]))
+    arch = "llama"
+    kv = [
+        (f"{arch}.context_length", T_U32, cfg["max_position_embeddings"]),
+        (f"{arch}.embedding_length", T_U32, cfg["hidden_size"]),
+        (f"{arch}.block_count", T_U32, cfg["num_hidden_layers"]),
+        (f"{arch}.feed_forward_length", T_U32, cfg["intermediate_size"]),
+        (f"{arch}.attention.head_count", T_U32, nh),
+        (f"{arch}.attention.head_count_kv", T_U32, nkv),
+        (f"{arch}.attention.layer_norm_rms_epsilon", T_F32, cfg.get("rms_norm_eps", 1e-5)),
+        (f"{arch}.rope.freq_base", T_F32, cfg.get("rope_theta", 10000.0)),
+    ]
+    return arch, kv, out
+
+
+def gpt2_tensors(cfg, t):
+    pre = "transformer." if "transformer.wte.weight" in t else ""
+    out = [("token_embd.weight", t[pre + "wte.weight"]), ("position_embd.weight", t[pre + "wpe.weight"])]
+    for i in range(cfg["n_layer"]):
+        p = f"{pre}h.{i}."
+        b = f"blk.{i}."
+        out += [
+            (b + "attn_norm.weight", t[p + "ln_1.weight"]),
+            (b + "attn_norm.bias", t[p + "ln_1.bias"]),
+            (b + "attn_qkv.weight", t[p + "attn.c_attn.weight"].T),
+            (b + "attn_qkv.bias", t[p + "attn.c_attn.bias"]),
+            (b + "attn_output.weight", t[p + "attn.c_proj.weight"].T),
+            (b + "attn_output.bias", t[p + "attn.c_proj.bias"]),
+            (b + "ffn_norm.weight", t[p + "ln_2.weight"]),
+            (b + "ffn_norm.bias", t[p + "ln_2.bias"]),
+            (b + "ffn_up.weight", t[p + "mlp.c_fc.weight"].T),
+            (b + "ffn_up.bias", t[p + "mlp.c_fc.bias"]),
+            (b + "ffn_down.weight", t[p + "mlp.c_proj.weight"].T),
+            (b + "ffn_down.bias", t[p + "mlp.c_proj.bias"]),
+        ]
+    out += [("output_norm.weight", t[pre + "ln_f.weight"]), ("output_norm.bias", t[pre + "ln_f.bias"])]
+    arch = "gpt2"
+    kv = [
+        (f"{arch}.context_length", T_U32, cfg["n_positions"]),
+        (f"{arch}.embedding_length", T_U32, cfg["n_embd"]),
+        (f"{arch}.block_count", T_U32, cfg["n_layer"]),
+        (f"{arch}.feed_forward_length", T_U32, cfg.get("n_inner") or 4 * cfg["n_embd"]),
+        (f"{arch}.attention.head_count", T_U32, cfg["n_head"]),
+        (f"{arch}.attention.layer_norm_epsilon", T_F32, cfg.get("layer_norm_epsilon", 1e-5)),
+    ]
+    return arch, kv, out
+
+
+def gguf_string(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf_value(vtype, v):
+    if vtype == T_U32:
+        return struct.pack("<I", v)
+    if vtype == T_F32:
+        return struct.pack("<f", v)
+    if vtype == T_STRING:
+        return gguf_string(v)
+    raise ValueError(vtype)
+
+
+def main():
+    folder, out_path = sys.argv[1], sys.argv[2]
+    dtype = sys.argv[3] if len(sys.argv) > 3 else "f32"
+    cfg = json.load(open(f"{folder}/config.json"))
+    t = read_safetensors(f"{folder}/model.safetensors")
+    arch, kv, tensors = (gpt2_tensors if cfg["model_type"] == "gpt2" else llama_tensors)(cfg, t)
+    kv = [("general.architecture", T_STRING, arch), ("general.alignment", T_U32, ALIGN)] + kv
+
+    blobs, infos, offset = [], b"", 0
+    for name, x in tensors:
+        x = np.ascontiguousarray(x)
+        matrix = x.ndim == 2
+        if matrix and dtype == "f16":
+            raw, gtype = x.astype("<f2").tobytes(), GGML_F16
+        else:
+            raw, gtype = x.astype("<f4").tobytes(), GGML_F32
+        ne = list(reversed(x.shape))  # ne[0] is the innermost dimension
+        infos += gguf_string(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
+        infos += struct.pack("<IQ", gtype, offset)
+        pad = (-len(raw)) % ALIGN
+        blobs.append(raw + b"\0" * pad)
+        offset += len(raw) + pad
+
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
+    head += b"".join(gguf_string(k) + struct.pack("<I", vt) + gguf_value(vt, v) for k, vt, v in kv)
+    head += infos
+    head += b"\0" * ((-len(head)) % ALIGN)
+    with open(out_path, "wb") as f:
+        f.write(head)
+        for b in blobs:
+            f.write(b)
+
+
+if __name__ == "__main__":
+    main()
