@@ -120,8 +120,10 @@ void ChatTemplate::check_special_tokens(const std::string& rendered, const Token
   std::vector<std::string> tokens = special_;
   tokens.push_back(bos_);
   tokens.push_back(eos_);
+  // The one written first is named.
+  std::erase_if(tokens, [&](const std::string& t) { return t.empty() || rendered.find(t) == std::string::npos; });
+  std::sort(tokens.begin(), tokens.end(), [&](const auto& x, const auto& y) { return rendered.find(x) < rendered.find(y); });
   for (const std::string& t : tokens) {
-    if (t.empty() || rendered.find(t) == std::string::npos) continue;
     if (!tokenizer.token_id(t))
       throw Error(ErrorKind::Input,
                   fmt::format("the chat template writes the special token '{}', which the {} tokenizer cannot encode as "
