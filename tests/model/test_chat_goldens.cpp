@@ -4,6 +4,7 @@
 // or raises the same raise_exception message.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <map>
@@ -62,6 +63,17 @@ TEST(ChatGoldens, EveryCaseRendersByteForByteAsJinja2) {
   }
   EXPECT_GT(outputs, 80);
   EXPECT_GT(errors, 0);
+}
+
+TEST(ChatGoldens, CommittedGoldensAreWhatTheScriptRendersNow) {
+  // The goldens are jinja2's rendering of the committed templates: re-rendered here, they match.
+  if (std::system("/usr/bin/python3 -c 'import jinja2' 2>/dev/null") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with jinja2 is missing (Debian package python3-jinja2)";
+  const std::string out = test::temp_dir() + "/goldens.json";
+  const std::string script = test::data_path("../model/chat_goldens/render_goldens.py");
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + script + " " + out + " 2>/dev/null").c_str()), 0);
+  EXPECT_TRUE(test::read_text(out) == test::read_text(test::data_path("chat/goldens.json")))
+      << "the goldens are stale: run /usr/bin/python3 tests/model/chat_goldens/render_goldens.py";
 }
 
 }  // namespace

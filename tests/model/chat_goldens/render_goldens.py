@@ -5,6 +5,7 @@ the expected output that tests/model/test_chat_template.cpp compares Orion's ren
 for byte.
 
 Run with the Debian interpreter (python3-jinja2): /usr/bin/python3 tests/model/chat_goldens/render_goldens.py
+[OUT.json] (default: the committed goldens.json).
 
 What transformers does (transformers/utils/chat_template_utils.py, _compile_jinja_template):
 ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols]),
@@ -129,7 +130,7 @@ def main():
                 except jinja2.exceptions.TemplateError as e:
                     case["error"] = str(e)
                 cases.append(case)
-    out = os.path.join(DATA, "goldens.json")
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(DATA, "goldens.json")
     with open(out, "w", encoding="utf-8") as f:
         json.dump({"jinja2": jinja2.__version__, "now": FIXED_NOW.isoformat(), "cases": cases}, f, ensure_ascii=False,
                   indent=1)
