@@ -138,6 +138,13 @@ TEST(Jinja, ErrorsNameTheTemplateLineAndColumn) {
   EXPECT_NE(error_of("{{ 'a' + 1 }}").find("unsupported operand type(s) for +: 'str' and 'int'"), std::string::npos);
   EXPECT_NE(error_of("{{ u.content.strip() }}").find("undefined"), std::string::npos);
   EXPECT_NE(error_of("{{ nofunc() }}").find("'nofunc' is undefined"), std::string::npos);
+  // Hostile nesting is an error, not a stack overflow.
+  EXPECT_NE(error_of("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}").find("nested too deeply"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ " + std::string(100000, '[') + "1" + std::string(100000, ']') + " }}").find("nested too deeply"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ " + std::string(100000, '-') + "1 }}").find("nested too deeply"), std::string::npos);
+  EXPECT_NE(error_of("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}").find("nested too deeply"), std::string::npos);
 }
 
 }  // namespace

@@ -159,6 +159,8 @@ class Evaluator {
   // its body rendered over the template's top-level scope.
   Value macro(const Node& n) {
     return Value(Function([this, &n](CallArgs& a) {
+      if (macro_depth_ >= 100) throw EvalError{"macro calls nested too deeply (a macro calling itself without end?)"};
+      macro_depth_++;
       Scope params;
       for (size_t i = 0; i < n.params.size(); i++) {
         Value v = a.get(i, n.params[i].first);
@@ -172,6 +174,7 @@ class Evaluator {
       exec(n.body);
       std::swap(out, out_);
       scopes_ = std::move(saved);
+      macro_depth_--;
       return Value(std::move(out));
     }));
   }
@@ -271,6 +274,7 @@ class Evaluator {
   const std::string& source_;
   std::vector<Scope> scopes_;
   std::string out_;
+  int macro_depth_ = 0;
 };
 
 }  // namespace

@@ -85,6 +85,7 @@ class Parser {
 
   // After {% KEYWORD: consumes up to the matching end tag.
   NodePtr parse_statement() {
+    DepthGuard guard(*this);
     const Token& kw = cur();
     if (kw.kind != Tok::Name) fail(kw.offset, "expected a statement name");
     const std::string k = kw.value;
@@ -194,7 +195,18 @@ class Parser {
     return e;
   }
 
+  // Nesting is bounded so that a hostile template ("((((…") cannot overflow the stack.
+  struct DepthGuard {
+    Parser& p;
+    explicit DepthGuard(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxDepth) p.fail(p.cur().offset, "expression or block nested too deeply");
+    }
+    ~DepthGuard() { p.depth_--; }
+  };
+  static constexpr int kMaxDepth = 200;
+
   ExprPtr parse_expression() {
+    DepthGuard guard(*this);
     ExprPtr e = parse_or();
     while (is_name("if")) {
       const size_t at = cur().offset;
@@ -222,6 +234,7 @@ class Parser {
   ExprPtr parse_or() { return binary_level({"or"}, &Parser::parse_and); }
   ExprPtr parse_and() { return binary_level({"and"}, &Parser::parse_not); }
   ExprPtr parse_not() {
+    DepthGuard guard(*this);
     if (is_name("not")) {
       auto e = make(Expr::Kind::Unary, cur().offset, "not");
       pos_++;
@@ -256,6 +269,7 @@ class Parser {
   ExprPtr parse_math2() { return binary_level({"*", "/", "//", "%"}, &Parser::parse_pow); }
   ExprPtr parse_pow() { return binary_level({"**"}, &Parser::parse_unary); }
   ExprPtr parse_unary() {
+    DepthGuard guard(*this);
     if (is_op("-") || is_op("+")) {
       auto e = make(Expr::Kind::Unary, cur().offset, cur().value);
       pos_++;
@@ -405,6 +419,7 @@ class Parser {
   const Lexed& lx_;
   const std::string& name_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
