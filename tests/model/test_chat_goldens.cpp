@@ -65,6 +65,18 @@ TEST(ChatGoldens, EveryCaseRendersByteForByteAsJinja2) {
   EXPECT_GT(errors, 0);
 }
 
+TEST(ChatGoldens, SnippetsRenderAsJinja2) {
+  // One engine feature each: loop scoping, precedence, slicing, float repr, tojson, whitespace.
+  const nlohmann::ordered_json g = goldens();
+  ASSERT_GE(g["snippets"].size(), 20u);
+  for (const auto& c : g["snippets"]) {
+    const std::string source = c["source"];
+    SCOPED_TRACE(source);
+    const jinja::Template t(source, "snippet");
+    EXPECT_EQ(t.render(jinja::Value::from_json(c["variables"]).as_dict()), c["output"].get<std::string>());
+  }
+}
+
 TEST(ChatGoldens, CommittedGoldensAreWhatTheScriptRendersNow) {
   // The goldens are jinja2's rendering of the committed templates: re-rendered here, they match.
   if (std::system("/usr/bin/python3 -c 'import jinja2' 2>/dev/null") != 0)

@@ -72,6 +72,7 @@ TEST(Jinja, SetScopingAndNamespace) {
   EXPECT_EQ(render("{% set ns = namespace(n=0) %}{% for i in [1, 2, 3] %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"), "6");
   EXPECT_EQ(render("{% if true %}{% set y = 'in if' %}{% endif %}{{ y }}"), "in if");
   EXPECT_EQ(render("{% set s %}block {{ 1 + 1 }}{% endset %}[{{ s }}]"), "[block 2]");
+  EXPECT_EQ(render("a{% generation %}b{% endgeneration %}c"), "abc");  // transformers' assistant-mask tag
   EXPECT_EQ(render("{% macro greet(who, p='!') %}hi {{ who }}{{ p }}{% endmacro %}{{ greet('a') }} {{ greet('b', p='?') }}"),
             "hi a! hi b?");
 }

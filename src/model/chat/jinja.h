@@ -5,7 +5,7 @@
 //   text, {{ expr }}, {% stmt %}, {# comment #}, whitespace control (- and +, trim_blocks,
 //   lstrip_blocks); if/elif/else, for (loop.index, index0, revindex, revindex0, first, last,
 //   length, previtem, nextitem; `for x in xs if c`; else; tuple targets; break/continue), set (also
-//   ns.attr and the block form), macro; expressions: literals, lists, dicts, tuples, .attr,
+//   ns.attr and the block form), macro, transformers' generation block; expressions: literals, lists, dicts, tuples, .attr,
 //   [index], [a:b:c], calls with keyword arguments, | filters, is [not] tests, `x if c else y`,
 //   and/or/not, in/not in, comparisons, + - * / // % ** ~; globals: namespace(), range(),
 //   raise_exception(msg) and whatever the caller passes (transformers' strftime_now).

@@ -94,6 +94,15 @@ class Parser {
     if (k == "for") return parse_for(kw.offset);
     if (k == "set") return parse_set(kw.offset);
     if (k == "macro") return parse_macro(kw.offset);
+    if (k == "generation") {  // transformers' {% generation %}…{% endgeneration %}: marks assistant text, renders as is
+      expect_block_end();
+      auto n = new_node(Node::Kind::If, kw.offset);
+      auto yes = make(Expr::Kind::Literal, kw.offset);
+      yes->value = Value(true);
+      n->branches.emplace_back(std::move(yes), parse_body({"endgeneration"}));
+      end_tag("endgeneration");
+      return n;
+    }
     if (k == "break" || k == "continue") {
       expect_block_end();
       return new_node(k == "break" ? Node::Kind::Break : Node::Kind::Continue, kw.offset);

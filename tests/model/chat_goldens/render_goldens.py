@@ -111,6 +111,35 @@ TEMPLATES = {  # file → its special tokens (None: the model's tokenizer_config
 }
 
 
+# Small templates exercising one engine feature each, rendered by the same environment.
+SNIPPETS = [
+    ("{% for i in [1,2] %}{% if i == 2 %}[{{ x }}]{% endif %}{% set x = i %}{% endfor %}", {}),
+    ("{% set x = 5 %}{% for i in [1,2] %}{{ x }}{% set x = i %}{{ x }}{% endfor %}{{ x }}", {}),
+    ("{% for a in [1,2] %}{% for b in [3] %}{{ loop.index }}{{ a }}{% endfor %}{{ loop.index }}{% endfor %}", {}),
+    ("{{ messages[0]['content'] | trim }}|{{ 'a' + 'b' | upper }}", {"messages": [{"content": "  x  "}]}),
+    ("{{ 1 if none else 2 }} {{ [] or 'e' }} {{ 'x' and 0 }}", {}),
+    ("{{ 3.0 / 2 }} {{ 10 // 4.0 }} {{ 7 % -3 }} {{ -7 // 2 }}", {}),
+    ("{{ '%s' }} {{ 'a\\tb' }} {{ \"q'\" }} {{ 'it\\'s' }}", {}),
+    ("{% if x is defined and x %}y{% else %}n{% endif %}", {"x": 0}),
+    ("{{ xs | length > 1 }}", {"xs": [1, 2]}),
+    ("{{ 'abc'[::-1] }} {{ [1,2,3][1:] }} {{ [1,2,3][:-1] }} {{ 'héllo'[-2:] }} {{ [1,2,3,4,5][::2] }}", {}),
+    ("{{ d | tojson(indent=2) }}", {"d": {"a": [], "b": {"c": [1, {"d": None}]}}}),
+    ("{{ 1e3 }} {{ 0.000001 }} {{ 1/3 }} {{ 2**0.5 }} {{ -0.0 }} {{ 1e100 }}", {}),
+    ("  {%- if true %}\n  a\n  {%- endif %}\n  b", {}),
+    ("{% for m in ms %}{{ m.role }}{% if not loop.last %},{% endif %}{% endfor %}", {"ms": [{"role": "a"}, {"role": "b"}]}),
+    ("{{ '  a  '.strip() ~ '|' ~ 'a,b,,c'.split(',') | string }}", {}),
+    ("{{ none | string }} {{ true | tojson }} {{ 'é' | tojson }} {{ '\x01\u2028' | tojson }}", {}),
+    ("{% set a = [1, 2] %}{{ a + [3] }} {{ a * 2 }} {{ 'b' in ['a', 'b'] }}", {}),
+    ("{{ m.get('x', 'dflt') }} {{ m.x | default('dd') }} {{ m.y is none }}", {"m": {"y": None}}),
+    ("{% for k in d %}{{ k }}{% endfor %} {{ d | length }}", {"d": {"z": 1, "a": 2}}),
+    ("{% for x in xs %}\n  {% if loop.first %}\n    first\n  {% endif %}\n  {{ x }}\n{% endfor %}\n", {"xs": [1, 2]}),
+    ("{# c #}\n{% set y = 1 -%}\n   {{ y }}  {#- c -#}  \n x {%+ if true %}+{% endif +%}\nend", {}),
+    ("{{ '\u00a0 nbsp \u3000'.strip() }}|{{ ' a\u2003b '.split() }}|{{ 'ab\n'.rstrip() }}", {}),
+    ("{{ 'Hello World'.lower() }} {{ 'x y'.title() }} {{ 'ab'.upper() }} {{ 'a-b-c'.replace('-', '+', 1) }}", {}),
+    ("{{ [3, 1] | first }}{{ [3, 1] | last }} {{ 'a b' | capitalize }} {{ range(3) | list }} {{ [1, 2] | join('-') }}", {}),
+]
+
+
 def main():
     env = environment()
     cases = []
@@ -130,12 +159,15 @@ def main():
                 except jinja2.exceptions.TemplateError as e:
                     case["error"] = str(e)
                 cases.append(case)
+    snippets = []
+    for source, variables in SNIPPETS:
+        snippets.append({"source": source, "variables": variables, "output": env.from_string(source).render(**variables)})
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(DATA, "goldens.json")
     with open(out, "w", encoding="utf-8") as f:
-        json.dump({"jinja2": jinja2.__version__, "now": FIXED_NOW.isoformat(), "cases": cases}, f, ensure_ascii=False,
+        json.dump({"jinja2": jinja2.__version__, "now": FIXED_NOW.isoformat(), "cases": cases, "snippets": snippets}, f, ensure_ascii=False,
                   indent=1)
         f.write("\n")
-    print(f"{len(cases)} cases ({sum('error' in c for c in cases)} raise) → {out}", file=sys.stderr)
+    print(f"{len(cases)} cases ({sum('error' in c for c in cases)} raise), {len(snippets)} snippets → {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
