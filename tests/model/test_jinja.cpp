@@ -148,5 +148,18 @@ TEST(Jinja, ErrorsNameTheTemplateLineAndColumn) {
   EXPECT_NE(error_of("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}").find("nested too deeply"), std::string::npos);
 }
 
+TEST(Jinja, TemplatesCannotRunAwayOrOverflow) {
+  // A chat template is downloaded text: its work and its numbers are bounded, each an error.
+  EXPECT_NE(error_of("{% for a in range(9999) %}{% for b in range(9999) %}{% endfor %}{% endfor %}").find("loop iterations"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ range(10**12) }}").find("range() too long"), std::string::npos);
+  EXPECT_NE(error_of("{{ 'ab' * 10**12 }}").find("repetition too large"), std::string::npos);
+  EXPECT_NE(error_of("{{ 9223372036854775807 + 1 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ 2 ** 64 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ 99999999999999999999 }}").find("number literal out of range"), std::string::npos);
+  EXPECT_NE(error_of("{{ '\\uZZZZ' }}").find("bad \\u escape"), std::string::npos);
+  EXPECT_EQ(render("{{ '\\u00e9\\x41' }} {{ -9 // 4 }} {{ -9 % 4 }} {{ 9 // -4 }} {{ 2 ** 62 }}"), "éA -3 3 -3 4611686018427387904");
+}
+
 }  // namespace
 }  // namespace orion::jinja

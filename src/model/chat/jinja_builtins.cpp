@@ -2,6 +2,7 @@
 // model/tokenizer/unicode.h); upper, lower, title and capitalize change ASCII letters only.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -212,7 +213,8 @@ const std::map<std::string, FilterFn>& filters() {
        }},
       {"int",
        [](const Value& v, CallArgs&) {
-         if (v.is_number() || v.type() == Value::Type::Bool) return Value(int64_t(v.as_number()));
+         if (v.type() == Value::Type::Float && !(std::fabs(v.as_number()) < 9.2e18)) throw EvalError{"float too large for int"};
+         if (v.is_number() || v.type() == Value::Type::Bool) return v.type() == Value::Type::Float ? Value(int64_t(v.as_number())) : Value(v.as_int());
          try {
            return Value(int64_t(std::stoll(v.str())));
          } catch (...) {

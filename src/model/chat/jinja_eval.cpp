@@ -2,6 +2,7 @@
 // the template's top-level `set`s; each for-loop iteration pushes one (so a `set` inside a loop does
 // not leak out, which is why templates use namespace()); a macro call runs over the bottom scope
 // plus its parameters.
+#include <cstdint>
 #include <unordered_map>
 
 #include "base/error.h"
@@ -31,6 +32,7 @@ class Evaluator {
       if (a.args.size() >= 2) start = a.args[0].as_int(), stop = a.args[1].as_int();
       if (a.args.size() >= 3) step = a.args[2].as_int();
       if (step == 0) throw EvalError{"range() arg 3 must not be zero"};
+      if ((double(stop) - double(start)) / double(step) > double(1 << 24)) throw EvalError{"range() too long for a template"};
       List l;
       for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) l.emplace_back(i);
       return Value(std::move(l));
@@ -101,6 +103,8 @@ class Evaluator {
     }
     const int64_t len = int64_t(items.size());
     for (int64_t i = 0; i < len; i++) {
+      // Bounded work: nested loops over long lists would otherwise run for hours.
+      if (++iterations_ > kMaxIterations) fail(n.offset, "more than 2^24 loop iterations: the template does not end");
       scopes_.emplace_back();
       bind_targets(n, items[size_t(i)]);
       scopes_.back()["loop"] = Value(Dict{{"index", Value(i + 1)},
@@ -235,6 +239,7 @@ class Evaluator {
         if (e.name == "not") return Value(!v.truthy());
         if (!v.is_number() && v.type() != Value::Type::Bool) throw EvalError{"bad operand type for unary " + e.name + ": '" + v.type_name() + "'"};
         if (e.name == "+") return v;
+        if (v.type() != Value::Type::Float && v.as_int() == INT64_MIN) throw EvalError{"integer overflow in unary '-'"};
         return v.type() == Value::Type::Float ? Value(-v.as_number()) : Value(-v.as_int());
       }
       case Expr::Kind::Binary: {
@@ -275,6 +280,8 @@ class Evaluator {
   std::vector<Scope> scopes_;
   std::string out_;
   int macro_depth_ = 0;
+  int64_t iterations_ = 0;
+  static constexpr int64_t kMaxIterations = int64_t(1) << 24;
 };
 
 }  // namespace

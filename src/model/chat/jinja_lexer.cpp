@@ -215,8 +215,14 @@ class Lexer {
         case 'u':
         case 'U': {
           const size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          if (pos_ + n > s.size()) fail(pos_ - 2, "truncated \\" + std::string(1, e) + " escape");
-          append_utf8(v, uint32_t(std::stoul(s.substr(pos_, n), nullptr, 16)));
+          uint32_t cp = 0;
+          for (size_t k = 0; k < n; k++) {
+            const char h = pos_ + k < s.size() ? s[pos_ + k] : 0;
+            if (!std::isxdigit(uint8_t(h))) fail(pos_ - 2, "bad \\" + std::string(1, e) + " escape");
+            cp = cp * 16 + uint32_t(std::isdigit(uint8_t(h)) ? h - '0' : std::tolower(uint8_t(h)) - 'a' + 10);
+          }
+          if (cp > 0x10ffff) fail(pos_ - 2, "escape beyond U+10FFFF");
+          append_utf8(v, cp);
           pos_ += n;
           break;
         }

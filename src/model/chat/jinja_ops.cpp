@@ -46,7 +46,8 @@ Value get_item(const Value& obj, const Value& key) {
 
 Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (!obj.is_list() && !obj.is_string()) throw EvalError{"cannot slice a " + obj.type_name()};
-  const int64_t st = step.is_undefined() || step.is_none() ? 1 : step.as_int();
+  // (A step beyond ±2^40 selects one item, as any step longer than the sequence does.)
+  const int64_t st = step.is_undefined() || step.is_none() ? 1 : std::clamp<int64_t>(step.as_int(), -(int64_t(1) << 40), int64_t(1) << 40);
   if (st == 0) throw EvalError{"slice step cannot be zero"};
   std::vector<std::string> chars;
   if (obj.is_string()) chars = utf8_chars(obj.as_string());
@@ -88,6 +89,8 @@ List iterate(const Value& v) {
 }
 
 namespace {
+
+constexpr uint64_t kMaxItems = uint64_t(1) << 26;  // the largest string or list `*` may build
 
 bool numeric(const Value& v) { return v.is_number() || v.type() == Value::Type::Bool; }
 
@@ -133,6 +136,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     const Value& seq = a.is_string() || a.is_list() ? a : b;
     const Value& n = &seq == &a ? b : a;
     if (n.type() != Value::Type::Int && n.type() != Value::Type::Bool) unsupported(op, a, b);
+    const size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
+    if (n.as_int() > 0 && unit > 0 && uint64_t(n.as_int()) > kMaxItems / unit) throw EvalError{"repetition too large"};
     if (seq.is_string()) {
       std::string s;
       for (int64_t i = 0; i < n.as_int(); i++) s += seq.as_string();
@@ -148,16 +153,26 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   if ((op == "/" || op == "//" || op == "%") && y == 0) throw EvalError{"division by zero"};
   if (op == "/") return Value(x / y);
   if (ints) {
+    // Python's integers do not overflow; templates never need more than 64 bits, so overflow is an error.
     const int64_t i = a.as_int(), j = b.as_int();
-    if (op == "+") return Value(i + j);
-    if (op == "-") return Value(i - j);
-    if (op == "*") return Value(i * j);
-    if (op == "//") return Value(int64_t(std::floor(double(i) / double(j))));
-    if (op == "%") return Value(((i % j) + j) % j);  // Python's modulo takes the divisor's sign
-    if (op == "**" && j >= 0) {
-      int64_t r = 1;
-      for (int64_t k = 0; k < j; k++) r *= i;
+    int64_t r = 0;
+    auto checked = [&](bool overflow) {
+      if (overflow) throw EvalError{"integer overflow in '" + op + "'"};
       return Value(r);
+    };
+    if (op == "+") return checked(__builtin_add_overflow(i, j, &r));
+    if (op == "-") return checked(__builtin_sub_overflow(i, j, &r));
+    if (op == "*") return checked(__builtin_mul_overflow(i, j, &r));
+    if (op == "//" || op == "%") {
+      if (j == -1) return op == "//" ? checked(__builtin_sub_overflow(int64_t(0), i, &r)) : Value(int64_t(0));
+      const int64_t q = i / j - ((i % j != 0) && ((i < 0) != (j < 0)));  // floor division
+      return op == "//" ? Value(q) : Value(i - q * j);  // Python's modulo takes the divisor's sign
+    }
+    if (op == "**" && j >= 0) {
+      r = 1;
+      for (int64_t k = 0; k < j && r != 0 && !(r == 1 && (i == 1 || i == 0)); k++)
+        if (__builtin_mul_overflow(r, i, &r)) throw EvalError{"integer overflow in '**'"};
+      return Value(i == 0 && j > 0 ? int64_t(0) : r);
     }
   }
   if (op == "+") return Value(x + y);

@@ -303,7 +303,11 @@ class Parser {
       case Tok::Float: {
         pos_++;
         auto e = make(Expr::Kind::Literal, t.offset);
-        e->value = t.kind == Tok::Int ? Value(int64_t(std::stoll(t.value))) : Value(std::stod(t.value));
+        try {
+          e->value = t.kind == Tok::Int ? Value(int64_t(std::stoll(t.value))) : Value(std::stod(t.value));
+        } catch (const std::exception&) {  // out of range of int64 / double
+          fail(t.offset, "number literal out of range: " + t.value);
+        }
         return e;
       }
       case Tok::Name: {
