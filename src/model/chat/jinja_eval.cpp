@@ -32,7 +32,7 @@ class Evaluator {
       if (a.args.size() >= 2) start = a.args[0].as_int(), stop = a.args[1].as_int();
       if (a.args.size() >= 3) step = a.args[2].as_int();
       if (step == 0) throw EvalError{"range() arg 3 must not be zero"};
-      if ((double(stop) - double(start)) / double(step) > double(1 << 24)) throw EvalError{"range() too long for a template"};
+      if ((double(stop) - double(start)) / double(step) > double(1 << 20)) throw EvalError{"range() too long for a template"};
       List l;
       for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) l.emplace_back(i);
       return Value(std::move(l));
@@ -104,7 +104,7 @@ class Evaluator {
     const int64_t len = int64_t(items.size());
     for (int64_t i = 0; i < len; i++) {
       // Bounded work: nested loops over long lists would otherwise run for hours.
-      if (++iterations_ > kMaxIterations) fail(n.offset, "more than 2^24 loop iterations: the template does not end");
+      if (++iterations_ > kMaxIterations) fail(n.offset, "more than 2^20 loop iterations: the template does not end");
       scopes_.emplace_back();
       bind_targets(n, items[size_t(i)]);
       scopes_.back()["loop"] = Value(Dict{{"index", Value(i + 1)},
@@ -281,7 +281,7 @@ class Evaluator {
   std::string out_;
   int macro_depth_ = 0;
   int64_t iterations_ = 0;
-  static constexpr int64_t kMaxIterations = int64_t(1) << 24;
+  static constexpr int64_t kMaxIterations = int64_t(1) << 20;
 };
 
 }  // namespace

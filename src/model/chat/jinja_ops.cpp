@@ -90,7 +90,7 @@ List iterate(const Value& v) {
 
 namespace {
 
-constexpr uint64_t kMaxItems = uint64_t(1) << 26;  // the largest string or list `*` may build
+constexpr uint64_t kMaxBytes = uint64_t(1) << 26, kMaxItems = uint64_t(1) << 20;  // the largest string, list `*` builds
 
 bool numeric(const Value& v) { return v.is_number() || v.type() == Value::Type::Bool; }
 
@@ -137,7 +137,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     const Value& n = &seq == &a ? b : a;
     if (n.type() != Value::Type::Int && n.type() != Value::Type::Bool) unsupported(op, a, b);
     const size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
-    if (n.as_int() > 0 && unit > 0 && uint64_t(n.as_int()) > kMaxItems / unit) throw EvalError{"repetition too large"};
+    const uint64_t most = seq.is_string() ? kMaxBytes : kMaxItems;
+    if (n.as_int() > 0 && unit > 0 && uint64_t(n.as_int()) > most / unit) throw EvalError{"repetition too large"};
     if (seq.is_string()) {
       std::string s;
       for (int64_t i = 0; i < n.as_int(); i++) s += seq.as_string();
