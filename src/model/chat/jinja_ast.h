@@ -18,7 +18,7 @@ struct Expr {
   enum class Kind {
     Literal,  // value
     Name,     // name
-    List,     // kids: the items (also tuples)
+    List,     // kids: the items; name "tuple" for (a, b)
     Dict,     // kids: key, value, key, value, …
     Attr,     // kids[0].name
     Index,    // kids[0][kids[1]]

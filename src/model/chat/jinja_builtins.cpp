@@ -140,7 +140,7 @@ List items(const Value& v) {
   if (v.is_undefined()) return {};
   if (!v.is_dict()) throw EvalError{"items() of a " + v.type_name()};
   List out;
-  for (const auto& [k, e] : v.as_dict()) out.emplace_back(List{Value(k), e});
+  for (const auto& [k, e] : v.as_dict()) out.push_back(Value::tuple(List{Value(k), e}));
   return out;
 }
 

@@ -210,7 +210,7 @@ class Evaluator {
       case Expr::Kind::List: {
         List l;
         for (const ExprPtr& k : e.kids) l.push_back(eval(*k));
-        return Value(std::move(l));
+        return e.name == "tuple" ? Value::tuple(std::move(l)) : Value(std::move(l));
       }
       case Expr::Kind::Dict: {
         Dict d;

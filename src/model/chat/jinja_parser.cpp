@@ -330,10 +330,10 @@ class Parser {
   ExprPtr parse_paren() {  // (expr) or a tuple (a, b)
     const size_t at = cur().offset;
     pos_++;
-    if (accept_op(")")) return make(Expr::Kind::List, at);
+    if (accept_op(")")) return make(Expr::Kind::List, at, "tuple");
     ExprPtr first = parse_expression();
     if (accept_op(")")) return first;
-    auto e = make(Expr::Kind::List, at);
+    auto e = make(Expr::Kind::List, at, "tuple");
     e->kids.push_back(std::move(first));
     while (accept_op(",") && !is_op(")")) e->kids.push_back(parse_expression());
     expect_op(")");

@@ -18,6 +18,11 @@ Value::Value(int64_t i) : type_(Type::Int), i_(i) {}
 Value::Value(double d) : type_(Type::Float), d_(d) {}
 Value::Value(std::string s) : type_(Type::String), s_(std::make_shared<const std::string>(std::move(s))) {}
 Value::Value(List l) : type_(Type::List), l_(std::make_shared<List>(std::move(l))) {}
+Value Value::tuple(List l) {
+  Value v(std::move(l));
+  v.tuple_ = true;
+  return v;
+}
 Value::Value(Dict d) : type_(Type::Dict), m_(std::make_shared<Dict>(std::move(d))) {}
 Value::Value(Function f) : type_(Type::Function), f_(std::make_shared<const Function>(std::move(f))) {}
 
@@ -195,9 +200,9 @@ std::string Value::repr() const {
     case Type::Float: return float_repr(d_);
     case Type::String: return quote_repr(*s_);
     case Type::List: {
-      std::string out = "[";
+      std::string out = tuple_ ? "(" : "[";
       for (size_t i = 0; i < l_->size(); i++) out += (i ? ", " : "") + (*l_)[i].repr();
-      return out + "]";
+      return out + (!tuple_ ? "]" : l_->size() == 1 ? ",)" : ")");
     }
     case Type::Dict: {
       std::string out = "{";
@@ -234,7 +239,7 @@ bool operator==(const Value& a, const Value& b) {
     case Value::Type::Undefined:
     case Value::Type::None: return true;
     case Value::Type::String: return a.as_string() == b.as_string();
-    case Value::Type::List: return a.as_list() == b.as_list();
+    case Value::Type::List: return a.is_tuple() == b.is_tuple() && a.as_list() == b.as_list();
     case Value::Type::Dict: {
       if (a.as_dict().size() != b.as_dict().size()) return false;
       for (const auto& [k, v] : a.as_dict()) {

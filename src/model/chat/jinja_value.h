@@ -34,6 +34,7 @@ class Value {
   Value(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
   Value(List l);
+  static Value tuple(List l);  // a list that prints as (a, b), as Python's tuples (dict.items() pairs)
   Value(Dict d);
   Value(Function f);
   // JSON as values; ordered_json keeps the objects' key order (what tojson writes back).
@@ -46,6 +47,7 @@ class Value {
   bool is_string() const { return type_ == Type::String; }
   bool is_number() const { return type_ == Type::Int || type_ == Type::Float; }
   bool is_list() const { return type_ == Type::List; }
+  bool is_tuple() const { return type_ == Type::List && tuple_; }
   bool is_dict() const { return type_ == Type::Dict; }
   bool is_function() const { return type_ == Type::Function; }
 
@@ -76,6 +78,7 @@ class Value {
  private:
   Type type_ = Type::Undefined;
   bool b_ = false;
+  bool tuple_ = false;
   int64_t i_ = 0;
   double d_ = 0;
   std::shared_ptr<const std::string> s_;

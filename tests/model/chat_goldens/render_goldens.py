@@ -119,6 +119,7 @@ SNIPPETS = [
     ("{{ messages[0]['content'] | trim }}|{{ 'a' + 'b' | upper }}", {"messages": [{"content": "  x  "}]}),
     ("{{ 1 if none else 2 }} {{ [] or 'e' }} {{ 'x' and 0 }}", {}),
     ("{{ 3.0 / 2 }} {{ 10 // 4.0 }} {{ 7 % -3 }} {{ -7 // 2 }}", {}),
+    ("{{ (1, 2) }} {{ (1,) }} {{ {'a': 1}.items() | list }} {{ (1, 2) == [1, 2] }} {{ (1, 2) | tojson }}", {}),
     ("{{ '%s' }} {{ 'a\\tb' }} {{ \"q'\" }} {{ 'it\\'s' }}", {}),
     ("{% if x is defined and x %}y{% else %}n{% endif %}", {"x": 0}),
     ("{{ xs | length > 1 }}", {"xs": [1, 2]}),
