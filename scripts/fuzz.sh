@@ -56,6 +56,7 @@ add_seeds ir_text tests/testdata/compiler/passes
 add_seeds tokenizer_llama2c tests/testdata/tokenizer/spm_stories/tokenizer.bin
 add_seeds sentencepiece tests/testdata/tokenizer/spm_stories/tokenizer.model
 add_seeds tokenizer_json tests/testdata/tokenizer/small_gpt2/tokenizer.json
+add_seeds chat_template tests/testdata/chat/templates/*.jinja
 
 run_target() {  # run_target <name>: replay regressions, then fuzz; prints one summary line
   local t=$1 bin="$work/fuzz_$1" log="$work/logs/$1.log"

@@ -13,20 +13,22 @@ GenerateStats generate(LanguageModel& model, const std::vector<int>& prompt, con
   if (int(prompt.size()) >= model.max_seq())
     throw_usage_error(fmt::format("the prompt has {} tokens; the model's context is {}", prompt.size(), model.max_seq()),
                       "prompt", "shorten the prompt");
+  const int cached = options.cached_prompt_tokens;
+  ORION_CHECK(cached >= 0 && cached < int(prompt.size()), "cached prompt tokens {} of {}", cached, prompt.size());
   GenerateStats st;
-  st.prompt_tokens = int(prompt.size());
+  st.prompt_tokens = int(prompt.size()) - cached;
   Sampler sampler(options.sampler);
   const int V = model.vocab_size();
   std::vector<float> logits(static_cast<size_t>(V));
   // Each forward pass adds one position; the last sampled token needs no pass of its own.
-  int budget = std::min(options.max_new_tokens, model.max_seq() - st.prompt_tokens + 1);
+  int budget = std::min(options.max_new_tokens, model.max_seq() - int(prompt.size()) + 1);
 
   Timer t;
-  const float* lg = model.forward(prompt.data(), st.prompt_tokens, 0);
+  const float* lg = model.forward(prompt.data() + cached, st.prompt_tokens, cached);
   st.prefill_seconds = t.seconds();
 
   t.reset();
-  int pos = st.prompt_tokens;
+  int pos = int(prompt.size());
   for (int i = 0; i < budget; i++) {
     std::copy(lg, lg + V, logits.begin());
     int next = sampler.sample(logits.data(), V);

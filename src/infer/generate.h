@@ -16,10 +16,14 @@ struct GenerateOptions {
   SamplerOptions sampler;
   // Token ids that end generation (EOS; for llama2.c models also BOS, which separates stories).
   std::vector<int> stop_ids;
+  // The first cached_prompt_tokens tokens of the prompt are already in the model's KV cache, fed
+  // by an earlier generate() of the same sequence (a chat turn continues the conversation so far):
+  // the prefill feeds only the rest, from that position. 0: a fresh sequence.
+  int cached_prompt_tokens = 0;
 };
 
 struct GenerateStats {
-  int prompt_tokens = 0;
+  int prompt_tokens = 0;      // tokens the prefill fed (the prompt less its cached prefix)
   int generated_tokens = 0;  // sampled tokens, including a final stop token
   double prefill_seconds = 0, decode_seconds = 0;
   bool stopped_at_eos = false;

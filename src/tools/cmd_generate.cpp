@@ -1,5 +1,7 @@
 // orion generate: text from a model file and its tokenizer, streamed to stdout; speed to stderr.
+#include <algorithm>
 #include <cctype>
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include "model/io/model_io.h"
 #include "model/lora/lora_io.h"
 #include "model/tokenizer/tokenizer.h"
+#include "tools/chat_prompt.h"
 #include "tools/command.h"
 #include "tools/options.h"
 
@@ -22,7 +25,7 @@ namespace {
 struct GenerateArgs {
   std::string model, tokenizer, prompt = "Once upon a time";
   int n = 256;
-  bool no_echo = false, no_bos = false, verbose = false;
+  bool no_echo = false, no_bos = false, verbose = false, chat = false;
   std::string backend = "cpu", chip = "m4";
   int max_seq = 0;
   std::vector<std::string> loras;  // adapters loaded at once, switched per prompt
@@ -90,20 +93,25 @@ void run_generate(const GenerateArgs& a) {
   go.sampler = a.sampler;
   for (int id : {tokenizer->eos_id(), tokenizer->bos_id()})
     if (id >= 0) go.stop_ids.push_back(id);
+  // --chat: each prompt is one user turn of the model's chat template; the reply ends at the end of
+  // the model's turn too.
+  std::optional<ChatSetup> chat;
+  if (a.chat) {
+    chat.emplace(load_chat_setup(a.model, *tokenizer));
+    for (int id : chat->stop_ids)
+      if (std::find(go.stop_ids.begin(), go.stop_ids.end(), id) == go.stop_ids.end()) go.stop_ids.push_back(id);
+  }
 
   auto generate_one = [&](const std::string& text) {
-    std::vector<int> prompt = tokenizer->encode(text, !a.no_bos);
+    std::vector<int> prompt = chat ? encode_chat_prompt(*chat, chat->chat_template.render({{"user", text}}), *tokenizer)
+                                   : tokenizer->encode(text, !a.no_bos);
     if (prompt.empty() && tokenizer->bos_id() < 0 && tokenizer->eos_id() >= 0)
       prompt.push_back(tokenizer->eos_id());  // GPT-2 starts an empty prompt from <|endoftext|>
-    if (!a.no_echo) std::fputs(text.c_str(), stdout);
+    if (!a.no_echo && !chat) std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
     int prev = prompt.back();
     GenerateStats st = generate(*model, prompt, go, [&](int id) {
-      std::string piece = tokenizer->decode_token(prev, id);
-      // A lone ASCII control byte (a raw-byte token such as <0x10>) would garble the terminal; it is
-      // dropped, as llama2.c does. Bytes ≥ 0x80 are kept: they are parts of UTF-8 characters.
-      bool control = piece.size() == 1 && (uint8_t(piece[0]) < 0x20 || piece[0] == 0x7f) && !std::isspace(uint8_t(piece[0]));
-      if (control) piece.clear();
+      const std::string piece = printable_piece(tokenizer->decode_token(prev, id));
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
       prev = id;
@@ -181,6 +189,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--max-seq", a->max_seq, "context length to allocate (0 = the model's)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-echo", a->no_echo, "do not print the prompt before the generated text");
   cmd->add_flag("--no-bos", a->no_bos, "do not start the prompt with the beginning-of-sequence token");
+  cmd->add_flag("--chat", a->chat,
+                "the prompt is one user turn of the model's chat template (tokenizer_config.json); the reply alone is "
+                "printed and ends at the model's end of turn (see also `orion chat`)");
   cmd->add_option("--backend", a->backend,
                   "cpu, or the transformer blocks as ANE programs on anesim (any machine) or ane (macOS)")
       ->capture_default_str()

@@ -7,6 +7,7 @@ namespace orion::tools {
 
 void add_demo_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_export_command(CLI::App& app);

@@ -53,6 +53,30 @@ TEST(Generate, GreedyEqualsArgmaxOfFullRecompute) {
   }
 }
 
+TEST(Generate, CachedPromptPrefixContinuesTheSequenceAsAFreshPrefillWould) {
+  // A chat's second turn: the KV cache holds turn one (prompt + reply); the new prompt shares only
+  // part of it (the cache also holds tokens past the shared prefix, which get overwritten). Feeding
+  // just the new suffix gives the tokens a fresh model gives from the whole prompt.
+  ModelWeights w = random_weights(small_llama(), 14);
+  GenerateOptions o;
+  o.max_new_tokens = 8;
+  o.sampler.temperature = 0;
+  Transformer tf(w);
+  std::vector<int> turn1 = {1, 9, 8, 7};
+  std::vector<int> reply = run(tf, turn1, o);
+  ASSERT_EQ(reply.size(), 8u);
+  std::vector<int> turn2 = turn1;
+  turn2.insert(turn2.end(), reply.begin(), reply.begin() + 5);  // diverges after 5 reply tokens
+  turn2.insert(turn2.end(), {3, 4, 5});
+  GenerateOptions cached = o;
+  cached.cached_prompt_tokens = int(turn1.size()) + 5;
+  GenerateStats st;
+  std::vector<int> continued = run(tf, turn2, cached, &st);
+  EXPECT_EQ(st.prompt_tokens, 3);  // only the new tokens were fed
+  Transformer fresh(w);
+  EXPECT_EQ(continued, run(fresh, turn2, o));
+}
+
 TEST(Generate, SeededSamplingIsReproducible) {
   ModelWeights w = random_weights(small_llama(), 13);
   GenerateOptions o;

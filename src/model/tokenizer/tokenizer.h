@@ -2,6 +2,7 @@
 // tokenizer.bin, SentencePiece .model); load_tokenizer() picks the reader from the path.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,12 @@ class Tokenizer {
   virtual int bos_id() const = 0;        // -1 when none
   virtual int eos_id() const = 0;        // -1 when none (GPT-2: <|endoftext|> 50256)
   virtual std::string name() const = 0;  // "gpt2-bpe", "llama2c", "sentencepiece"
+  // The id of one token written as text, such as a special token "<|im_end|>"; nullopt when the
+  // text does not encode to exactly one token. (Default: encode without BOS and look.)
+  virtual std::optional<int> token_id(std::string_view text) const {
+    const std::vector<int> ids = encode(text, false);
+    return ids.size() == 1 ? std::optional<int>(ids[0]) : std::nullopt;
+  }
 };
 
 // Loads a tokenizer from a file or folder (the format readers themselves are load_gpt2_bpe and
