@@ -12,6 +12,7 @@ PACKAGES=(
   libcurl4-openssl-dev     # HTTP(S) downloads: orion data fetch
   openmpi-bin libopenmpi-dev  # data-parallel training: mpirun -np N orion train (docs/distributed.md)
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
+  python3-numpy            # test reference: tests/model/hf_reference/make_tiny_hf_models.py
   clang libgnustep-base-dev  # CI syntax check of the Apple driver's .mm (scripts/check_ane_driver_syntax.sh)
   libclang-rt-14-dev libomp-dev  # sanitizer + libFuzzer runtimes and OpenMP for clang (scripts/sanitize.sh, fuzz.sh)
 )
