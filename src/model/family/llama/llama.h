@@ -16,7 +16,6 @@ void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transforme
 // A whole Llama decode step in one parallel region (llama_decode.cpp): a.x [C] holds the embedded
 // token at pos; it goes through every block (caches [L, max_seq, NKV·HS]), the final norm and the
 // classifier into logits [V]. Bit-identical to llama_block_forward + the classifier.
-// Cannot normalise per head (q/k norms): the caller uses llama_block_forward for those.
 void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache, float* value_cache,
                         int max_seq, float* logits);
 

@@ -9,6 +9,7 @@
 //   each thread:  xn = rmsnorm(x) ⊙ attn_norm        (its own copy: C values, cheaper than a barrier)
 //   split rows:   [q; k; v] = xn·[wq; wk; wv]ᵀ (+ [bq; bk; bv]) as one row space of NH·HS + 2·NKV·HS rows;
 //                 k and v go straight into the cache at pos; RoPE turns the thread's q and k rows
+//                 (with q/k norms: a barrier, then each head normalised and turned by one thread)
 //   split heads:  att_h = attention_head(q_h, k[first..pos], v[first..pos])   (first > 0: sliding window)
 //   split rows:   x[r] += (att·woᵀ)[r]
 //   each thread:  xn = rmsnorm(x) ⊙ ffn_norm
@@ -95,10 +96,20 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
       const RowSegment qkv[3] = {{&lw.wq, lw.bq, a.q.data(), 0, Q},
                                  {&lw.wk, lw.bk, k, Q, KV},
                                  {&lw.wv, lw.bv, v, Q + KV, KV}};
+      const bool head_norms = !lw.q_norm.empty();  // Qwen3: a head is normalised whole before it turns
       matvec_segments(qkv, xn.data(), C, [&](size_t s, int r0, int r1) {
-        if (s < 2) cpu::rope_rotate(qkv[s].y, cs.data(), HS, r0, r1);  // q and k turn; v does not
+        if (s < 2 && !head_norms) cpu::rope_rotate(qkv[s].y, cs.data(), HS, r0, r1);  // q and k turn; v does not
       });
 #pragma omp barrier
+      if (head_norms) {
+#pragma omp for schedule(static)
+        for (int h = 0; h < c.n_heads + c.n_kv_heads; h++) {  // q heads, then k heads
+          const bool is_q = h < c.n_heads;
+          float* head = is_q ? a.q.data() + size_t(h) * HS : k + size_t(h - c.n_heads) * HS;
+          cpu::rmsnorm(head, head, (is_q ? lw.q_norm : lw.k_norm).f32(), 1, HS, c.norm_eps);
+          cpu::rope_rotate(head, cs.data(), HS, 0, HS);
+        }  // (implicit barrier)
+      }
       // the layer's cache, positions first..pos
       const float* kl = key_cache + (size_t(l) * max_seq + first) * KV;
       const float* vl = value_cache + (size_t(l) * max_seq + first) * KV;

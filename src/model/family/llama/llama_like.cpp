@@ -188,11 +188,8 @@ void LlamaLikeFamily::block_forward(const ModelConfig& c, const LayerWeights& l,
   llama_block_forward(c, l, a, n, pos, k_cache, v_cache, lora);
 }
 
-// The one-parallel-region decode step normalises whole rows only; a per-head q/k norm would need
-// every head's rows done first, so those models decode through the block (same numbers, slower).
 bool LlamaLikeFamily::decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache,
                                    float* value_cache, int max_seq, float* logits) const {
-  if (anatomy().qk_norm) return false;
   llama_decode_token(w, a, pos, key_cache, value_cache, max_seq, logits);
   return true;
 }
