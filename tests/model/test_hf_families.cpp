@@ -16,9 +16,9 @@
 #include "model/io/io_internal.h"
 #include "model/io/model_io.h"
 #include "model/transformer.h"
-#include "runtime/cpu/kernels.h"
 #include "support.h"
 #include "test_io_util.h"
+#include "transformer_test_util.h"
 
 namespace orion {
 namespace {
@@ -186,21 +186,8 @@ TEST(HfFamilies, DecodeEqualsPrefillBitForBit) {
     const ModelWeights w = test::random_model(c, 9);
     std::vector<int> toks(20);
     for (size_t i = 0; i < toks.size(); i++) toks[i] = int((i * 37 + 11) % size_t(c.vocab_size));
-    const size_t V = size_t(c.vocab_size);
-    Transformer pre(w);
-    const float* all = pre.forward(toks.data(), int(toks.size()), 0, true);
-    const std::vector<float> expect(all, all + toks.size() * V);
-    for (int threads : {1, 2, 3}) {
-      cpu::set_num_threads(threads);
-      Transformer dec(w);
-      size_t differing = 0;
-      for (size_t t = 0; t < toks.size(); t++) {
-        const float* lg = dec.forward(&toks[t], 1, int(t));
-        for (size_t i = 0; i < V; i++) differing += lg[i] != expect[t * V + i];
-      }
-      EXPECT_EQ(differing, 0u) << threads << " threads";
-    }
-    cpu::set_num_threads(0);
+    for (int threads : {1, 2, 3})
+      EXPECT_EQ(test::decode_differences_from_prefill(w, toks, threads), 0u) << threads << " threads";
   }
 }
 
