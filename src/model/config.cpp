@@ -61,8 +61,8 @@ void ModelConfig::validate(const std::string& source) const {
   if (!(rope_theta > 1)) bad("rope_theta", fmt::format("must be > 1, got {}", rope_theta));
 }
 
-// The features beyond a plain block, after the dimensions: "qwen3 C=1024 … (596.0M params) head_dim 128
-// ≠ hidden/heads 64, q/k norms, tied". Plain models describe themselves as before.
+// The features beyond a plain block, after the dimensions: "qwen3 C=1024 … (596.0M params) q/k norms,
+// head_dim 128 ≠ hidden/heads 64, rope_theta 1e+06, tied". Plain models describe themselves as before.
 std::string ModelConfig::describe() const {
   std::string s = fmt::format("{} C={} H={} L={} NH={} NKV={} V={}{} T={} ({:.1f}M params)", arch_name(arch), dim,
                               hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
