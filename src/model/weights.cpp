@@ -59,6 +59,7 @@ void visit(W& w, F&& f) {
     f(n("attn_norm"), l.attn_norm), f(n("attn_norm_b"), l.attn_norm_b);
     f(n("wq"), l.wq), f(n("wk"), l.wk), f(n("wv"), l.wv), f(n("wo"), l.wo);
     f(n("bq"), l.bq), f(n("bk"), l.bk), f(n("bv"), l.bv), f(n("bo"), l.bo);
+    f(n("q_norm"), l.q_norm), f(n("k_norm"), l.k_norm);
     f(n("ffn_norm"), l.ffn_norm), f(n("ffn_norm_b"), l.ffn_norm_b);
     f(n("w1"), l.w1), f(n("w2"), l.w2), f(n("w3"), l.w3), f(n("b1"), l.b1), f(n("b2"), l.b2);
   }
@@ -124,6 +125,8 @@ void ModelWeights::validate(const std::string& source) const {
       expect(n("b1"), l.b1, {H}), expect(n("b2"), l.b2, {C});
     }
     if (a.gated_ffn) expect(n("w3"), l.w3, {H, C});
+    if (a.qkv_bias) expect(n("bq"), l.bq, {Q}), expect(n("bk"), l.bk, {KV}), expect(n("bv"), l.bv, {KV});
+    if (a.qk_norm) expect(n("q_norm"), l.q_norm, {c.head_dim()}), expect(n("k_norm"), l.k_norm, {c.head_dim()});
   }
   expect("final_norm", final_norm, {C});
   if (a.norm == NormKind::LayerNorm) expect("final_norm_b", final_norm_b, {C});
@@ -190,6 +193,8 @@ ModelWeights random_weights(const ModelConfig& c, uint64_t seed, DType dtype) {
       l.b1 = vec(H, 0), l.b2 = vec(C, 0);
     }
     if (a.gated_ffn) l.w3 = matrix(H, C);
+    if (a.qkv_bias) l.bq = vec(Q, 0), l.bk = vec(KV, 0), l.bv = vec(KV, 0);
+    if (a.qk_norm) l.q_norm = vec(c.head_dim(), 1.0f), l.k_norm = vec(c.head_dim(), 1.0f);
   }
   w.final_norm = vec(C, 1.0f);
   if (a.norm == NormKind::LayerNorm) w.final_norm_b = vec(C, 0);

@@ -5,15 +5,17 @@
 //   pos_emb    [T, C]      GPT-2 only: learned positions
 //   per layer:
 //     attn_norm  [C]  (+ attn_norm_b [C] for GPT-2 LayerNorm)
-//     wq [NH·HS, C]  wk [NKV·HS, C]  wv [NKV·HS, C]  wo [C, NH·HS]   (+ bq bk bv bo for GPT-2)
+//     wq [NH·HS, C]  wk [NKV·HS, C]  wv [NKV·HS, C]  wo [C, NH·HS]   (+ bq bk bv bo for GPT-2;
+//                                                                    bq bk bv for Qwen2)
+//     q_norm [HS]  k_norm [HS]   Qwen3: per-head RMSNorm gains of q and k (in the interleaved order)
 //     ffn_norm   [C]  (+ ffn_norm_b [C])
 //     Llama: w1 [H, C] gate, w3 [H, C] up, w2 [C, H] down:   y = w2 · (silu(w1·x) ⊙ w3·x)
 //     GPT-2: w1 [H, C] fc (+ b1 [H]), w2 [C, H] proj (+ b2 [C]): y = w2 · gelu(w1·x + b1) + b2
 //   final_norm [C] (+ final_norm_b [C])
 //   classifier [V or Vp, C]  (points at tok_emb when tied)
 // RoPE convention: llama2.c's — rotate interleaved pairs (x[2i], x[2i+1]). Hugging Face Llama
-// checkpoints permute wq/wk rows for their rotate-half convention; the safetensors reader and
-// writer undo and redo that permutation.
+// checkpoints permute wq/wk rows (and bq/bk, q_norm/k_norm) for their rotate-half convention; the
+// safetensors reader and writer undo and redo that permutation.
 //
 // Matrices may be f32, f16 or bf16 (the kernels use them in their stored precision); vectors
 // (norms, biases) are always f32. Tensors are views: the memory belongs to `storage` (memory maps
@@ -46,6 +48,7 @@ struct LayerWeights {
   Tensor attn_norm, attn_norm_b;
   Tensor wq, wk, wv, wo;
   Tensor bq, bk, bv, bo;
+  Tensor q_norm, k_norm;
   Tensor ffn_norm, ffn_norm_b;
   Tensor w1, w2, w3;
   Tensor b1, b2;

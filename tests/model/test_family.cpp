@@ -63,5 +63,19 @@ TEST(ModelFamily, KernelTablesAndPeftModulesAreComplete) {
   }
 }
 
+// The Hugging Face presets have the parameter counts of the published models (their model cards:
+// Qwen3-0.6B 0.44B without embeddings, Qwen2.5-0.5B 0.36B, …), counted from the anatomy.
+TEST(ModelFamily, HuggingFacePresetsHaveThePublishedSizes) {
+  EXPECT_EQ(config_preset("smollm2-135m").num_params(), 134'515'008u);
+  EXPECT_EQ(config_preset("smollm2-360m").num_params(), 361'821'120u);
+  EXPECT_EQ(config_preset("qwen2.5-0.5b").num_params(), 494'032'768u);
+  EXPECT_EQ(config_preset("qwen3-0.6b").num_params(), 596'049'920u);
+  EXPECT_EQ(config_preset("llama3.2-1b").num_params(), 1'235'814'400u);
+  const ModelConfig q3 = config_preset("qwen3-0.6b");
+  EXPECT_EQ(q3.num_params() - size_t(q3.vocab_size) * q3.dim, 440'467'456u);
+  EXPECT_EQ(q3.head_dim(), 128);
+  EXPECT_EQ(config_preset("llama3.2-1b").rope_scaling.kind, RopeScaling::Kind::Llama3);
+}
+
 }  // namespace
 }  // namespace orion

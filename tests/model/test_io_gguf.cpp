@@ -155,6 +155,33 @@ TEST(ModelIoGguf, MalformedFilesNameTheFieldAndWhatWasExpected) {
   expect_input_error(load, path, {"blk.1.ffn_down.weight.offset", "alignment"});
 }
 
+// Rewrites a GGUF file with more metadata and tensors (Orion's writer, the file's own entries).
+void rewrite_with(const std::string& path, std::vector<io::GgufOutValue> kv, std::vector<io::GgufOutTensor> tensors) {
+  io::GgufFile f = io::GgufFile::open(path);
+  for (auto& [key, value] : f.metadata()) kv.push_back({key, value});
+  for (const io::GgufTensor& t : f.tensors()) tensors.push_back({t.name, t.data, *t.dtype, t.shape, *t.dtype});
+  io::write_gguf(path + ".new", kv, tensors);
+  std::filesystem::rename(path + ".new", path);
+}
+
+// What a plain block would silently get wrong is refused: an extra tensor (Qwen3's q norm, Llama 3's
+// RoPE frequency factors), RoPE scaling, a head size other than C/NH.
+TEST(ModelIoGguf, FeaturesAPlainBlockLacksAreRefused) {
+  ModelWeights w = random_model(tiny_llama(), 39);
+  const float norm[16] = {1};
+  std::string path = write_gguf_file(w, "q.gguf");
+  rewrite_with(path, {}, {{"blk.0.attn_q_norm.weight", norm, DType::F32, {16}, DType::F32}});
+  expect_input_error([&] { load_model(path); }, path, {"blk.0.attn_q_norm.weight", "does not know"});
+
+  path = write_gguf_file(w, "r.gguf");
+  rewrite_with(path, {{"llama.rope.scaling.type", {io::GgufValueType::String, {}, "linear"}}}, {});
+  expect_input_error([&] { load_model(path); }, path, {"llama.rope.scaling.type", "linear", "not supported"});
+
+  path = write_gguf_file(w, "k.gguf");
+  rewrite_with(path, {{"llama.attention.key_length", {io::GgufValueType::U32, {}, 32}}}, {});
+  expect_input_error([&] { load_model(path); }, path, {"llama.attention.key_length"});
+}
+
 TEST(ModelIoGguf, ConvertNamesGgufByExtension) {
   EXPECT_EQ(format_for_output("x.gguf", Arch::Llama), ModelFormat::Gguf);
   EXPECT_EQ(parse_format("gguf"), ModelFormat::Gguf);

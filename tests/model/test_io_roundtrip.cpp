@@ -294,7 +294,7 @@ TEST(ModelIo, FormatForOutputName) {
   EXPECT_EQ(format_for_output("out/hf", Arch::GPT2), ModelFormat::Safetensors);
   EXPECT_EQ(format_for_output("x.bin", Arch::Llama), ModelFormat::Llama2c);
   EXPECT_EQ(format_for_output("x.bin", Arch::GPT2), ModelFormat::LlmC);
-  EXPECT_EQ(format_for_output("x.gguf", Arch::GPT2), std::nullopt);
+  EXPECT_EQ(format_for_output("x.onnx", Arch::GPT2), std::nullopt);
   EXPECT_EQ(parse_format("llama2c-v1"), ModelFormat::Llama2cV1);
   EXPECT_EQ(parse_format("onnx"), std::nullopt);
 }

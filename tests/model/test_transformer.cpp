@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "model/transformer.h"
 #include "runtime/cpu/kernels.h"
+#include "transformer_test_util.h"
 
 namespace orion {
 namespace {
@@ -228,21 +229,9 @@ TEST(Transformer, LlamaDecodeEqualsPrefillBitForBit) {
       ModelWeights w = test_weights(c, 8);
       w.convert_matrices(dt);
       auto toks = some_tokens(24, c.vocab_size, 8);
-      const size_t V = size_t(c.vocab_size);
-      Transformer pre(w);
-      const float* all = pre.forward(toks.data(), int(toks.size()), 0, true);
-      std::vector<float> expect(all, all + toks.size() * V);
-      for (int threads : {1, 2, 3}) {
-        cpu::set_num_threads(threads);
-        Transformer dec(w);
-        size_t differing = 0;
-        for (size_t t = 0; t < toks.size(); t++) {
-          const float* lg = dec.forward(&toks[t], 1, int(t));
-          for (size_t i = 0; i < V; i++) differing += lg[i] != expect[t * V + i];
-        }
-        EXPECT_EQ(differing, 0u) << dtype_name(dt) << " kv heads " << c.n_kv_heads << ", " << threads << " threads";
-      }
-      cpu::set_num_threads(0);
+      for (int threads : {1, 2, 3})
+        EXPECT_EQ(test::decode_differences_from_prefill(w, toks, threads), 0u)
+            << dtype_name(dt) << " kv heads " << c.n_kv_heads << ", " << threads << " threads";
     }
 }
 

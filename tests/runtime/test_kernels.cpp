@@ -294,6 +294,46 @@ TEST(Kernels, AttentionCausalGqa) {
   }
 }
 
+// A sliding window of W positions: each query sees exactly the keys attention() over the last W
+// cached rows alone would give it — the same numbers as a causal attention on a cache that starts
+// W − 1 positions before it.
+TEST(Kernels, AttentionSlidingWindowSeesTheLastWindowPositions) {
+  RestoreIsa restore;
+  const int NH = 4, NKV = 2, HS = 16, Q = NH * HS, KV = NKV * HS, W = 3, T = 6, pos0 = 4, L = pos0 + T;
+  const std::vector<float> q = random_floats(size_t(T) * Q, 11, -2, 2);
+  const std::vector<float> k = random_floats(size_t(L) * KV, 12, -2, 2), v = random_floats(size_t(L) * KV, 13);
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    std::vector<float> windowed(size_t(T) * Q), full(size_t(T) * Q);
+    attention(windowed.data(), q.data(), k.data(), v.data(), T, pos0, NH, NKV, HS, KV, W);
+    attention(full.data(), q.data(), k.data(), v.data(), T, pos0, NH, NKV, HS, KV);
+    for (int t = 0; t < T; t++) {
+      const int pos = pos0 + t, first = attention_start(pos, W);
+      EXPECT_EQ(first, std::max(0, pos - W + 1));
+      // The query alone against rows first..pos: a one-token attention at position pos − first.
+      std::vector<float> one(static_cast<size_t>(Q));
+      attention(one.data(), q.data() + size_t(t) * Q, k.data() + size_t(first) * KV, v.data() + size_t(first) * KV, 1,
+                pos - first, NH, NKV, HS, KV);
+      for (int i = 0; i < Q; i++) EXPECT_EQ(windowed[size_t(t) * Q + i], one[size_t(i)]) << isa_name(isa) << " t=" << t;
+      double moved = 0;
+      for (int i = 0; i < Q; i++) moved += std::fabs(windowed[size_t(t) * Q + i] - full[size_t(t) * Q + i]);
+      EXPECT_GT(moved, 1e-3) << "the window changes nothing at t=" << t;
+    }
+  }
+}
+
+// Angles from a frequency table equal rope_angles' own, bit for bit, when the table is the plain one.
+TEST(Kernels, RopeAnglesFromFrequenciesEqualThePlainOnes) {
+  const int HS = 12;
+  std::vector<float> inv_freq(HS / 2), a(HS), b(HS);
+  rope_frequencies(inv_freq.data(), HS, 500000.0f);
+  for (int pos : {0, 5, 1000}) {
+    rope_angles(a.data(), HS, pos, 500000.0f);
+    rope_angles(b.data(), inv_freq.data(), HS, pos);
+    EXPECT_EQ(a, b) << pos;
+  }
+}
+
 // --- threads, instruction sets, bandwidth ----------------------------------------------------------
 
 TEST(Kernels, ThreadsAndIsaControls) {

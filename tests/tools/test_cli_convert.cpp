@@ -56,7 +56,7 @@ TEST(CliConvert, RefusesImpossibleConversionsClearly) {
   EXPECT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/x.bin --to llama2c", &out, &err), 2);
   EXPECT_NE(err.find("gpt2 model cannot be written as llama2c"), std::string::npos) << err;
   EXPECT_FALSE(file_exists(dir + "/x.bin"));
-  EXPECT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/x.gguf", &out, &err), 2);
+  EXPECT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/x.onnx", &out, &err), 2);
   EXPECT_NE(err.find("--to"), std::string::npos) << err;
   EXPECT_EQ(test::run_orion("convert --in " + in + " --out " + dir + "/y --dtype f8", &out, &err), 2);
   EXPECT_NE(err.find("unknown dtype 'f8'"), std::string::npos) << err;
@@ -86,6 +86,26 @@ TEST(CliInfo, DescribesModel) {
   EXPECT_NE(out.find("layers.1.wk"), std::string::npos) << out;
   EXPECT_EQ(test::run_orion("info --model " + dir + "/missing.bin", &out, &err), 3);
   EXPECT_NE(err.find("missing.bin"), std::string::npos) << err;
+}
+
+// A Qwen3 model (q/k norms, head_dim 32 with C/NH = 16) converts to safetensors and back to the same
+// weights; .bin formats refuse it; info describes its features, and those of a preset.
+TEST(CliConvert, NewerFamiliesRoundTripAndAreDescribed) {
+  std::string dir = test::temp_dir(), out, err;
+  ModelConfig c = test::tiny_llama(true);
+  c.arch = Arch::Qwen3, c.head_size = 32;
+  ModelWeights w = test::random_model(c, 43);
+  save_model(w, dir + "/qwen3", ModelFormat::Safetensors);
+  ASSERT_EQ(test::run_orion("convert --in " + dir + "/qwen3 --out " + dir + "/copy", &out, &err), 0) << err;
+  test::expect_same_weights(w, load_model(dir + "/copy"));
+  EXPECT_NE(test::run_orion("convert --in " + dir + "/qwen3 --out " + dir + "/q.bin --to llama2c", &out, &err), 0);
+  EXPECT_NE(err.find("qwen3"), std::string::npos) << err;
+  ASSERT_EQ(test::run_orion("info --model " + dir + "/copy", &out, &err), 0) << err;
+  EXPECT_NE(out.find("q/k norms"), std::string::npos) << out;
+  EXPECT_NE(out.find("head_dim 32"), std::string::npos) << out;
+  ASSERT_EQ(test::run_orion("info --config llama3.2-1b", &out, &err), 0) << err;
+  EXPECT_NE(out.find("llama3 RoPE scaling (factor 32)"), std::string::npos) << out;
+  EXPECT_NE(out.find("1235.8"), std::string::npos) << out;  // Llama 3.2 1B: 1,235,814,400 parameters, tied
 }
 
 TEST(CliConvert, HelpExplainsFormats) {

@@ -99,7 +99,7 @@ TEST(CliLimits, ZeroNegativeAndUnknownValuesAreUsageErrors) {
                                 train + "--lr 0", train + "--lr -1", train + "--schedule linear", train + "--accum 0",
                                 train + "--export-format onnx --steps 1", "train --config stories9000",
                                 "data prepare --tokenizer " + spm + " --in builtin:5 --out " + dir + "/d --val-fraction 2",
-                                "convert --in " + model + " --out " + dir + "/x --to gguf",
+                                "convert --in " + model + " --out " + dir + "/x --to onnx",
                                 "compile --config stories260k --seq 0 --out " + dir + "/c"}) {
     std::string err;
     EXPECT_EQ(run_orion(args, nullptr, &err), 2) << args << "\n" << err;

@@ -162,3 +162,26 @@ TEST(TrainParams, ReferenceInit) {
     p.view().validate("init");
   }
 }
+
+// The training blocks are the plain Llama / GPT-2 ones: a config needing more (the Qwen and Mistral
+// families, llama3 RoPE scaling) is refused when its parameters are laid out, naming the feature.
+TEST(TrainParams, RefusesBlockFeaturesTrainingDoesNotImplement) {
+  auto expect_refused = [](const ModelConfig& c, const std::string& feature) {
+    try {
+      ParamBuffer p(c);
+      ADD_FAILURE() << "laid out " << c.describe();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input);
+      EXPECT_NE(std::string(e.what()).find("training does not implement " + feature), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(tiny(Arch::Qwen2, true), "q/k/v biases");
+  expect_refused(tiny(Arch::Qwen3, true), "q/k norms");
+  ModelConfig scaled = tiny(Arch::Llama, false);
+  scaled.rope_scaling = {RopeScaling::Kind::Llama3, 8, 1, 4, 32};
+  expect_refused(scaled, "llama3 RoPE scaling");
+  ModelConfig windowed = tiny(Arch::Mistral, true);
+  windowed.sliding_window = 4;
+  expect_refused(windowed, "sliding window 4");
+  expect_refused(tiny(Arch::Mistral, true), "the mistral family");  // no training half registered yet
+}

@@ -38,6 +38,8 @@ struct Anatomy {
   Positions positions = Positions::Rope;
   bool biases = false;     // every linear and norm has a bias (GPT-2)
   bool gated_ffn = false;  // SwiGLU: w1 gate, w3 up, w2 down; else w1 up, w2 down
+  bool qkv_bias = false;   // only q, k and v have biases (bq bk bv; Qwen2)
+  bool qk_norm = false;    // an RMSNorm over each head of q and of k, before RoPE (q_norm, k_norm [HS]; Qwen3)
 };
 
 struct ConfigPreset {
@@ -79,7 +81,8 @@ class ModelFamily {
   virtual std::optional<ModelFormat> bin_format() const = 0;
 
   // ---- Hugging Face checkpoints ----
-  virtual const char* hf_model_type() const = 0;  // config.json's model_type
+  virtual const char* hf_model_type() const = 0;    // config.json's model_type
+  virtual const char* hf_architecture() const = 0;  // config.json's architectures entry: "LlamaForCausalLM"
   virtual ModelConfig read_hf_config(const io::HfConfigReader& r) const = 0;
   virtual nlohmann::json hf_config_json(const ModelConfig& c) const = 0;  // without torch_dtype
   virtual void read_hf_tensors(io::HfTensorReader& t, ModelWeights& w) const = 0;

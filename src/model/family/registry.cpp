@@ -1,10 +1,13 @@
-// The registered model families. Adding a family: its folder beside llama/ and gpt2/, and one line
+// The registered model families. Adding a family: its folder beside llama/, gpt2/, qwen2/ …, and one line
 // in the list below (docs/adding-a-model-family.md).
 #include <fmt/format.h>
 
 #include "base/error.h"
 #include "model/family/gpt2/gpt2.h"
 #include "model/family/llama/llama.h"
+#include "model/family/mistral/mistral.h"
+#include "model/family/qwen2/qwen2.h"
+#include "model/family/qwen3/qwen3.h"
 
 namespace orion {
 
@@ -12,6 +15,9 @@ const std::vector<const ModelFamily*>& model_families() {
   static const std::vector<const ModelFamily*> families = {
       &llama_family(),
       &gpt2_family(),
+      &qwen2_family(),
+      &qwen3_family(),
+      &mistral_family(),
   };
   return families;
 }

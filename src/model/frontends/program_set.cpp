@@ -53,7 +53,11 @@ std::vector<KernelSpec> inference_kernels(Arch arch, int slot) {
   return k;
 }
 
+// Every entry point below refuses a config whose blocks the family's kernels do not compute
+// (q/k/v biases, q/k norms, head_dim ≠ C/NH, RoPE scaling, a sliding window): the ANE kernels
+// are the plain Llama / GPT-2 blocks.
 int inference_attention_bucket(const ModelWeights& w, const compiler::ChipProfile& chip) {
+  w.config.require_plain_blocks({}, "the ANE path");
   const KernelSpec attn = inference_kernels(w.config.arch)[kPrefillAttn];
   return compiler::smallest_legal_bucket(compiler::kSmallestSequenceBucket, chip,
                                          [&](int S) { return std::vector<ir::Graph>{attn.build(w, 0, S)}; });
@@ -70,6 +74,7 @@ int decode_attention_bucket(Arch arch, int lora_slot, int attention_min) {
 }
 
 TrainingBuckets training_buckets(const ModelWeights& w, int T, const compiler::ChipProfile& chip, int lora_slot) {
+  w.config.require_plain_blocks({}, "the ANE path");
   const std::vector<KernelSpec> kernels = training_kernels(w.config.arch, lora_slot);
   auto bucket = [&](bool attention) {
     return compiler::smallest_legal_bucket(T, chip, [&](int S) {
@@ -85,6 +90,7 @@ TrainingBuckets training_buckets(const ModelWeights& w, int T, const compiler::C
 std::vector<ProgramSpec> inference_programs(const ModelWeights& w, int prompt_tokens, int attention_min,
                                             const compiler::ChipProfile& chip, int lora_slot) {
   const ModelConfig& c = w.config;
+  c.require_plain_blocks({}, "the ANE path");
   const std::vector<KernelSpec> kernels = inference_kernels(c.arch, lora_slot);
   std::vector<ProgramSpec> out;
   std::set<std::tuple<std::string, int, int>> seen;  // (kernel, layer, S)
@@ -110,6 +116,7 @@ std::vector<ProgramSpec> inference_programs(const ModelWeights& w, int prompt_to
 }
 
 std::vector<ProgramSpec> training_programs(const ModelWeights& w, TrainingBuckets b, int lora_slot) {
+  w.config.require_plain_blocks({}, "the ANE path");
   const std::vector<KernelSpec> kernels = training_kernels(w.config.arch, lora_slot);
   std::vector<ProgramSpec> out;
   const ModelWeights* pw = &w;

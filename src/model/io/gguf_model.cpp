@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <set>
 
 #include "base/error.h"
 #include "model/family/family.h"
@@ -93,6 +94,10 @@ class GgufConfigReader {
       throw_input_error(f_.path(), fmt::format("expected a positive integer, found {}", shown(v->value)), field);
     return int(v->value.get<int64_t>());
   }
+  [[noreturn]] void refuse(const std::string& key, const std::string& feature) const {
+    throw_input_error(f_.path(), fmt::format("{} is not supported in GGUF files yet", feature), arch_ + "." + key, -1,
+                      "convert the original checkpoint (safetensors), which Orion reads with this feature");
+  }
   float positive_float(const std::string& key, std::optional<float> fallback) const {
     const GgufValue* v = find(key);
     if (!v && fallback) return *fallback;
@@ -118,8 +123,12 @@ const GgufTensor& tensor(const GgufFile& f, const std::string& name) {
   return *t;
 }
 
-Tensor read_tensor(const GgufFile& f, ModelWeights& w, const std::string& name, bool vector) {
+// The tensors a reader has taken, so that anything else in the file is refused rather than ignored.
+using Taken = std::set<std::string>;
+
+Tensor read_tensor(const GgufFile& f, ModelWeights& w, const std::string& name, bool vector, Taken& taken) {
   const GgufTensor& t = tensor(f, name);
+  taken.insert(name);
   if (vector != (t.shape.size() == 1))
     throw_input_error(f.path(), fmt::format("expected a {} tensor, found {} dimensions", vector ? "1-D" : "2-D", t.shape.size()),
                       name);
@@ -141,6 +150,12 @@ ModelConfig read_config(const GgufFile& f, const ModelFamily& fam) {
                                                              : "attention.layer_norm_epsilon",
                                 1e-5f);
   if (a.positions == Positions::Rope) c.rope_theta = r.positive_float("rope.freq_base", 10000.0f);
+  // What a plain block cannot honour: a head size other than C/NH, RoPE scaling, a sliding window.
+  if (r.find("attention.key_length") && r.positive_int("attention.key_length") * c.n_heads != c.dim)
+    r.refuse("attention.key_length", "a head size other than embedding_length / head_count");
+  if (const GgufValue* v = r.find("rope.scaling.type"); v && v->value != "none")
+    r.refuse("rope.scaling.type", "RoPE scaling " + shown(v->value));
+  if (r.find("attention.sliding_window")) r.refuse("attention.sliding_window", "sliding-window attention");
   const GgufTensor& emb = tensor(f, "token_embd.weight");
   c.vocab_size = int(emb.shape[0]);
   if (r.find("vocab_size") && r.positive_int("vocab_size") != c.vocab_size)
@@ -162,32 +177,40 @@ ModelWeights read_gguf(const std::string& path) {
   w.config = read_config(f, fam);
   w.keep(f.mapping());
   const ModelConfig& c = w.config;
-  w.tok_emb = read_tensor(f, w, "token_embd.weight", false);
-  if (fam.anatomy().positions == Positions::Learned) w.pos_emb = read_tensor(f, w, "position_embd.weight", false);
+  Taken taken;
+  w.tok_emb = read_tensor(f, w, "token_embd.weight", false, taken);
+  if (fam.anatomy().positions == Positions::Learned) w.pos_emb = read_tensor(f, w, "position_embd.weight", false, taken);
   const bool fused = fam.gguf()->fused_qkv;
   const std::vector<LayerSlot> slots = layer_slots(fam.anatomy(), fused);
   w.layers.resize(size_t(c.n_layers));
   for (int i = 0; i < c.n_layers; i++) {
     LayerWeights& l = w.layers[size_t(i)];
     const std::string blk = fmt::format("blk.{}.", i);
-    for (const LayerSlot& s : slots) l.*s.field = read_tensor(f, w, blk + s.name, s.vector);
+    for (const LayerSlot& s : slots) l.*s.field = read_tensor(f, w, blk + s.name, s.vector, taken);
     if (!fused) continue;
     // attn_qkv [NH·HS + 2·NKV·HS, C]: q rows, then k, then v — views into one tensor.
     const int64_t q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
-    Tensor qkv = read_tensor(f, w, blk + "attn_qkv.weight", false);
+    Tensor qkv = read_tensor(f, w, blk + "attn_qkv.weight", false, taken);
     if (qkv.shape[0] != q + 2 * kv)
       throw_input_error(path, fmt::format("expected {} rows (q, k, v), found {}", q + 2 * kv, qkv.shape[0]),
                         blk + "attn_qkv.weight");
     l.wq = row_slice(qkv, 0, q), l.wk = row_slice(qkv, q, kv), l.wv = row_slice(qkv, q + kv, kv);
     if (!fam.anatomy().biases) continue;
-    Tensor b = read_tensor(f, w, blk + "attn_qkv.bias", true);
+    Tensor b = read_tensor(f, w, blk + "attn_qkv.bias", true, taken);
     if (b.shape[0] != q + 2 * kv)
       throw_input_error(path, fmt::format("expected {} elements, found {}", q + 2 * kv, b.shape[0]), blk + "attn_qkv.bias");
     l.bq = vec_slice(b, 0, q), l.bk = vec_slice(b, q, kv), l.bv = vec_slice(b, q + kv, kv);
   }
-  w.final_norm = read_tensor(f, w, "output_norm.weight", true);
-  if (fam.anatomy().norm == NormKind::LayerNorm) w.final_norm_b = read_tensor(f, w, "output_norm.bias", true);
-  w.classifier = c.tied_embeddings ? w.tok_emb : read_tensor(f, w, "output.weight", false);
+  w.final_norm = read_tensor(f, w, "output_norm.weight", true, taken);
+  if (fam.anatomy().norm == NormKind::LayerNorm) w.final_norm_b = read_tensor(f, w, "output_norm.bias", true, taken);
+  w.classifier = c.tied_embeddings ? w.tok_emb : read_tensor(f, w, "output.weight", false, taken);
+  // A tensor the plain block does not use (q/k norms, biases of another architecture, RoPE
+  // frequency factors) would change the numbers: refuse it instead of computing without it.
+  for (const GgufTensor& t : f.tensors())
+    if (!taken.count(t.name))
+      throw_input_error(path, fmt::format("a {} model read from GGUF has no tensor of this name; Orion does not know what it does",
+                                          fam.display_name()),
+                        t.name, int64_t(t.file_offset), "convert the original checkpoint (safetensors) instead");
   return w;
 }
 
@@ -209,6 +232,7 @@ void write_gguf_model(const ModelWeights& w, const std::string& path, std::optio
   if (!layout)
     throw_usage_error(fmt::format("Orion does not write {} models as GGUF", fam.display_name()), "to",
                       "write safetensors instead");
+  c.require_plain_blocks(path, "the GGUF writer");
   const Anatomy a = fam.anatomy();
   const DType dt = dtype.value_or(w.matrix_dtype());
   const std::string arch = layout->arch;

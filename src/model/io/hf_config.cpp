@@ -1,6 +1,7 @@
 // Hugging Face config.json ⇄ ModelConfig. The fields of each architecture are its family's
 // (model/family/<name>/: read_hf_config, hf_config_json); this file holds the typed reader and the
 // model_type dispatch.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -13,10 +14,29 @@ namespace orion::io {
 using json = nlohmann::json;
 
 void HfConfigReader::fail(const std::string& field, const std::string& msg) const {
-  throw_input_error(path_, msg, field, -1, "fix config.json, or take it from the model's original repository");
+  throw_input_error(path_, msg, prefix_ + field, -1, "fix config.json, or take it from the model's original repository");
 }
 
 bool HfConfigReader::has(const char* k) const { return j_.contains(k) && !j_[k].is_null(); }
+bool HfConfigReader::present(const char* k) const { return j_.contains(k); }
+
+int HfConfigReader::count_or(const char* k, int fallback) const {
+  if (!has(k)) return fallback;
+  if (!j_[k].is_number_integer() || j_[k].get<int64_t>() < 0 || j_[k].get<int64_t>() > (int64_t(1) << 30))
+    fail(k, fmt::format("must be an integer ≥ 0, got {}", j_[k].dump()));
+  return int(j_[k].get<int64_t>());
+}
+
+std::string HfConfigReader::string_or(const char* k, const std::string& fallback) const {
+  if (!has(k)) return fallback;
+  if (!j_[k].is_string()) fail(k, fmt::format("must be a string, got {}", j_[k].dump()));
+  return j_[k].get<std::string>();
+}
+
+HfConfigReader HfConfigReader::object(const char* k) const {
+  if (!has(k) || !j_[k].is_object()) fail(k, fmt::format("must be an object, got {}", has(k) ? j_[k].dump() : "null"));
+  return HfConfigReader(path_, j_[k], prefix_ + k + ".");
+}
 
 int HfConfigReader::positive_int(const char* k) const {
   if (!has(k)) fail(k, "is missing");
@@ -76,6 +96,14 @@ ModelConfig read_hf_config(const std::string& path) {
   if (!family)
     r.fail("model_type",
            type.empty() ? "is missing" : fmt::format("'{}' is not supported (Orion runs {})", type, quoted_model_types()));
+  // The class the checkpoint was saved from must be the family's causal LM (not a classifier head,
+  // not a mixture of experts registered under the same model_type).
+  if (r.has("architectures")) {
+    const json& a = j["architectures"];
+    if (!a.is_array() || std::find(a.begin(), a.end(), json(family->hf_architecture())) == a.end())
+      r.fail("architectures", fmt::format("{} is not supported (Orion runs {} for model_type \"{}\")", a.dump(),
+                                          family->hf_architecture(), type));
+  }
   ModelConfig c = family->read_hf_config(r);
   c.validate(path);
   return c;

@@ -1,4 +1,4 @@
-// Hugging Face checkpoints (model.safetensors + config.json) ⇄ Orion's canonical weights: the
+// Hugging Face checkpoints (model.safetensors or shards + index, and config.json) ⇄ Orion's canonical weights: the
 // folder layout, the tensor lookups, and the dispatch to the family, whose files name the tensors
 // (model/family/<name>/: read_hf_tensors, hf_tensors).
 // Matrices that need no rearranging stay views into the mapping in their stored dtype; transposed
@@ -18,13 +18,14 @@ struct HfPaths {
   std::string weights, config;
 };
 
-// The weights file of a folder: model.safetensors, or else the folder's only *.safetensors.
+constexpr const char* kShardIndex = "model.safetensors.index.json";
+
+// The weights of a folder: model.safetensors, else the shard index, else the folder's only
+// *.safetensors.
 std::string weights_in(const fs::path& dir) {
   fs::path st = dir / "model.safetensors";
   if (file_exists(st.string())) return st.string();
-  if (file_exists((dir / "model.safetensors.index.json").string()))
-    throw_input_error(dir.string(), "sharded checkpoints (model.safetensors.index.json) are not supported yet", {}, -1,
-                      "merge the shards into one model.safetensors");
+  if (file_exists((dir / kShardIndex).string())) return (dir / kShardIndex).string();
   std::vector<std::string> found;
   std::error_code ec;
   for (auto& e : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec))
@@ -62,15 +63,16 @@ Tensor stack_rows(ModelWeights& scratch, const std::vector<const Tensor*>& parts
 }
 
 const SafetensorsEntry& HfTensorReader::get(const std::string& name, std::vector<int64_t> shape) const {
-  const SafetensorsEntry* e = f_.find(prefix + name);
+  const std::string* file = nullptr;
+  const SafetensorsEntry* e = f_.find(prefix + name, &file);
   if (!e)
     throw_input_error(f_.path(), "tensor is missing", prefix + name, -1,
                       "the checkpoint is incomplete or does not match config.json's model_type");
   if (!e->dtype)
-    throw_input_error(f_.path(), fmt::format("dtype {} is not supported (Orion reads F32, F16 and BF16)", e->dtype_name),
+    throw_input_error(*file, fmt::format("dtype {} is not supported (Orion reads F32, F16 and BF16)", e->dtype_name),
                       e->name, int64_t(e->file_offset), "convert the checkpoint to float32, float16 or bfloat16");
   if (e->shape != shape)
-    throw_input_error(f_.path(),
+    throw_input_error(*file,
                       fmt::format("has shape [{}], config.json implies [{}]", fmt::join(e->shape, ", "),
                                   fmt::join(shape, ", ")),
                       e->name, int64_t(e->file_offset), "config.json does not belong to these weights");
@@ -90,10 +92,11 @@ Tensor HfTensorReader::vector(const std::string& name, int64_t n) {
 ModelWeights read_hf(const std::string& path) {
   HfPaths p = resolve(path);
   ModelConfig c = read_hf_config(p.config);
-  SafetensorsFile f = SafetensorsFile::open(p.weights);
+  SafetensorsCheckpoint f = p.weights.ends_with(".index.json") ? SafetensorsCheckpoint::open_index(p.weights)
+                                                                 : SafetensorsCheckpoint::open_file(p.weights);
   ModelWeights w;
   w.config = c;
-  w.keep(f.mapping());
+  f.keep_mappings(w);
   w.layers.resize(size_t(c.n_layers));
   HfTensorReader t(f, w);
   model_family(c.arch).read_hf_tensors(t, w);

@@ -40,6 +40,10 @@ Tensor vec_slice(const Tensor& t, int64_t begin, int64_t count);
 // Both return a new tensor owned by w, same dtype; n_heads is NH for wq and NKV for wk.
 Tensor hf_permute_rows(ModelWeights& w, const Tensor& orion_layout, int n_heads);
 Tensor hf_unpermute_rows(ModelWeights& w, const Tensor& hf_layout, int n_heads);
+// The same permutation of a vector of NH·HS (or HS, n_heads 1) elements: the q/k biases (Qwen2) and
+// the per-head q/k norm gains (Qwen3), which follow the rows of wq/wk.
+Tensor hf_permute_vector(ModelWeights& w, const Tensor& orion_layout, int n_heads);
+Tensor hf_unpermute_vector(ModelWeights& w, const Tensor& hf_layout, int n_heads);
 
 // ---- writing -------------------------------------------------------------------------------------
 
@@ -94,30 +98,56 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsOut
 // tensor of dtype dt: [Σ rows, cols] (or [Σ n]).
 Tensor stack_rows(ModelWeights& scratch, const std::vector<const Tensor*>& parts, DType dt);
 
-// Typed fields of config.json; every failure is an Input error naming the file and the field.
+// Typed fields of config.json; every failure is an Input error naming the file and the field
+// (a nested object's fields as "rope_scaling.factor").
 class HfConfigReader {
  public:
-  HfConfigReader(const std::string& path, const nlohmann::json& j) : path_(path), j_(j) {}
+  HfConfigReader(const std::string& path, const nlohmann::json& j, std::string prefix = {})
+      : path_(path), j_(j), prefix_(std::move(prefix)) {}
   [[noreturn]] void fail(const std::string& field, const std::string& msg) const;
-  bool has(const char* k) const;
+  bool has(const char* k) const;      // present and not null
+  bool present(const char* k) const;  // present, null or not (MistralConfig: absent and null differ)
   int positive_int(const char* k) const;
   int positive_int_or(const char* k, int fallback) const { return has(k) ? positive_int(k) : fallback; }
+  int count_or(const char* k, int fallback) const;  // an integer ≥ 0
   float positive_float(const char* k, std::optional<float> fallback) const;
   bool boolean_or(const char* k, bool fallback) const;
+  std::string string_or(const char* k, const std::string& fallback) const;
+  HfConfigReader object(const char* k) const;  // the fields of a nested object (must be one)
 
  private:
   const std::string& path_;
   const nlohmann::json& j_;
+  std::string prefix_;
 };
 
 // A float as JSON the way a person would write it ("1e-05", not 9.999999747378752e-06).
 nlohmann::json json_float(float v);
 
+// The safetensors file(s) of a checkpoint: one model.safetensors, or the shards that a
+// model.safetensors.index.json names ({"weight_map": {"<tensor>": "model-00001-of-00002.safetensors",
+// …}}), each mapped and checked, a tensor found in the shard its weight_map entry names
+// (hf_shards.cpp). A shard the index names must exist beside it and hold the tensors it is given.
+class SafetensorsCheckpoint {
+ public:
+  static SafetensorsCheckpoint open_file(const std::string& path);
+  static SafetensorsCheckpoint open_index(const std::string& index_path);
+  const std::string& path() const { return path_; }  // the file, or the index
+  // The entry, and the path of the file holding it in *file; nullptr when the checkpoint lacks it.
+  const SafetensorsEntry* find(const std::string& name, const std::string** file = nullptr) const;
+  void keep_mappings(ModelWeights& w) const;  // w keeps every file's mapping alive
+
+ private:
+  std::string path_;
+  std::vector<SafetensorsFile> files_;
+  std::map<std::string, size_t> shard_of_;  // sharded: tensor name → index into files_
+};
+
 // Looks a checkpoint's tensors up by name with clear errors, and turns them into canonical tensors
 // (views into the mapping when no rearranging is needed; owned by w otherwise).
 class HfTensorReader {
  public:
-  HfTensorReader(const SafetensorsFile& f, ModelWeights& w) : f_(f), w_(w) {}
+  HfTensorReader(const SafetensorsCheckpoint& f, ModelWeights& w) : f_(f), w_(w) {}
   std::string prefix;  // put before every name looked up
 
   bool has(const std::string& name) const { return f_.find(prefix + name) != nullptr; }
@@ -128,7 +158,7 @@ class HfTensorReader {
   Tensor vector(const std::string& name, int64_t n);
 
  private:
-  const SafetensorsFile& f_;
+  const SafetensorsCheckpoint& f_;
   ModelWeights& w_;
 };
 
@@ -145,7 +175,7 @@ ModelWeights read_llama2c(const std::string& path);  // version 0 and version 1 
 void write_llama2c(const ModelWeights& w, const std::string& path, int version);
 ModelWeights read_llmc(const std::string& path);
 void write_llmc(const ModelWeights& w, const std::string& path, DType dtype);
-ModelWeights read_hf(const std::string& path);  // folder, model.safetensors or config.json
+ModelWeights read_hf(const std::string& path);  // folder, model.safetensors or config.json; sharded folders too
 void write_hf(const ModelWeights& w, const std::string& path, std::optional<DType> dtype);
 ModelWeights read_gguf(const std::string& path);
 void write_gguf_model(const ModelWeights& w, const std::string& path, std::optional<DType> dtype);

@@ -115,6 +115,8 @@ void check_can_save(const ModelWeights& w, ModelFormat format, std::optional<DTy
                                   "models only (RMSNorm, RoPE, SwiGLU, no biases)",
                                   arch_name(c.arch), name),
                       "to", instead());
+  // A .bin header records the dimensions only: none of the newer block features fit in it.
+  if (fp32_only || format == ModelFormat::LlmC) c.require_plain_blocks({}, fmt::format("the {} format", name));
   if (fp32_only && c.rope_theta != 10000.0f)
     throw_usage_error(fmt::format("llama2.c files cannot record rope_theta = {} (llama2.c assumes 10000)", c.rope_theta),
                       "to", "keep this model in safetensors");

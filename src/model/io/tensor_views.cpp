@@ -90,6 +90,21 @@ Tensor permute_rows(ModelWeights& w, const Tensor& t, int n_heads, bool to_hf) {
 Tensor hf_permute_rows(ModelWeights& w, const Tensor& t, int n_heads) { return permute_rows(w, t, n_heads, true); }
 Tensor hf_unpermute_rows(ModelWeights& w, const Tensor& t, int n_heads) { return permute_rows(w, t, n_heads, false); }
 
+namespace {
+// A vector as a one-column matrix, so that its elements move as permute_rows moves rows.
+Tensor permute_vector(ModelWeights& w, const Tensor& v, int n_heads, bool to_hf) {
+  ORION_CHECK(v.shape.size() == 1, "q/k vector permutation of a {}-D tensor", v.shape.size());
+  Tensor column = v;
+  column.shape = {v.shape[0], 1};
+  Tensor out = permute_rows(w, column, n_heads, to_hf);
+  out.shape = v.shape;
+  return out;
+}
+}  // namespace
+
+Tensor hf_permute_vector(ModelWeights& w, const Tensor& v, int n_heads) { return permute_vector(w, v, n_heads, true); }
+Tensor hf_unpermute_vector(ModelWeights& w, const Tensor& v, int n_heads) { return permute_vector(w, v, n_heads, false); }
+
 void write_as(FileWriter& out, const Tensor& t, DType dtype) {
   const size_t n = size_t(t.numel());
   if (t.dtype == dtype) {

@@ -143,7 +143,7 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
 // positions ≤ its own. With grouped-query attention, NH/NKV consecutive query heads share kv head
 // kvh = h / (NH/NKV).
 void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads, int n_kv_heads,
-               int head_dim, int kv_stride) {
+               int head_dim, int kv_stride, int window) {
   const int group = n_heads / n_kv_heads, HS = head_dim, Q = n_heads * HS;
   const int tasks = T * n_heads;
 #pragma omp parallel if (tasks > 1)
@@ -152,9 +152,11 @@ void attention(float* out, const float* q, const float* k, const float* v, int T
     // Round-robin: later tokens attend to more positions, so interleave them over threads.
 #pragma omp for schedule(static, 1)
     for (int task = 0; task < tasks; task++) {
-      const int t = task / n_heads, h = task % n_heads, kvh = h / group, len = pos0 + t + 1;
-      attention_head(out + size_t(t) * Q + size_t(h) * HS, q + size_t(t) * Q + size_t(h) * HS, k + size_t(kvh) * HS,
-                     v + size_t(kvh) * HS, len, HS, kv_stride, att.data());
+      const int t = task / n_heads, h = task % n_heads, kvh = h / group;
+      const int first = attention_start(pos0 + t, window), len = pos0 + t + 1 - first;
+      const size_t at = size_t(first) * kv_stride + size_t(kvh) * HS;  // the first visible position's head
+      attention_head(out + size_t(t) * Q + size_t(h) * HS, q + size_t(t) * Q + size_t(h) * HS, k + at, v + at, len, HS,
+                     kv_stride, att.data());
     }
   }
 }

@@ -54,6 +54,12 @@ void rope(float* x, int n_heads, int head_dim, int pos, float theta);
 //   channels c0 .. c1−1 of x (even bounds; x: [heads, head_dim]) rotated by those angles
 void rope_angles(float* cs, int head_dim, int pos, float theta);
 void rope_rotate(float* x, const float* cs, int head_dim, int c0, int c1);
+// The plain frequencies of the pairs: inv_freq[i] = 1 / theta^(2i/HS), i < HS/2 (what rope_angles
+// turns by), for code that scales them (llama3 RoPE scaling) before use.
+void rope_frequencies(float* inv_freq, int head_dim, float theta);
+// rope_angles with given frequencies: cs[2i], cs[2i+1] = cos, sin of pos·inv_freq[i]. Bit-identical
+// to rope_angles when inv_freq comes from rope_frequencies.
+void rope_angles(float* cs, const float* inv_freq, int head_dim, int pos);
 
 // --- attention -----------------------------------------------------------------------------------
 // Causal attention of T new query tokens at positions pos0 .. pos0+T−1 against a KV cache holding
@@ -61,8 +67,11 @@ void rope_rotate(float* x, const float* cs, int head_dim, int c0, int c1);
 //   q:   [T, NH·HS]          out: [T, NH·HS]
 //   k, v: [pos0+T, NKV·HS]   (row stride kv_stride floats); head h reads kv head h / (NH/NKV)
 // scores = q·kᵀ / √HS over positions ≤ its own, softmax, then weighted sum of v.
+// window > 0: a query at position p sees only positions p − window + 1 .. p (a sliding window).
 void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads, int n_kv_heads,
-               int head_dim, int kv_stride);
+               int head_dim, int kv_stride, int window = 0);
+// The first position a query at pos sees: 0, or pos − window + 1 with a sliding window (window > 0).
+inline int attention_start(int pos, int window) { return window > 0 && pos >= window ? pos - window + 1 : 0; }
 
 // One query head of one token against `len` cached positions (the causal window), single-threaded:
 //   att[p] = q·k_p / √HS,  att = softmax(att),  out = Σ_p att[p]·v_p

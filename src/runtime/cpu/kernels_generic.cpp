@@ -144,9 +144,18 @@ void embedding_row(float* out, const void* table, DType dt, int64_t id, int C) {
 // freq = 1 / theta^(2i/HS) (llama2.c). The HS/2 angles are the same for every head, so their
 // cos/sin are computed once per position.
 void rope_angles(float* cs, int head_dim, int pos, float theta) {
+  std::vector<float> inv_freq(static_cast<size_t>(head_dim / 2));
+  rope_frequencies(inv_freq.data(), head_dim, theta);
+  rope_angles(cs, inv_freq.data(), head_dim, pos);
+}
+
+void rope_frequencies(float* inv_freq, int head_dim, float theta) {
+  for (int i = 0; i < head_dim / 2; i++) inv_freq[i] = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
+}
+
+void rope_angles(float* cs, const float* inv_freq, int head_dim, int pos) {
   for (int i = 0; i < head_dim / 2; i++) {
-    const float freq = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
-    const float a = float(pos) * freq;
+    const float a = float(pos) * inv_freq[i];
     cs[2 * i] = std::cos(a);
     cs[2 * i + 1] = std::sin(a);
   }

@@ -13,8 +13,8 @@ const TrainingFamily& training_family(Arch id) {
   };
   for (const TrainingFamily* f : families)
     if (f->id == id) return *f;
-  ORION_CHECK(false, "no training registered for the {} family", arch_name(id));
-  return *families[0];
+  throw_input_error({}, fmt::format("training does not implement the {} family yet", arch_name(id)), {}, -1,
+                    "train a Llama (stories, SmolLM2, Llama 3 without RoPE scaling) or GPT-2 model");
 }
 
 }  // namespace orion::train

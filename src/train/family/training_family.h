@@ -22,8 +22,8 @@ struct TrainingFamily {
                                                 int T, const AneTrainOptions& o);
 };
 
-// The training half of the family with that id (registry.cpp); an internal error when a family
-// registered in model/family/registry.cpp has none.
+// The training half of the family with that id (registry.cpp); an Input error naming the family
+// when it has none (Qwen2, Qwen3, Mistral run on the CPU inference path only so far).
 const TrainingFamily& training_family(Arch id);
 
 }  // namespace orion::train

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "model/family/family.h"
+#include "train/family/training_family.h"
 
 namespace orion::train {
 namespace {
@@ -81,6 +82,9 @@ ParamBuffer::ParamBuffer(const ModelConfig& config) : ParamBuffer(config, true) 
 
 ParamBuffer::ParamBuffer(const ModelConfig& config, bool layer_matrices) : config_(config), layer_matrices_(layer_matrices) {
   config_.validate("training parameters");
+  // The training blocks (CPU and ANE, train/family/) are the plain Llama / GPT-2 ones.
+  config_.require_plain_blocks({}, "training");
+  training_family(config_.arch);  // refuses a family without training blocks before any work
   size_t off = 0;
   for_each_tensor(config_, nullptr, nullptr, [&](const std::string& name, std::vector<int64_t> shape, Tensor&, float*&) {
     if (!stored(name, shape)) return;

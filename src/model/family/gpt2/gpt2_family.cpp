@@ -48,6 +48,7 @@ class Gpt2Family final : public ModelFamily {
   }
 
   const char* hf_model_type() const override { return "gpt2"; }
+  const char* hf_architecture() const override { return "GPT2LMHeadModel"; }
 
   ModelConfig read_hf_config(const io::HfConfigReader& r) const override {
     ModelConfig c;
@@ -66,7 +67,7 @@ class Gpt2Family final : public ModelFamily {
   }
 
   json hf_config_json(const ModelConfig& c) const override {
-    return {{"architectures", json::array({"GPT2LMHeadModel"})},
+    return {{"architectures", json::array({hf_architecture()})},
             {"model_type", "gpt2"},
             {"n_embd", c.dim},
             {"n_inner", c.hidden_dim == 4 * c.dim ? json(nullptr) : json(c.hidden_dim)},

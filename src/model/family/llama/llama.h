@@ -1,4 +1,5 @@
-// The Llama family's own functions, shared by its files (model/family/llama/).
+// The Llama family's own functions, shared by its files (model/family/llama/) and by the families
+// that run the Llama block (llama_like.h: Qwen2, Qwen3, Mistral).
 #pragma once
 #include "model/family/family.h"
 
@@ -8,7 +9,8 @@ const ModelFamily& llama_family();
 
 // One Llama block for n tokens (llama_block.cpp): x [n, C] in a.x is updated in place
 // (x += attn(x); x += ffn(x)). k_cache / v_cache point at row 0 of this layer's cache
-// ([max_seq, NKV·HS]). lora: the layer's adapter (nullptr: none).
+// ([max_seq, NKV·HS]). lora: the layer's adapter (nullptr: none). The layer's q/k/v biases and q/k
+// norms are applied when present; c's rope_scaling and sliding_window are honoured.
 void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
                          float* k_cache, float* v_cache, const LoraLayerRef* lora = nullptr);
 // A whole Llama decode step in one parallel region (llama_decode.cpp): a.x [C] holds the embedded
@@ -16,5 +18,9 @@ void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transforme
 // classifier into logits [V]. Bit-identical to llama_block_forward + the classifier.
 void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache, float* value_cache,
                         int max_seq, float* logits);
+
+// The RoPE frequencies of a config's heads, [HS/2]: θ^(−2i/HS), scaled as rope_scaling says
+// (llama_rope.cpp). Unscaled, bit-identical to what cpu::rope turns by.
+std::vector<float> llama_rope_frequencies(const ModelConfig& c);
 
 }  // namespace orion

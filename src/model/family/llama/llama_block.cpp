@@ -1,15 +1,20 @@
 // One Llama block (llama2.c's "stories" models, and Llama-architecture Hugging Face models) for
-// n tokens at positions pos .. pos+n−1.
+// n tokens at positions pos .. pos+n−1; also the block of its relatives (llama_like.h).
 //
 //   x: [n, C] residual stream, updated in place
 //   xb = rmsnorm(x) ⊙ attn_norm                                  [n, C]
-//   q = xb·wqᵀ [n, NH·HS];  k = xb·wkᵀ, v = xb·wvᵀ [n, NKV·HS] → written into the KV cache
-//   RoPE rotates each (q, k) pair of channels (2i, 2i+1) by pos·theta^(−2i/HS)
+//   q = xb·wqᵀ (+ bq) [n, NH·HS];  k = xb·wkᵀ (+ bk), v = xb·wvᵀ (+ bv) [n, NKV·HS] → the KV cache
+//   (Qwen3) q, k = rmsnorm of each head ⊙ q_norm, k_norm                  [HS per head]
+//   RoPE rotates each (q, k) pair of channels (2i, 2i+1) by pos·freq_i, freq_i = theta^(−2i/HS)
+//     (scaled for llama3 rope_scaling: llama_rope.cpp)
 //   att = softmax(q·kᵀ/√HS, causal)·v, query head h reading kv head h/(NH/NKV)   [n, NH·HS]
+//     (a sliding window: only the last sliding_window positions, the token's own included)
 //   x += att·woᵀ
 //   xb = rmsnorm(x) ⊙ ffn_norm
 //   x += w2·(silu(w1·xb) ⊙ w3·xb)                                 (SwiGLU, hidden H)
 // A LoRA adapter (lora) adds s·B·(A·in) right after each adapted projection, before RoPE / SwiGLU.
+#include <vector>
+
 #include "model/family/llama/llama.h"
 #include "runtime/cpu/kernels.h"
 
@@ -24,18 +29,26 @@ void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transforme
   float* v = v_cache + size_t(pos) * KV;
 
   // --- attention ---
+  auto bias = [](const Tensor& b) { return b.empty() ? nullptr : b.f32(); };
   cpu::rmsnorm(xb, x, l.attn_norm.f32(), n, C, c.norm_eps);
-  cpu::matmul(a.q.data(), xb, l.wq.data, l.wq.dtype, nullptr, n, C, Q);
+  cpu::matmul(a.q.data(), xb, l.wq.data, l.wq.dtype, bias(l.bq), n, C, Q);
   lora_add(lora, LoraTarget::Q, a.q.data(), xb, n, C, Q, a);  // + s·B·A·xb on an adapted projection (LoRA)
-  cpu::matmul(k, xb, l.wk.data, l.wk.dtype, nullptr, n, C, KV);
+  cpu::matmul(k, xb, l.wk.data, l.wk.dtype, bias(l.bk), n, C, KV);
   lora_add(lora, LoraTarget::K, k, xb, n, C, KV, a);
-  cpu::matmul(v, xb, l.wv.data, l.wv.dtype, nullptr, n, C, KV);
+  cpu::matmul(v, xb, l.wv.data, l.wv.dtype, bias(l.bv), n, C, KV);
   lora_add(lora, LoraTarget::V, v, xb, n, C, KV, a);
-  for (int t = 0; t < n; t++) {
-    cpu::rope(a.q.data() + size_t(t) * Q, c.n_heads, HS, pos + t, c.rope_theta);
-    cpu::rope(k + size_t(t) * KV, c.n_kv_heads, HS, pos + t, c.rope_theta);
+  if (!l.q_norm.empty()) {  // every head of every token is one row of HS values
+    cpu::rmsnorm(a.q.data(), a.q.data(), l.q_norm.f32(), n * c.n_heads, HS, c.norm_eps);
+    cpu::rmsnorm(k, k, l.k_norm.f32(), n * c.n_kv_heads, HS, c.norm_eps);
   }
-  cpu::attention(a.att.data(), a.q.data(), k_cache, v_cache, n, pos, c.n_heads, c.n_kv_heads, HS, KV);
+  const std::vector<float> inv_freq = llama_rope_frequencies(c);
+  std::vector<float> cs(static_cast<size_t>(HS));  // cos, sin of each pair's angle at one position
+  for (int t = 0; t < n; t++) {
+    cpu::rope_angles(cs.data(), inv_freq.data(), HS, pos + t);
+    cpu::rope_rotate(a.q.data() + size_t(t) * Q, cs.data(), HS, 0, Q);
+    cpu::rope_rotate(k + size_t(t) * KV, cs.data(), HS, 0, KV);
+  }
+  cpu::attention(a.att.data(), a.q.data(), k_cache, v_cache, n, pos, c.n_heads, c.n_kv_heads, HS, KV, c.sliding_window);
   cpu::matmul(xb, a.att.data(), l.wo.data, l.wo.dtype, nullptr, n, Q, C);
   lora_add(lora, LoraTarget::O, xb, a.att.data(), n, Q, C, a);
   cpu::add_inplace(x, xb, size_t(n) * C);

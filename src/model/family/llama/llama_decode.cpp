@@ -7,9 +7,10 @@
 // the team starts once per token and meets at 5 barriers per layer:
 //
 //   each thread:  xn = rmsnorm(x) ⊙ attn_norm        (its own copy: C values, cheaper than a barrier)
-//   split rows:   [q; k; v] = xn·[wq; wk; wv]ᵀ as one row space of NH·HS + 2·NKV·HS rows;
+//   split rows:   [q; k; v] = xn·[wq; wk; wv]ᵀ (+ [bq; bk; bv]) as one row space of NH·HS + 2·NKV·HS rows;
 //                 k and v go straight into the cache at pos; RoPE turns the thread's q and k rows
-//   split heads:  att_h = attention_head(q_h, k[0..pos], v[0..pos])
+//                 (with q/k norms: a barrier, then each head normalised and turned by one thread)
+//   split heads:  att_h = attention_head(q_h, k[first..pos], v[first..pos])   (first > 0: sliding window)
 //   split rows:   x[r] += (att·woᵀ)[r]
 //   each thread:  xn = rmsnorm(x) ⊙ ffn_norm
 //   split rows:   hb[j] = silu((xn·w1ᵀ)[j]) · (xn·w3ᵀ)[j]          (w1 and w3 rows j together)
@@ -37,6 +38,7 @@ constexpr int kRowUnit = 16;  // rows are handed to threads in multiples of this
 // rows [0, rows) of W, written to y.
 struct RowSegment {
   const Tensor* W;
+  const Tensor& bias;  // empty: none
   float* y;
   int first, rows;
 };
@@ -53,7 +55,8 @@ void matvec_segments(const RowSegment (&segs)[S], const float* xn, int K, After 
     const int a = std::max(r0, segs[s].first) - segs[s].first;
     const int b = std::min(r1, segs[s].first + segs[s].rows) - segs[s].first;
     if (a >= b) continue;
-    cpu::matvec_range(segs[s].y, xn, segs[s].W->data, segs[s].W->dtype, nullptr, K, a, b);
+    const float* bias = segs[s].bias.empty() ? nullptr : segs[s].bias.f32();
+    cpu::matvec_range(segs[s].y, xn, segs[s].W->data, segs[s].W->dtype, bias, K, a, b);
     after(s, a, b);
   }
 }
@@ -72,10 +75,12 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
                         int max_seq, float* logits) {
   const ModelConfig& c = w.config;
   const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim(), H = c.hidden_dim;
-  const int group = c.n_heads / c.n_kv_heads, len = pos + 1;
+  const int group = c.n_heads / c.n_kv_heads;
   float* x = a.x.data();
   std::vector<float> cs(static_cast<size_t>(HS));  // RoPE cos/sin at pos: the same for every layer
-  cpu::rope_angles(cs.data(), HS, pos, c.rope_theta);
+  cpu::rope_angles(cs.data(), llama_rope_frequencies(c).data(), HS, pos);
+  const int first = cpu::attention_start(pos, c.sliding_window);  // the oldest position attended to
+  const int len = pos + 1 - first;
 
 #pragma omp parallel
   {
@@ -88,13 +93,26 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
 
       // --- attention ---
       cpu::rmsnorm(xn.data(), x, lw.attn_norm.f32(), 1, C, c.norm_eps);
-      const RowSegment qkv[3] = {{&lw.wq, a.q.data(), 0, Q}, {&lw.wk, k, Q, KV}, {&lw.wv, v, Q + KV, KV}};
+      const RowSegment qkv[3] = {{&lw.wq, lw.bq, a.q.data(), 0, Q},
+                                 {&lw.wk, lw.bk, k, Q, KV},
+                                 {&lw.wv, lw.bv, v, Q + KV, KV}};
+      const bool head_norms = !lw.q_norm.empty();  // Qwen3: a head is normalised whole before it turns
       matvec_segments(qkv, xn.data(), C, [&](size_t s, int r0, int r1) {
-        if (s < 2) cpu::rope_rotate(qkv[s].y, cs.data(), HS, r0, r1);  // q and k turn; v does not
+        if (s < 2 && !head_norms) cpu::rope_rotate(qkv[s].y, cs.data(), HS, r0, r1);  // q and k turn; v does not
       });
 #pragma omp barrier
-      const float* kl = key_cache + size_t(l) * max_seq * KV;  // the layer's cache, positions 0..pos
-      const float* vl = value_cache + size_t(l) * max_seq * KV;
+      if (head_norms) {
+#pragma omp for schedule(static)
+        for (int h = 0; h < c.n_heads + c.n_kv_heads; h++) {  // q heads, then k heads
+          const bool is_q = h < c.n_heads;
+          float* head = is_q ? a.q.data() + size_t(h) * HS : k + size_t(h - c.n_heads) * HS;
+          cpu::rmsnorm(head, head, (is_q ? lw.q_norm : lw.k_norm).f32(), 1, HS, c.norm_eps);
+          cpu::rope_rotate(head, cs.data(), HS, 0, HS);
+        }  // (implicit barrier)
+      }
+      // the layer's cache, positions first..pos
+      const float* kl = key_cache + (size_t(l) * max_seq + first) * KV;
+      const float* vl = value_cache + (size_t(l) * max_seq + first) * KV;
 #pragma omp for schedule(static, 1)
       for (int h = 0; h < c.n_heads; h++) {
         const size_t kvh = size_t(h / group) * HS;
