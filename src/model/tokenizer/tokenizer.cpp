@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "base/file.h"
 #include "model/tokenizer/gpt2_bpe.h"
+#include "model/tokenizer/hf_tokenizer.h"
 #include "model/tokenizer/llama2c_tokenizer.h"
 #include "model/tokenizer/sentencepiece_tokenizer.h"
 

@@ -2,6 +2,7 @@
 // tokenizer.bin, SentencePiece .model); load_tokenizer() picks the reader from the path.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,14 +23,20 @@ class Tokenizer {
   virtual int vocab_size() const = 0;
   virtual int bos_id() const = 0;        // -1 when none
   virtual int eos_id() const = 0;        // -1 when none (GPT-2: <|endoftext|> 50256)
-  virtual std::string name() const = 0;  // "gpt2-bpe", "llama2c", "sentencepiece"
+  virtual std::string name() const = 0;  // "gpt2-bpe", "llama2c", "sentencepiece", "hf-bpe-bytelevel", "hf-bpe-sentencepiece"
+  // The id of a token given by its text as the tokenizer file spells it, e.g. token_id("<|im_end|>")
+  // for a special token of a chat model; nullopt when there is no such token (or the format keeps
+  // no table of token texts: GPT-2, llama2.c, SentencePiece .model answer nullopt).
+  virtual std::optional<int> token_id(std::string_view /*token*/) const { return std::nullopt; }
 };
 
-// Loads a tokenizer from a file or folder (the format readers themselves are load_gpt2_bpe and
-// load_hf_tokenizer_json in gpt2_bpe.h, load_llama2c_tokenizer in llama2c_tokenizer.h and
-// load_sentencepiece in sentencepiece_tokenizer.h):
+// Loads a tokenizer from a file or folder (the format readers themselves are load_gpt2_bpe in
+// gpt2_bpe.h, load_hf_tokenizer_json in hf_tokenizer.h, load_llama2c_tokenizer in
+// llama2c_tokenizer.h and load_sentencepiece in sentencepiece_tokenizer.h):
 //   *.model                                 → SentencePiece
-//   tokenizer.json                          → Hugging Face (byte-level BPE, GPT-2 style)
+//   tokenizer.json (+ tokenizer_config.json beside it)
+//                                           → Hugging Face BPE: byte-level (GPT-2, Llama 3, Qwen2,
+//                                             SmolLM2) or SentencePiece-style (Llama 2, Mistral)
 //   vocab.json (+ merges.txt beside it), encoder.json (+ vocab.bpe), or a folder holding either
 //                                           → GPT-2 byte-level BPE
 //   merges.txt / vocab.bpe                  → GPT-2 byte-level BPE with the vocabulary beside it
