@@ -127,7 +127,10 @@ HfBpeTokenizer::HfBpeTokenizer(HfTokenizerSpec spec) : spec_(std::move(spec)) {
   has_token_.assign(max_id + 1, false);
   is_added_.assign(max_id + 1, false);
   for (const auto& [token, id] : spec_.vocab) tokens_[id] = token, has_token_[id] = true;
-  for (const auto& t : spec_.added) tokens_[t.id] = t.content, has_token_[t.id] = true, is_added_[t.id] = true;
+  for (const auto& t : spec_.added) {
+    tokens_[t.id] = t.content, has_token_[t.id] = true, is_added_[t.id] = true;
+    added_ids_.emplace(t.content, t.id);  // the first of two equal contents wins, as in the matcher
+  }
 
   merges_ = build_merge_table(spec_.merges, ids_, [&](size_t r, const std::string& missing) {
     const auto& [left, right] = spec_.merges[r];
@@ -173,10 +176,9 @@ void HfBpeTokenizer::resolve_bos_eos() {
 }
 
 std::optional<int> HfBpeTokenizer::token_id(std::string_view token) const {
-  for (const auto& t : spec_.added)
-    if (t.content == token) return t.id;
-  auto it = ids_.find(std::string(token));
-  if (it != ids_.end()) return it->second;
+  const std::string key(token);
+  if (auto it = added_ids_.find(key); it != added_ids_.end()) return it->second;
+  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
   return std::nullopt;
 }
 
@@ -221,6 +223,9 @@ void HfBpeTokenizer::encode_word(const std::string& word, std::vector<int>& out)
       out.push_back(*id);
       return;
     }
+  // Words repeat, so short ones are cached. Long ones are not: a SentencePiece-style file without a
+  // splitting pre-tokenizer makes a whole section one word.
+  if (word.size() > 256) return bpe(word, out);
   auto it = cache_.find(word);
   if (it == cache_.end()) {
     std::vector<int> ids;

@@ -89,7 +89,8 @@ class HfBpeTokenizer final : public Tokenizer {
   void resolve_bos_eos();
 
   HfTokenizerSpec spec_;
-  std::unordered_map<std::string, int> ids_;  // vocabulary token → id
+  std::unordered_map<std::string, int> ids_;        // vocabulary token → id
+  std::unordered_map<std::string, int> added_ids_;  // added token content → id (wins over ids_)
   std::vector<std::string> tokens_;           // id → token string (vocabulary or added content)
   std::vector<bool> has_token_, is_added_;
   BpeMergeTable merges_;
