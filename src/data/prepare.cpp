@@ -57,8 +57,7 @@ class ShardWriter {
 TokenFormat choose_format(const std::string& name, const Tokenizer& tok) {
   if (name == "llama2c") return TokenFormat::Llama2c;
   if (name == "llmc") return TokenFormat::Llmc;
-  if (name == "auto")
-    return tok.name() == "gpt2-bpe" || tok.name() == "hf-bpe-bytelevel" ? TokenFormat::Llmc : TokenFormat::Llama2c;
+  if (name == "auto") return tok.name() == "gpt2-bpe" ? TokenFormat::Llmc : TokenFormat::Llama2c;
   throw_usage_error(fmt::format("unknown format '{}'", name), "--format", "use llama2c, llmc or auto");
 }
 

@@ -60,7 +60,7 @@ TEST(BpeTrainer, VocabularySizeIsHonouredAndFilesLoad) {
     EXPECT_EQ(l->vocab_size(), vocab);
     EXPECT_EQ(l->bos_id(), 1);
     auto h = load_tokenizer(train_to_file(c, TokenizerFormat::HfJson, vocab));
-    EXPECT_EQ(h->name(), "hf-bpe-bytelevel");  // a tokenizer.json is read by the Hugging Face reader
+    EXPECT_EQ(h->name(), "gpt2-bpe");
     EXPECT_EQ(h->vocab_size(), vocab);
     EXPECT_EQ(h->eos_id(), vocab - 1);
     EXPECT_EQ(h->decode({vocab - 1}), "<|endoftext|>");

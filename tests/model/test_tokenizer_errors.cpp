@@ -2,6 +2,7 @@
 // problem — never a crash, never a hang.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -297,6 +298,50 @@ TEST(TokenizerErrors, TokenizerConfigBesideTheFile) {
   expect_input_error(t.path, config, "'<not a token>' is not a token");
   write_file(config, "[1, 2");
   expect_input_error(t.path, config, "invalid JSON");
+}
+
+// Every field of each model's tokenizer.json replaced in turn by values of other types: loading
+// and using the tokenizer either works or gives an orion::Error — no other exception, no crash.
+TEST(TokenizerErrors, TokenizerJsonAnyFieldOfAnyTypeFailsCleanly) {
+  const json replacements = json::array({nullptr, 7, -1, 4294967297LL, 1.5, "x", "(?<", json::array(), json::object(), true,
+                                         json::array({1, "a"}), json{{"type", "Sequence"}}});
+  int loaded = 0, refused = 0;
+  for (const char* kind : {"llama3", "qwen25", "smollm2", "mistral", "llama2"}) {
+    ModelTokenizerJson t(kind);
+    // Every place outside the vocabulary and merges, plus one entry of each.
+    std::vector<json::json_pointer> places;
+    json flat = t.j;
+    flat["model"].erase("vocab");
+    flat["model"].erase("merges");
+    const json leaves = flat.flatten();  // "/a/0/b" → value
+    for (const auto& [where, value] : leaves.items()) {
+      json::json_pointer p(where);
+      for (; !p.empty(); p = p.parent_pointer()) places.push_back(p);
+    }
+    places.push_back(json::json_pointer("/model/vocab/" + t.j["model"]["vocab"].begin().key()));
+    places.push_back(json::json_pointer("/model/merges/0"));
+    std::sort(places.begin(), places.end(), [](auto& a, auto& b) { return a.to_string() < b.to_string(); });
+    places.erase(std::unique(places.begin(), places.end()), places.end());
+    for (size_t i = 0; i < places.size(); ++i) {
+      ModelTokenizerJson m(kind);
+      m.j[places[i]] = replacements[i % replacements.size()];
+      m.save();
+      try {
+        auto tok = load_tokenizer(m.path);
+        std::vector<int> ids = tok->encode("Hi <s> <|im_end|> 12 caf\xc3\xa9 \xf0\x9f\x99\x82", true);
+        tok->decode(ids);
+        ++loaded;
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind() == ErrorKind::Input || e.kind() == ErrorKind::Runtime, true) << e.what();
+        ++refused;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << kind << ": " << places[i].to_string() << " = " << replacements[i % replacements.size()].dump()
+                      << " escaped as " << e.what();
+      }
+    }
+  }
+  EXPECT_GT(refused, 50);
+  EXPECT_GT(loaded, 10);  // some replacements are harmless (e.g. a number where a string is ignored)
 }
 
 // ---- SentencePiece and dispatch ---------------------------------------------------------------

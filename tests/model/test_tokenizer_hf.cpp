@@ -60,6 +60,8 @@ TEST(HfTokenizer, NamesSayTheKind) {
     EXPECT_EQ(load_tokenizer(kind_dir(kind))->name(), "hf-bpe-bytelevel") << kind;
   for (const char* kind : {"mistral", "llama2"})
     EXPECT_EQ(load_tokenizer(kind_dir(kind))->name(), "hf-bpe-sentencepiece") << kind;
+  // GPT-2's own tokenizer.json is GPT-2's tokenizer: the same ids, and the same name.
+  EXPECT_EQ(load_tokenizer(test::data_path("tokenizer/small_gpt2/tokenizer.json"))->name(), "gpt2-bpe");
 }
 
 TEST(HfTokenizer, TokenIdOfSpecialTokens) {

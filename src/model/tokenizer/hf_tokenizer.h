@@ -58,6 +58,7 @@ struct HfTokenizerSpec {
   std::optional<std::string> unk_token;
   bool byte_fallback = false, fuse_unk = false, ignore_merges = false;
   bool byte_level = false;  // a ByteLevel pre-tokenizer or decoder: the GPT-2 family
+  bool gpt2 = false;        // exactly GPT-2's pipeline: ByteLevel with its regex alone, nothing else
   // The post_processor's TemplateProcessing for one sequence: the tokens before and after $A.
   bool has_template = false;
   std::vector<int> template_before, template_after;
@@ -79,7 +80,11 @@ class HfBpeTokenizer final : public Tokenizer {
   int vocab_size() const override { return static_cast<int>(tokens_.size()); }
   int bos_id() const override { return bos_id_; }
   int eos_id() const override { return eos_id_; }
-  std::string name() const override { return spec_.byte_level ? "hf-bpe-bytelevel" : "hf-bpe-sentencepiece"; }
+  // "gpt2-bpe" for a tokenizer.json that is GPT-2's tokenizer exactly (the same ids as vocab.json +
+  // merges.txt; `orion data prepare` picks llm.c's token format by that name), else the kind.
+  std::string name() const override {
+    return spec_.gpt2 ? "gpt2-bpe" : spec_.byte_level ? "hf-bpe-bytelevel" : "hf-bpe-sentencepiece";
+  }
   std::optional<int> token_id(std::string_view token) const override;
 
  private:

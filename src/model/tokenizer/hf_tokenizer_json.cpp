@@ -355,6 +355,9 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer_json(const std::string& path) {
   if (const json* p = JsonReader::member(root, "post_processor")) read_post_processor(r, *p, "post_processor", spec);
   if (const json* d = JsonReader::member(root, "decoder")) read_decoder(r, *d, "decoder", spec);
   read_tokenizer_config(path, spec);
+  spec.gpt2 = spec.normalizer.empty() && spec.pre_tokenizer.size() == 1 &&
+              spec.pre_tokenizer[0].kind == Pre::Kind::ByteLevel && spec.pre_tokenizer[0].pattern && !spec.has_template &&
+              !spec.byte_fallback && !spec.ignore_merges;
   return std::make_unique<HfBpeTokenizer>(std::move(spec));
 }
 
