@@ -111,15 +111,16 @@ HfBpeTokenizer::HfBpeTokenizer(HfTokenizerSpec spec) : spec_(std::move(spec)) {
     ids_.emplace(token, id);
     max_id = std::max(max_id, id);
   }
+  std::unordered_map<int, size_t> added_at;  // id → its index in added_tokens
   for (size_t i = 0; i < spec_.added.size(); ++i) {
     const HfAddedToken& t = spec_.added[i];
     const std::string field = fmt::format("added_tokens[{}]", i);
     if (t.id < 0 || t.id > kMaxId) throw_input_error(file, fmt::format("id {} is out of range", t.id), field);
     if (t.content.empty()) throw_input_error(file, "the content is empty", field);
-    for (size_t j = 0; j < i; ++j)
-      if (spec_.added[j].id == t.id)
-        throw_input_error(file, fmt::format("id {} is also added_tokens[{}]", t.id, j), field, -1,
-                          "each added token needs its own id");
+    auto [it, fresh] = added_at.emplace(t.id, i);
+    if (!fresh)
+      throw_input_error(file, fmt::format("id {} is also added_tokens[{}]", t.id, it->second), field, -1,
+                        "each added token needs its own id");
     max_id = std::max(max_id, t.id);
   }
 

@@ -21,7 +21,16 @@
 //      Python tokenizers do.
 // Decoding runs each token through the decoder steps on its own (hf_decode_token), so
 // decode_token(prev, id) streams: the bytes of a character split over several byte tokens are
-// returned as they come, in order, and the concatenation is exactly decode(ids).
+// returned as they come, in order, and the concatenation is exactly decode(ids). (decode_token has
+// no state to hold an incomplete character back; a printer that writes the bytes in order, as
+// `orion generate` does, still shows whole characters.)
+//
+// Where Hugging Face's two libraries differ, Orion follows the Rust one (what transformers runs):
+// \s is Unicode White_Space (PCRE2 = Oniguruma; JavaScript adds U+FEFF), Metaspace's split cuts
+// before each "▁" (JavaScript ignores split), fuse_unk fuses within a word. Not done: Strip from the
+// end (refused), single_word added tokens (matched like others), clean_up_tokenization_spaces (a
+// display option of transformers' decode), and byte tokens that do not form UTF-8 decode to their
+// raw bytes rather than U+FFFD.
 #pragma once
 #include <array>
 #include <memory>
