@@ -64,6 +64,17 @@ TEST(HfTokenizer, NamesSayTheKind) {
   EXPECT_EQ(load_tokenizer(test::data_path("tokenizer/small_gpt2/tokenizer.json"))->name(), "gpt2-bpe");
 }
 
+TEST(HfTokenizer, FolderPrefersTokenizerJsonOverVocabJson) {
+  // Qwen2 folders ship vocab.json + merges.txt beside tokenizer.json; only tokenizer.json has the
+  // model's regex, NFC and special tokens, so a folder load must read it.
+  const std::string dir = test::temp_dir();
+  write_text_file(dir + "/tokenizer.json", read_text_file(kind_dir("qwen25") + "/tokenizer.json"));
+  write_text_file(dir + "/tokenizer_config.json", read_text_file(kind_dir("qwen25") + "/tokenizer_config.json"));
+  write_text_file(dir + "/vocab.json", read_text_file(test::data_path("tokenizer/small_gpt2/vocab.json")));
+  write_text_file(dir + "/merges.txt", read_text_file(test::data_path("tokenizer/small_gpt2/merges.txt")));
+  EXPECT_EQ(load_tokenizer(dir)->name(), "hf-bpe-bytelevel");
+}
+
 TEST(HfTokenizer, TokenIdOfSpecialTokens) {
   auto qwen = load_tokenizer(kind_dir("qwen25"));
   auto im_end = qwen->token_id("<|im_end|>");

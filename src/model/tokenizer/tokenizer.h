@@ -41,7 +41,7 @@ class Tokenizer {
 //                                           → GPT-2 byte-level BPE
 //   merges.txt / vocab.bpe                  → GPT-2 byte-level BPE with the vocabulary beside it
 //   anything else (*.bin)                   → llama2.c tokenizer.bin
-// A folder is searched in the order vocab.json, encoder.json, tokenizer.json, tokenizer.model,
+// A folder is searched in the order tokenizer.json, vocab.json, encoder.json, tokenizer.model,
 // tokenizer.bin. GPT-2 special tokens (<|endoftext|>, and a tokenizer.json's added_tokens) written
 // literally in the text encode as their own id, as Hugging Face does.
 // Malformed input gives an orion::Error (kind Input) naming the file and the problem.
