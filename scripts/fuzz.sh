@@ -57,6 +57,9 @@ add_seeds tokenizer_llama2c tests/testdata/tokenizer/spm_stories/tokenizer.bin
 add_seeds sentencepiece tests/testdata/tokenizer/spm_stories/tokenizer.model
 add_seeds tokenizer_json tests/testdata/tokenizer/small_gpt2/tokenizer.json
 add_seeds chat_template tests/testdata/chat/templates/*.jinja
+for kind in llama3 qwen25 smollm2 mistral llama2; do  # today's models: regex, NFC, Metaspace, byte fallback
+  cp tests/testdata/tokenizer/hf_goldens/$kind/tokenizer.json "$work/seeds/tokenizer_json/$kind.json"
+done
 
 run_target() {  # run_target <name>: replay regressions, then fuzz; prints one summary line
   local t=$1 bin="$work/fuzz_$1" log="$work/logs/$1.log"

@@ -9,6 +9,7 @@ PACKAGES=(
   nlohmann-json3-dev       # JSON (safetensors headers, config.json, tokenizer.json)
   libcli11-dev libfmt-dev  # command line, formatting
   libsentencepiece-dev     # SentencePiece tokenizers
+  libpcre2-dev libutf8proc-dev  # tokenizer.json: pre-tokenizer regexes (PCRE2) and NFC normalization
   libcurl4-openssl-dev     # HTTP(S) downloads: orion data fetch
   openmpi-bin libopenmpi-dev  # data-parallel training: mpirun -np N orion train (docs/distributed.md)
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks

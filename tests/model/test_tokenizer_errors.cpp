@@ -2,6 +2,7 @@
 // problem — never a crash, never a hang.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -173,9 +174,10 @@ TEST(TokenizerErrors, TokenizerJsonInvalidOrUnsupported) {
   expect_input_error(t.path, t.path, "model type 'WordPiece' is not supported");
 
   t.j["model"]["type"] = "BPE";
-  t.j["pre_tokenizer"] = {{"type", "Metaspace"}};
+  // (Metaspace, refused here before tokenizer.json gained SentencePiece-style BPE, is supported now.)
+  t.j["pre_tokenizer"] = {{"type", "BertPreTokenizer"}};
   t.save();
-  expect_input_error(t.path, t.path, "pre_tokenizer type 'Metaspace' is not supported");
+  expect_input_error(t.path, t.path, "pre_tokenizer type 'BertPreTokenizer' is not supported");
 }
 
 TEST(TokenizerErrors, TokenizerJsonBadMergesAndAddedTokens) {
@@ -198,6 +200,148 @@ TEST(TokenizerErrors, TokenizerJsonBadMergesAndAddedTokens) {
   x.j["model"].erase("merges");
   x.save();
   expect_input_error(x.path, "model.merges", "no merges");
+}
+
+// tokenizer.json files of today's models (tests/testdata/tokenizer/hf_goldens): each problem names
+// the file and the JSON path of the field.
+struct ModelTokenizerJson {
+  std::string dir = test::temp_dir();
+  std::string path = dir + "/tokenizer.json";
+  json j;
+  explicit ModelTokenizerJson(const std::string& kind)
+      : j(json::parse(slurp(test::data_path("tokenizer/hf_goldens/" + kind + "/tokenizer.json")))) {}
+  void save() { write_file(path, j.dump()); }
+};
+
+TEST(TokenizerErrors, TokenizerJsonUnsupportedModelsAndStages) {
+  for (const char* type : {"Unigram", "WordPiece", "WordLevel"}) {
+    ModelTokenizerJson t("llama3");
+    t.j["model"]["type"] = type;
+    t.save();
+    expect_input_error(t.path, "model.type", fmt::format("model type '{}' is not supported", type));
+  }
+  ModelTokenizerJson n("qwen25");
+  n.j["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}, {{"type", "BertNormalizer"}}}}};
+  n.save();
+  expect_input_error(n.path, "normalizer.normalizers[1]", "normalizer type 'BertNormalizer' is not supported");
+  ModelTokenizerJson p("llama3");
+  p.j["post_processor"]["processors"][1]["type"] = "RobertaProcessing";
+  p.save();
+  expect_input_error(p.path, "post_processor.processors[1]", "post_processor type 'RobertaProcessing' is not supported");
+  ModelTokenizerJson d("mistral");
+  d.j["decoder"]["decoders"][3]["stop"] = 1;
+  d.save();
+  expect_input_error(d.path, "decoder.decoders[3].stop", "not supported");
+}
+
+TEST(TokenizerErrors, TokenizerJsonBadRegexNamesTheField) {
+  ModelTokenizerJson t("llama3");
+  t.j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(?i:'s|\\p{L}+";  // unclosed group
+  t.save();
+  expect_input_error(t.path, "pre_tokenizer.pretokenizers[0].pattern.Regex", "PCRE2 rejects the pattern");
+  t.j["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {{"Glob", "*"}};
+  t.save();
+  expect_input_error(t.path, "pre_tokenizer.pretokenizers[0].pattern", "expected {\"String\": ...} or {\"Regex\": ...}");
+}
+
+TEST(TokenizerErrors, TokenizerJsonWrongTypes) {
+  ModelTokenizerJson a("mistral");
+  a.j["model"]["byte_fallback"] = "yes";
+  a.save();
+  expect_input_error(a.path, "model.byte_fallback", "expected true or false");
+  ModelTokenizerJson b("mistral");
+  b.j["pre_tokenizer"]["prepend_scheme"] = "sometimes";
+  b.save();
+  expect_input_error(b.path, "pre_tokenizer.prepend_scheme", "unknown prepend_scheme 'sometimes'");
+  ModelTokenizerJson c("llama3");
+  c.j["pre_tokenizer"]["pretokenizers"] = 7;
+  c.save();
+  expect_input_error(c.path, "pre_tokenizer.pretokenizers", "expected an array");
+  ModelTokenizerJson d("qwen25");
+  d.j["model"]["vocab"]["hello"] = "one";
+  d.save();
+  expect_input_error(d.path, "model.vocab", "is not an integer");
+  ModelTokenizerJson e("llama2");
+  e.j["model"]["unk_token"] = "<missing>";
+  e.save();
+  expect_input_error(e.path, "model.unk_token", "'<missing>' is not in the vocabulary");
+}
+
+TEST(TokenizerErrors, TokenizerJsonUnknownMergesAndDuplicateIds) {
+  ModelTokenizerJson m("qwen25");
+  m.j["model"]["merges"].push_back({"Ġt", "nope"});
+  m.save();
+  expect_input_error(m.path, fmt::format("model.merges[{}]", m.j["model"]["merges"].size() - 1),
+                     "'nope', which is not in the vocabulary");
+  ModelTokenizerJson v("llama3");
+  v.j["model"]["vocab"]["extra"] = v.j["model"]["vocab"]["a"];
+  v.save();
+  expect_input_error(v.path, "model.vocab", "have the same id");
+  ModelTokenizerJson a("llama3");
+  a.j["added_tokens"][1]["id"] = a.j["added_tokens"][0]["id"];
+  a.save();
+  expect_input_error(a.path, "added_tokens[1]", "is also added_tokens[0]");
+  ModelTokenizerJson t("llama3");
+  t.j["post_processor"]["processors"][1]["single"][0]["SpecialToken"]["id"] = "<nope>";
+  t.j["post_processor"]["processors"][1].erase("special_tokens");
+  t.save();
+  expect_input_error(t.path, "post_processor.processors[1].single[0].SpecialToken.id", "'<nope>', which is not a token");
+}
+
+TEST(TokenizerErrors, TokenizerConfigBesideTheFile) {
+  ModelTokenizerJson t("mistral");
+  t.save();
+  const std::string config = t.dir + "/tokenizer_config.json";
+  write_file(config, "{\"bos_token\": 5}");
+  expect_input_error(t.path, config, "bos_token");
+  write_file(config, "{\"eos_token\": \"<not a token>\"}");
+  expect_input_error(t.path, config, "'<not a token>' is not a token");
+  write_file(config, "[1, 2");
+  expect_input_error(t.path, config, "invalid JSON");
+}
+
+// Every field of each model's tokenizer.json replaced in turn by values of other types: loading
+// and using the tokenizer either works or gives an orion::Error — no other exception, no crash.
+TEST(TokenizerErrors, TokenizerJsonAnyFieldOfAnyTypeFailsCleanly) {
+  const json replacements = json::array({nullptr, 7, -1, 4294967297LL, 1.5, "x", "(?<", json::array(), json::object(), true,
+                                         json::array({1, "a"}), json{{"type", "Sequence"}}});
+  int loaded = 0, refused = 0;
+  for (const char* kind : {"llama3", "qwen25", "smollm2", "mistral", "llama2"}) {
+    ModelTokenizerJson t(kind);
+    // Every place outside the vocabulary and merges, plus one entry of each.
+    std::vector<json::json_pointer> places;
+    json flat = t.j;
+    flat["model"].erase("vocab");
+    flat["model"].erase("merges");
+    const json leaves = flat.flatten();  // "/a/0/b" → value
+    for (const auto& [where, value] : leaves.items()) {
+      json::json_pointer p(where);
+      for (; !p.empty(); p = p.parent_pointer()) places.push_back(p);
+    }
+    places.push_back(json::json_pointer("/model/vocab/" + t.j["model"]["vocab"].begin().key()));
+    places.push_back(json::json_pointer("/model/merges/0"));
+    std::sort(places.begin(), places.end(), [](auto& a, auto& b) { return a.to_string() < b.to_string(); });
+    places.erase(std::unique(places.begin(), places.end()), places.end());
+    for (size_t i = 0; i < places.size(); ++i) {
+      ModelTokenizerJson m(kind);
+      m.j[places[i]] = replacements[i % replacements.size()];
+      m.save();
+      try {
+        auto tok = load_tokenizer(m.path);
+        std::vector<int> ids = tok->encode("Hi <s> <|im_end|> 12 caf\xc3\xa9 \xf0\x9f\x99\x82", true);
+        tok->decode(ids);
+        ++loaded;
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind() == ErrorKind::Input || e.kind() == ErrorKind::Runtime, true) << e.what();
+        ++refused;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << kind << ": " << places[i].to_string() << " = " << replacements[i % replacements.size()].dump()
+                      << " escaped as " << e.what();
+      }
+    }
+  }
+  EXPECT_GT(refused, 50);
+  EXPECT_GT(loaded, 10);  // some replacements are harmless (e.g. a number where a string is ignored)
 }
 
 // ---- SentencePiece and dispatch ---------------------------------------------------------------

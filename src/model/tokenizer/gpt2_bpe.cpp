@@ -1,33 +1,15 @@
 #include "model/tokenizer/gpt2_bpe.h"
 
 #include <algorithm>
-#include <queue>
 #include <unordered_set>
 
 #include "base/error.h"
+#include "model/tokenizer/bpe_merge.h"
 #include "model/tokenizer/gpt2_pretokenize.h"
 #include "model/tokenizer/unicode.h"
 
 namespace orion {
 namespace {
-
-void append_utf8(std::string& s, uint32_t cp) {
-  if (cp < 0x80) {
-    s += char(cp);
-  } else if (cp < 0x800) {
-    s += char(0xC0 | (cp >> 6));
-    s += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += char(0xE0 | (cp >> 12));
-    s += char(0x80 | ((cp >> 6) & 0x3F));
-    s += char(0x80 | (cp & 0x3F));
-  } else {
-    s += char(0xF0 | (cp >> 18));
-    s += char(0x80 | ((cp >> 12) & 0x3F));
-    s += char(0x80 | ((cp >> 6) & 0x3F));
-    s += char(0x80 | (cp & 0x3F));
-  }
-}
 
 // The raw bytes a byte-level token string stands for. A code point outside the byte table (which a
 // well-formed byte-level vocabulary never has) is kept as its own UTF-8, so decoding never fails.
@@ -111,61 +93,20 @@ Gpt2BpeTokenizer::Gpt2BpeTokenizer(const Gpt2BpeSpec& spec)
     if (it != ids.end()) eos_id_ = it->second;
   }
 
-  merges_.reserve(spec.merges.size() * 2);
-  for (size_t r = 0; r < spec.merges.size(); ++r) {
+  merges_ = build_merge_table(spec.merges, ids, [&](size_t r, const std::string& missing) {
     const auto& [left, right] = spec.merges[r];
-    auto a = ids.find(left), b = ids.find(right), m = ids.find(left + right);
-    const std::string& missing = a == ids.end() ? left : b == ids.end() ? right : left + right;
-    if (a == ids.end() || b == ids.end() || m == ids.end())
-      throw_input_error(spec.merges_file,
-                        fmt::format("merge '{} {}' names the token '{}', which is not in the vocabulary ({})", left, right,
-                                    missing, spec.vocab_file),
-                        merge_where(spec, r), -1, "the merges and the vocabulary must come from the same tokenizer");
-    // The first (lowest-rank) line wins if a pair is listed twice.
-    merges_.emplace(pair_key(a->second, b->second), Merge{int(r), m->second});
-  }
+    throw_input_error(spec.merges_file,
+                      fmt::format("merge '{} {}' names the token '{}', which is not in the vocabulary ({})", left, right,
+                                  missing, spec.vocab_file),
+                      merge_where(spec, r), -1, "the merges and the vocabulary must come from the same tokenizer");
+  });
 }
 
 void Gpt2BpeTokenizer::bpe(std::string_view word, std::vector<int>& out) const {
-  // Symbols form a doubly linked list; a merge folds the right symbol into the left one. A heap
-  // holds the candidate pairs ordered by (rank, position); an entry whose symbols have changed
-  // since it was pushed is stale and skipped. Taking the lowest rank first and, among equal ranks,
-  // the leftmost, gives the same result as encoder.py's "merge every occurrence of the best pair,
-  // left to right" in O(n log n) instead of O(n²) for very long words.
-  struct Symbol {
-    int id, prev, next;
-  };
-  struct Candidate {
-    int rank, left, left_id, right_id;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
-  };
-  const int n = static_cast<int>(word.size());
-  std::vector<Symbol> sym(n);
-  for (int i = 0; i < n; ++i) sym[i] = {byte_token_[uint8_t(word[i])], i - 1, i + 1 < n ? i + 1 : -1};
-
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
-  auto push_pair = [&](int left) {
-    if (left < 0 || sym[left].next < 0) return;
-    int right = sym[left].next;
-    auto it = merges_.find(pair_key(sym[left].id, sym[right].id));
-    if (it != merges_.end()) heap.push({it->second.rank, left, sym[left].id, sym[right].id});
-  };
-  for (int i = 0; i + 1 < n; ++i) push_pair(i);
-
-  while (!heap.empty()) {
-    Candidate c = heap.top();
-    heap.pop();
-    Symbol& left = sym[c.left];
-    if (left.id != c.left_id || left.next < 0 || sym[left.next].id != c.right_id) continue;  // stale
-    Symbol& right = sym[left.next];
-    left.id = merges_.at(pair_key(c.left_id, c.right_id)).result;
-    left.next = right.next;
-    if (right.next >= 0) sym[right.next].prev = c.left;
-    right.id = -1;  // dead: candidates that start at it are stale
-    push_pair(left.prev);
-    push_pair(c.left);
-  }
-  for (int i = 0; i >= 0 && i < n; i = sym[i].next) out.push_back(sym[i].id);
+  std::vector<int> ids(word.size());
+  for (size_t i = 0; i < word.size(); ++i) ids[i] = byte_token_[uint8_t(word[i])];
+  bpe_merge(ids, merges_);
+  out.insert(out.end(), ids.begin(), ids.end());
 }
 
 void Gpt2BpeTokenizer::encode_word(std::string_view word, std::vector<int>& out) const {

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/tokenizer/bpe_merge.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace orion {
@@ -56,17 +57,12 @@ class Gpt2BpeTokenizer final : public Tokenizer {
   void encode_ordinary(std::string_view text, std::vector<int>& out) const;
 
  private:
-  struct Merge {
-    int rank;
-    int result;
-  };
-  static uint64_t pair_key(int a, int b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
   void encode_word(std::string_view word, std::vector<int>& out) const;
   void bpe(std::string_view word, std::vector<int>& out) const;
 
   std::string file_;
   std::array<int, 256> byte_token_{};                 // byte → id of its one-byte token
-  std::unordered_map<uint64_t, Merge> merges_;        // (left id, right id) → rank and merged id
+  BpeMergeTable merges_;                              // (left id, right id) → rank and merged id
   std::vector<std::string> token_bytes_;              // id → raw bytes it decodes to
   std::vector<bool> has_token_;                       // ids that exist (vocabularies may have holes)
   std::vector<std::pair<std::string, int>> special_;  // literal text → id
@@ -80,7 +76,5 @@ class Gpt2BpeTokenizer final : public Tokenizer {
 // Readers (gpt2_bpe_files.cpp).
 // vocab.json / encoder.json (token → id) with merges.txt / vocab.bpe ("left right" per line).
 std::unique_ptr<Tokenizer> load_gpt2_bpe(const std::string& vocab_path, const std::string& merges_path);
-// A Hugging Face tokenizer.json whose model is byte-level BPE.
-std::unique_ptr<Tokenizer> load_hf_tokenizer_json(const std::string& path);
 
 }  // namespace orion

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "base/file.h"
 #include "model/tokenizer/gpt2_bpe.h"
+#include "model/tokenizer/hf_tokenizer.h"
 #include "model/tokenizer/llama2c_tokenizer.h"
 #include "model/tokenizer/sentencepiece_tokenizer.h"
 
@@ -44,9 +45,11 @@ std::unique_ptr<Tokenizer> load_bpe_pair(const fs::path& vocab) {
   return load_gpt2_bpe(vocab.string(), merges);
 }
 
+// tokenizer.json first: a model folder often holds vocab.json + merges.txt too (Qwen2 does), but
+// only tokenizer.json says the model's own pre-tokenizer regex, normalizer and special tokens.
 std::unique_ptr<Tokenizer> load_from_folder(const fs::path& dir) {
-  if (auto p = first_existing(dir, {"vocab.json", "encoder.json"}); !p.empty()) return load_bpe_pair(p);
   if (auto p = first_existing(dir, {"tokenizer.json"}); !p.empty()) return load_hf_tokenizer_json(p);
+  if (auto p = first_existing(dir, {"vocab.json", "encoder.json"}); !p.empty()) return load_bpe_pair(p);
   if (auto p = first_existing(dir, {"tokenizer.model"}); !p.empty()) return load_sentencepiece(p);
   if (auto p = first_existing(dir, {"tokenizer.bin"}); !p.empty()) return load_llama2c_tokenizer(p);
   throw_input_error(dir.string(), "the folder holds no tokenizer", {}, -1,

@@ -23,25 +23,29 @@ class Tokenizer {
   virtual int vocab_size() const = 0;
   virtual int bos_id() const = 0;        // -1 when none
   virtual int eos_id() const = 0;        // -1 when none (GPT-2: <|endoftext|> 50256)
-  virtual std::string name() const = 0;  // "gpt2-bpe", "llama2c", "sentencepiece"
-  // The id of one token written as text, such as a special token "<|im_end|>"; nullopt when the
-  // text does not encode to exactly one token. (Default: encode without BOS and look.)
+  virtual std::string name() const = 0;  // "gpt2-bpe", "llama2c", "sentencepiece", "hf-bpe-bytelevel", "hf-bpe-sentencepiece"
+  // The id of one token given by its text, e.g. token_id("<|im_end|>") for a special token of a chat
+  // model; nullopt when there is no such token. Formats with a table of token texts (tokenizer.json)
+  // look it up there; the default encodes the text without BOS and answers when that gives exactly
+  // one id.
   virtual std::optional<int> token_id(std::string_view text) const {
     const std::vector<int> ids = encode(text, false);
     return ids.size() == 1 ? std::optional<int>(ids[0]) : std::nullopt;
   }
 };
 
-// Loads a tokenizer from a file or folder (the format readers themselves are load_gpt2_bpe and
-// load_hf_tokenizer_json in gpt2_bpe.h, load_llama2c_tokenizer in llama2c_tokenizer.h and
-// load_sentencepiece in sentencepiece_tokenizer.h):
+// Loads a tokenizer from a file or folder (the format readers themselves are load_gpt2_bpe in
+// gpt2_bpe.h, load_hf_tokenizer_json in hf_tokenizer.h, load_llama2c_tokenizer in
+// llama2c_tokenizer.h and load_sentencepiece in sentencepiece_tokenizer.h):
 //   *.model                                 → SentencePiece
-//   tokenizer.json                          → Hugging Face (byte-level BPE, GPT-2 style)
+//   tokenizer.json (+ tokenizer_config.json beside it)
+//                                           → Hugging Face BPE: byte-level (GPT-2, Llama 3, Qwen2,
+//                                             SmolLM2) or SentencePiece-style (Llama 2, Mistral)
 //   vocab.json (+ merges.txt beside it), encoder.json (+ vocab.bpe), or a folder holding either
 //                                           → GPT-2 byte-level BPE
 //   merges.txt / vocab.bpe                  → GPT-2 byte-level BPE with the vocabulary beside it
 //   anything else (*.bin)                   → llama2.c tokenizer.bin
-// A folder is searched in the order vocab.json, encoder.json, tokenizer.json, tokenizer.model,
+// A folder is searched in the order tokenizer.json, vocab.json, encoder.json, tokenizer.model,
 // tokenizer.bin. GPT-2 special tokens (<|endoftext|>, and a tokenizer.json's added_tokens) written
 // literally in the text encode as their own id, as Hugging Face does.
 // Malformed input gives an orion::Error (kind Input) naming the file and the problem.

@@ -3,6 +3,7 @@
 // The class table is generated from Python's unicodedata by scripts/golden/gen_unicode_tables.py.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace orion {
@@ -21,6 +22,9 @@ struct Utf8Char {
 };
 inline constexpr uint32_t kInvalidCodepoint = 0xFFFFFFFF;
 Utf8Char decode_utf8(std::string_view s, size_t pos);
+
+// Appends the UTF-8 encoding of code point cp (< 0x110000) to s.
+void append_utf8(std::string& s, uint32_t cp);
 
 // The Unicode version the class table was generated from ("14.0.0").
 const char* unicode_table_version();
