@@ -7,26 +7,6 @@
 #include "model/tokenizer/gpt2_bpe.h"
 
 namespace orion::data {
-namespace {
-
-void append_utf8(std::string& s, uint32_t cp) {
-  if (cp < 0x80) {
-    s += char(cp);
-  } else {  // the byte table only uses code points below U+0800
-    s += char(0xC0 | (cp >> 6));
-    s += char(0x80 | (cp & 0x3F));
-  }
-}
-
-// Raw bytes → GPT-2's printable byte-level spelling (each byte one code point).
-std::string byte_level(const std::string& bytes) {
-  const auto& table = gpt2_byte_to_codepoint();
-  std::string s;
-  for (unsigned char b : bytes) append_utf8(s, table[b]);
-  return s;
-}
-
-}  // namespace
 
 void write_llama2c_tokenizer(const std::string& path, const TrainedTokenizer& t) {
   ORION_CHECK(t.format == TokenizerFormat::Llama2c && t.tokens.size() == t.scores.size());
@@ -50,10 +30,10 @@ void write_hf_tokenizer_json(const std::string& path, const TrainedTokenizer& t)
   using nlohmann::json;
   const int eot = int(t.tokens.size()) - 1;
   json vocab = json::object();
-  for (int id = 0; id < eot; ++id) vocab[byte_level(t.tokens[id])] = id;
+  for (int id = 0; id < eot; ++id) vocab[gpt2_byte_level(t.tokens[id])] = id;
   vocab["<|endoftext|>"] = eot;
   json merges = json::array();
-  for (const auto& [a, b] : t.merges) merges.push_back(byte_level(t.tokens[a]) + " " + byte_level(t.tokens[b]));
+  for (const auto& [a, b] : t.merges) merges.push_back(gpt2_byte_level(t.tokens[a]) + " " + gpt2_byte_level(t.tokens[b]));
   json byte_level_step = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
   json root = {{"version", "1.0"},
                {"truncation", nullptr},

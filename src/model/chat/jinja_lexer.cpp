@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "model/tokenizer/unicode.h"
 
 namespace orion::jinja {
 
@@ -32,24 +33,6 @@ std::string rstrip_space(const std::string& s) {
   size_t n = s.size();
   while (n > 0 && is_space(s[n - 1])) n--;
   return s.substr(0, n);
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xc0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += char(0xe0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3f));
-    out += char(0x80 | (cp & 0x3f));
-  } else {
-    out += char(0xf0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3f));
-    out += char(0x80 | ((cp >> 6) & 0x3f));
-    out += char(0x80 | (cp & 0x3f));
-  }
 }
 
 class Lexer {

@@ -47,6 +47,13 @@ const std::array<uint32_t, 256>& gpt2_byte_to_codepoint() {
   return table;
 }
 
+std::string gpt2_byte_level(std::string_view bytes) {
+  const auto& table = gpt2_byte_to_codepoint();
+  std::string s;
+  for (unsigned char b : bytes) append_utf8(s, table[b]);
+  return s;
+}
+
 Gpt2BpeTokenizer::Gpt2BpeTokenizer(const Gpt2BpeSpec& spec)
     : file_(spec.vocab_file), special_(spec.special), add_prefix_space_(spec.add_prefix_space) {
   if (spec.vocab.empty()) throw_input_error(spec.vocab_file, "the vocabulary is empty");

@@ -28,6 +28,9 @@ namespace orion {
 
 // The byte → code point table of GPT-2's bytes_to_unicode().
 const std::array<uint32_t, 256>& gpt2_byte_to_codepoint();
+// Raw bytes in GPT-2's byte-level spelling: each byte becomes the one printable character that
+// stands for it in vocabulary files (gpt2_byte_to_codepoint), UTF-8 encoded.
+std::string gpt2_byte_level(std::string_view bytes);
 
 // Everything a byte-level BPE tokenizer is built from, as read from its files.
 struct Gpt2BpeSpec {

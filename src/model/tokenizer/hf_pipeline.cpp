@@ -97,20 +97,13 @@ std::vector<std::string> split(const Pre& step, const std::string& text) {
 }
 
 // ByteLevel: each UTF-8 byte becomes the one printable character that stands for it in the vocabulary.
-std::string to_byte_chars(std::string_view bytes) {
-  const auto& table = gpt2_byte_to_codepoint();
-  std::string s;
-  for (unsigned char b : bytes) append_utf8(s, table[b]);
-  return s;
-}
-
 void byte_level(const Pre& step, std::string text, std::vector<std::string>& out) {
   if (step.add_prefix_space && text.rfind(' ', 0) != 0) text.insert(0, " ");
   if (!step.pattern) {
-    out.push_back(to_byte_chars(text));
+    out.push_back(gpt2_byte_level(text));
     return;
   }
-  for (auto& [piece, is_match] : cut_by(*step.pattern, text)) out.push_back(to_byte_chars(piece));
+  for (auto& [piece, is_match] : cut_by(*step.pattern, text)) out.push_back(gpt2_byte_level(piece));
 }
 
 void metaspace(const Pre& step, const std::string& text, int section_index, std::vector<std::string>& out) {
