@@ -53,7 +53,7 @@ void add_convert_command(CLI::App& app) {
       "Formats:\n"
       "  llama2c      llama2.c .bin, legacy version 0 (what run.c reads), fp32, Llama only\n"
       "  llama2c-v1   llama2.c .bin, version 1 (\"ak42\" header), fp32, Llama only\n"
-      "  safetensors  Hugging Face model.safetensors + config.json (a folder), f32/f16/bf16, Llama and GPT-2\n"
+      "  safetensors  Hugging Face model.safetensors + config.json (a folder), f32/f16/bf16, every family\n"
       "  llmc         llm.c gpt2_124M.bin, fp32 (version 3) or bf16 (version 5), GPT-2 only\n"
       "  gguf         llama.cpp .gguf (version 3; reads 2 and 3), f32/f16/bf16, Llama and GPT-2\n"
       "Without --to the output name decides: *.safetensors or a folder → safetensors; *.gguf → gguf;\n"

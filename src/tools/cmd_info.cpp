@@ -72,7 +72,7 @@ void add_info_command(CLI::App& app) {
   auto args = std::make_shared<InfoArgs>();
   auto* cmd = app.add_subcommand("info", "Describe a model file: format, config, dtype, parameters, bytes");
   cmd->footer(
-      "Reads llama2.c .bin (versions 0 and 1), llm.c .bin, and Hugging Face safetensors folders (model.safetensors\n"
+      "Reads llama2.c .bin (versions 0 and 1), llm.c .bin, llama.cpp .gguf, and Hugging Face safetensors folders (model.safetensors\n"
       "or shards + model.safetensors.index.json, and config.json). The model is fully loaded and validated\n"
       "(shapes, NaN/Inf), so `orion info` is also the quickest check that a file is intact. --config describes a\n"
       "preset's dimensions instead.\n"

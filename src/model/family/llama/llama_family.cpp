@@ -40,13 +40,8 @@ ModelConfig llama3_2_1b() {
 
 class LlamaFamily final : public LlamaLikeFamily {
  public:
-  Arch id() const override { return Arch::Llama; }
-  const char* name() const override { return "llama"; }
-  const char* display_name() const override { return "Llama"; }
-  Anatomy anatomy() const override { return {NormKind::RMSNorm, Positions::Rope, false, true}; }
+  LlamaFamily() : LlamaLikeFamily({Arch::Llama, "llama", "Llama", "llama", "LlamaForCausalLM"}) {}
   std::optional<ModelFormat> bin_format() const override { return ModelFormat::Llama2c; }
-  const char* hf_model_type() const override { return "llama"; }
-  const char* hf_architecture() const override { return "LlamaForCausalLM"; }
   std::optional<GgufLayout> gguf() const override { return GgufLayout{"llama", /*fused_qkv=*/false}; }
 
   // llama2.c's configs (Karpathy's TinyStories models), then Hugging Face ones (random weights,

@@ -19,8 +19,31 @@
 
 namespace orion {
 
+// What names a Llama-like family and how its block differs from Llama's.
+struct LlamaLikeIdentity {
+  Arch id;
+  const char* name;             // "qwen2": configs, checkpoints, adapter files
+  const char* display_name;     // "Qwen2", for messages
+  const char* hf_model_type;    // config.json's model_type
+  const char* hf_architecture;  // config.json's architectures entry
+  bool qkv_bias = false;        // Anatomy::qkv_bias
+  bool qk_norm = false;         // Anatomy::qk_norm
+};
+
 class LlamaLikeFamily : public ModelFamily {
  public:
+  explicit LlamaLikeFamily(const LlamaLikeIdentity& identity) : identity_(identity) {}
+  Arch id() const override { return identity_.id; }
+  const char* name() const override { return identity_.name; }
+  const char* display_name() const override { return identity_.display_name; }
+  const char* hf_model_type() const override { return identity_.hf_model_type; }
+  const char* hf_architecture() const override { return identity_.hf_architecture; }
+  // RMSNorm, RoPE, no biases but the family's q/k/v ones, SwiGLU.
+  Anatomy anatomy() const override {
+    Anatomy a{NormKind::RMSNorm, Positions::Rope, false, true};
+    a.qkv_bias = identity_.qkv_bias, a.qk_norm = identity_.qk_norm;
+    return a;
+  }
   std::optional<ModelFormat> bin_format() const override { return std::nullopt; }
 
   // config.json: hidden_size C, intermediate_size H, num_hidden_layers L, num_attention_heads NH,
@@ -52,6 +75,9 @@ class LlamaLikeFamily : public ModelFamily {
   // The family's own config.json fields, read after the shared ones / added to the shared ones.
   virtual void read_hf_extras(const io::HfConfigReader&, ModelConfig&) const {}
   virtual void add_hf_config(const ModelConfig&, nlohmann::json&) const {}
+
+ private:
+  LlamaLikeIdentity identity_;
 };
 
 }  // namespace orion

@@ -16,12 +16,7 @@ constexpr int kDefaultSlidingWindow = 4096;  // MistralConfig's
 
 class MistralFamily final : public LlamaLikeFamily {
  public:
-  Arch id() const override { return Arch::Mistral; }
-  const char* name() const override { return "mistral"; }
-  const char* display_name() const override { return "Mistral"; }
-  Anatomy anatomy() const override { return {NormKind::RMSNorm, Positions::Rope, false, true}; }
-  const char* hf_model_type() const override { return "mistral"; }
-  const char* hf_architecture() const override { return "MistralForCausalLM"; }
+  MistralFamily() : LlamaLikeFamily({Arch::Mistral, "mistral", "Mistral", "mistral", "MistralForCausalLM"}) {}
   std::vector<ConfigPreset> presets() const override { return {}; }
 
  protected:

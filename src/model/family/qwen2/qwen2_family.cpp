@@ -14,16 +14,7 @@ namespace {
 
 class Qwen2Family final : public LlamaLikeFamily {
  public:
-  Arch id() const override { return Arch::Qwen2; }
-  const char* name() const override { return "qwen2"; }
-  const char* display_name() const override { return "Qwen2"; }
-  Anatomy anatomy() const override {
-    Anatomy a{NormKind::RMSNorm, Positions::Rope, false, true};
-    a.qkv_bias = true;
-    return a;
-  }
-  const char* hf_model_type() const override { return "qwen2"; }
-  const char* hf_architecture() const override { return "Qwen2ForCausalLM"; }
+  Qwen2Family() : LlamaLikeFamily({Arch::Qwen2, "qwen2", "Qwen2", "qwen2", "Qwen2ForCausalLM", /*qkv_bias=*/true}) {}
 
   // Qwen/Qwen2.5-0.5B: hidden 896, intermediate 4864, 24 layers, 14 heads, 2 kv heads (head size
   // 64), vocab 151936, 32768 positions, rope_theta 1e6, rms_norm_eps 1e-6, tied.

@@ -15,16 +15,8 @@ namespace {
 
 class Qwen3Family final : public LlamaLikeFamily {
  public:
-  Arch id() const override { return Arch::Qwen3; }
-  const char* name() const override { return "qwen3"; }
-  const char* display_name() const override { return "Qwen3"; }
-  Anatomy anatomy() const override {
-    Anatomy a{NormKind::RMSNorm, Positions::Rope, false, true};
-    a.qk_norm = true;
-    return a;
-  }
-  const char* hf_model_type() const override { return "qwen3"; }
-  const char* hf_architecture() const override { return "Qwen3ForCausalLM"; }
+  Qwen3Family()
+      : LlamaLikeFamily({Arch::Qwen3, "qwen3", "Qwen3", "qwen3", "Qwen3ForCausalLM", /*qkv_bias=*/false, /*qk_norm=*/true}) {}
 
   // Qwen/Qwen3-0.6B: hidden 1024, intermediate 3072, 28 layers, 16 heads, 8 kv heads, head_dim 128,
   // vocab 151936, 40960 positions, rope_theta 1e6, rms_norm_eps 1e-6, tied.
