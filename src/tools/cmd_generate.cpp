@@ -173,7 +173,7 @@ void add_generate_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("generate", "generate text from a model (llama2.c .bin, safetensors folder, llm.c .bin)");
   cmd->add_option("--model,-m", a->model, "model file or Hugging Face folder")->required();
-  cmd->add_option("--tokenizer", a->tokenizer, "tokenizer file (default: one found beside the model)");
+  cmd->add_option("--tokenizer", a->tokenizer, "tokenizer file (default: the one a GGUF model carries, or one found beside the model)");
   cmd->add_option("--prompt,-p", a->prompt, "text to continue")->capture_default_str();
   cmd->add_option("--lora", a->loras,
                   "LoRA adapter (adapter.olora, or a folder from `orion lora train` or PEFT); repeat to load several: "

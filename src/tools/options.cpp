@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "model/tokenizer/gguf_tokenizer.h"
 #include "runtime/cpu/kernels.h"
 #include "train/ane/ane_blocks.h"
 #include "train/dist/communicator.h"
@@ -150,6 +151,7 @@ void TrainingFlags::apply(train::TrainOptions& o, ProgressStyle style) const {
 
 std::optional<std::string> tokenizer_beside(const std::string& model_path) {
   namespace fs = std::filesystem;
+  if (gguf_has_tokenizer(model_path)) return model_path;  // a GGUF model carries its own
   fs::path dir = fs::is_directory(model_path) ? fs::path(model_path) : fs::path(model_path).parent_path();
   if (dir.empty()) dir = ".";
   for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer.bin", "vocab.json", "encoder.json"})

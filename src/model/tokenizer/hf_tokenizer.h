@@ -32,6 +32,7 @@
 // display option of transformers' decode), and byte tokens that do not form UTF-8 decode to their
 // raw bytes rather than U+FFFD.
 #pragma once
+#include <nlohmann/json_fwd.hpp>
 #include <array>
 #include <memory>
 #include <mutex>
@@ -118,5 +119,10 @@ class HfBpeTokenizer final : public Tokenizer {
 
 // Reads a tokenizer.json (hf_tokenizer_json.cpp), and tokenizer_config.json when one is beside it.
 std::unique_ptr<Tokenizer> load_hf_tokenizer_json(const std::string& path);
+// The same in two steps, for a tokenizer.json document made elsewhere (a GGUF file's tokenizer):
+// what the document says (errors name `source`), then the tokenizer — after the caller has filled
+// in what a tokenizer_config.json would say (add_bos_token, bos_token, …).
+HfTokenizerSpec hf_tokenizer_spec(const nlohmann::json& root, const std::string& source);
+std::unique_ptr<Tokenizer> make_hf_tokenizer(HfTokenizerSpec spec);
 
 }  // namespace orion

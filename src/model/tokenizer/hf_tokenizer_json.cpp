@@ -342,9 +342,8 @@ void read_tokenizer_config(const std::string& tokenizer_json, HfTokenizerSpec& s
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_hf_tokenizer_json(const std::string& path) {
+HfTokenizerSpec hf_tokenizer_spec(const json& root, const std::string& path) {
   JsonReader r{path};
-  const json root = parse_json_file(path);
   if (!root.is_object()) throw_input_error(path, "expected a JSON object at the top level");
   HfTokenizerSpec spec;
   spec.file = path;
@@ -354,11 +353,20 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer_json(const std::string& path) {
   if (const json* p = JsonReader::member(root, "pre_tokenizer")) read_pre_tokenizer(r, *p, "pre_tokenizer", spec);
   if (const json* p = JsonReader::member(root, "post_processor")) read_post_processor(r, *p, "post_processor", spec);
   if (const json* d = JsonReader::member(root, "decoder")) read_decoder(r, *d, "decoder", spec);
-  read_tokenizer_config(path, spec);
+  return spec;
+}
+
+std::unique_ptr<Tokenizer> make_hf_tokenizer(HfTokenizerSpec spec) {
   spec.gpt2 = spec.normalizer.empty() && spec.pre_tokenizer.size() == 1 &&
               spec.pre_tokenizer[0].kind == Pre::Kind::ByteLevel && spec.pre_tokenizer[0].pattern && !spec.has_template &&
               !spec.byte_fallback && !spec.ignore_merges;
   return std::make_unique<HfBpeTokenizer>(std::move(spec));
+}
+
+std::unique_ptr<Tokenizer> load_hf_tokenizer_json(const std::string& path) {
+  HfTokenizerSpec spec = hf_tokenizer_spec(parse_json_file(path), path);
+  read_tokenizer_config(path, spec);
+  return make_hf_tokenizer(std::move(spec));
 }
 
 }  // namespace orion

@@ -62,8 +62,19 @@ Llama2cTokenizer::Llama2cTokenizer(const std::string& path, int expected_vocab_s
     pieces_.emplace_back(reinterpret_cast<const char*>(bytes), size_t(len));
     scores_.push_back(score);
   }
+  index_pieces();
+}
+
+Llama2cTokenizer::Llama2cTokenizer(std::string source, std::vector<std::string> pieces, std::vector<float> scores)
+    : file_(std::move(source)), pieces_(std::move(pieces)), scores_(std::move(scores)) {
+  ORION_CHECK(pieces_.size() == scores_.size(), "{} pieces and {} scores", pieces_.size(), scores_.size());
+  for (const std::string& p : pieces_) max_token_length_ = std::max(max_token_length_, int(p.size()));
+  index_pieces();
+}
+
+void Llama2cTokenizer::index_pieces() {
   if (pieces_.size() < size_t(kByteFallbackOffset + 256))
-    throw_input_error(path, fmt::format("only {} tokens; ids 3..258 must be the 256 byte-fallback pieces", pieces_.size()),
+    throw_input_error(file_, fmt::format("only {} tokens; ids 3..258 must be the 256 byte-fallback pieces", pieces_.size()),
                       {}, -1, "the file is truncated or not a llama2.c tokenizer.bin");
 
   decoded_.resize(pieces_.size());

@@ -27,6 +27,9 @@ class Llama2cTokenizer final : public Tokenizer {
   // expected_vocab_size >= 0 reads exactly that many tokens, as run.c does with the model's vocab
   // size (bytes after them are ignored); -1 reads tokens up to the end of the file.
   explicit Llama2cTokenizer(const std::string& path, int expected_vocab_size = -1);
+  // The same tokenizer from pieces (SentencePiece's ▁ already turned into ' ') and scores held in
+  // another file (a GGUF model's tokenizer.ggml.tokens / scores); source names it in errors.
+  Llama2cTokenizer(std::string source, std::vector<std::string> pieces, std::vector<float> scores);
 
   std::vector<int> encode(std::string_view text, bool add_bos) const override;
   std::string decode_token(int prev, int id) const override;
@@ -40,6 +43,7 @@ class Llama2cTokenizer final : public Tokenizer {
   int max_token_length() const { return max_token_length_; }
 
  private:
+  void index_pieces();  // checks the byte-fallback pieces and builds decoded_ and ids_
   int lookup(const std::string& piece) const;  // -1 when absent
   void check_id(int id) const;
 

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "model/tokenizer/gguf_tokenizer.h"
 #include "model/tokenizer/gpt2_bpe.h"
 #include "model/tokenizer/hf_tokenizer.h"
 #include "model/tokenizer/llama2c_tokenizer.h"
@@ -65,6 +66,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   const fs::path p(path);
   const std::string name = p.filename().string();
   if (ends_with(name, ".model")) return load_sentencepiece(path);
+  if (is_gguf_file(path)) return load_gguf_tokenizer(path);  // the tokenizer a GGUF model carries
   // The merges file of a pair names the pair too.
   if (name == "merges.txt" || name == "vocab.bpe") {
     std::string vocab = first_existing(p.parent_path(), {name == "merges.txt" ? "vocab.json" : "encoder.json",

@@ -38,6 +38,7 @@ class Tokenizer {
 // gpt2_bpe.h, load_hf_tokenizer_json in hf_tokenizer.h, load_llama2c_tokenizer in
 // llama2c_tokenizer.h and load_sentencepiece in sentencepiece_tokenizer.h):
 //   *.model                                 → SentencePiece
+//   a GGUF model file (magic "GGUF")        → the tokenizer in its metadata (gguf_tokenizer.h)
 //   tokenizer.json (+ tokenizer_config.json beside it)
 //                                           → Hugging Face BPE: byte-level (GPT-2, Llama 3, Qwen2,
 //                                             SmolLM2) or SentencePiece-style (Llama 2, Mistral)

@@ -1,0 +1,26 @@
+// The tokenizer a GGUF model file carries in its metadata (llama.cpp's tokenizer.ggml.* keys):
+//   tokenizer.ggml.model   "gpt2": byte-level BPE — tokens, merges ("a b"), and tokenizer.ggml.pre
+//                          naming the pre-tokenizer (default / gpt-2, llama-bpe for Llama 3, qwen2,
+//                          smollm); read through the tokenizer.json reader with the pipeline those
+//                          models' tokenizer.json files have.
+//                          "llama": SentencePiece pieces and scores, encoded like llama2.c's run.c
+//                          (merge by score, byte fallback <0x00>..<0xFF> at ids 3..258, BOS 1, EOS 2).
+//   tokenizer.ggml.token_type  1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
+//   tokenizer.ggml.bos_token_id / eos_token_id, add_bos_token
+// Anything else (another model kind or pre-tokenizer, a missing key) is an Input error naming the
+// file and the key.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "model/tokenizer/tokenizer.h"
+
+namespace orion {
+
+// True when the file at path starts with GGUF's magic.
+bool is_gguf_file(const std::string& path);
+// True when the GGUF file has a tokenizer (tokenizer.ggml.model).
+bool gguf_has_tokenizer(const std::string& path);
+std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path);
+
+}  // namespace orion
