@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "infer/ane_model.h"
 #include "infer/generate.h"
@@ -154,6 +155,24 @@ TEST(anesim_Families, Llama3FrequenciesScaleTheLowOnes) {
   ASSERT_EQ(scaled.size(), size_t(c.head_dim() / 2));
   EXPECT_EQ(scaled.front(), base.front());
   EXPECT_FLOAT_EQ(scaled.back(), base.back() / 8.0f);
+}
+
+// `orion generate --backend anesim` on a Qwen3 folder (head_dim ≠ C/NH, q/k norms; the shipped small
+// GPT-2 tokenizer) prints the CPU's greedy text.
+TEST(anesim_FamiliesCli, GenerateQwen3MatchesCpuText) {
+  ModelConfig c = family_cases()[3].config;
+  c.vocab_size = c.padded_vocab = 1257;  // the tokenizer's vocabulary
+  const std::string dir = test::temp_dir() + "/hf";
+  save_model(family_model(c, 9), dir, ModelFormat::Safetensors);
+  for (const char* f : {"vocab.json", "merges.txt"})
+    std::filesystem::copy_file(test::data_path(std::string("tokenizer/small_gpt2/") + f), dir + "/" + f);
+  const std::string base = "generate --model " + dir + " --prompt 'Hello world' --temperature 0 -n 12 --threads 1 ";
+  std::string cpu_out, ane_out, err;
+  ASSERT_EQ(test::run_orion(base + "--backend cpu", &cpu_out, &err), 0) << err;
+  ASSERT_EQ(test::run_orion(base + "--backend anesim --verbose", &ane_out, &err), 0) << err;
+  EXPECT_GT(ane_out.size(), std::string("Hello world\n").size());
+  EXPECT_EQ(ane_out, cpu_out);
+  EXPECT_NE(err.find("program cache:"), std::string::npos) << "the programs ran: " << err;
 }
 
 }  // namespace
