@@ -78,6 +78,8 @@ int AneModel::decode_qkv_bucket() const { return frontends::decode_attention_buc
 
 void AneModel::enable_lora(int rank_slot) {
   if (rank_slot < 1) throw_usage_error(fmt::format("LoRA rank slot {} must be at least 1", rank_slot), "--lora");
+  // lora_decode_qkv computes the plain projections only (no per-head q/k norms).
+  w_.config.require_plain_blocks(opt_.model_name, "LoRA on the ANE path");
   lora_slot_ = rank_slot;
   kernels_ = frontends::inference_kernels(w_.config.arch, lora_slot_);
   set_lora(nullptr);

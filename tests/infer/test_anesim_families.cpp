@@ -157,6 +157,29 @@ TEST(anesim_Families, Llama3FrequenciesScaleTheLowOnes) {
   EXPECT_FLOAT_EQ(scaled.back(), base.back() / 8.0f);
 }
 
+// LoRA slots stay refused for the relatives on the ANE path (their decode kernel has no q/k norms),
+// naming the feature; plain Llama's are accepted.
+TEST(anesim_Families, LoraSlotsAreRefusedNamingTheFeature) {
+  for (const FamilyCase& fc : family_cases()) {
+    SCOPED_TRACE(fc.name);
+    const ModelWeights w = family_model(fc.config, 7);
+    AneRuntime rt("anesim");
+    AneModel ane(w, rt.cache, {fc.name});
+    if (fc.config.cpu_only_features().empty()) {
+      EXPECT_NO_THROW(ane.enable_lora(4));
+      continue;
+    }
+    try {
+      ane.enable_lora(4);
+      ADD_FAILURE() << "enabled a LoRA slot";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("LoRA on the ANE path does not implement " + fc.config.cpu_only_features()[0]),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // `orion generate --backend anesim` on a Qwen3 folder (head_dim ≠ C/NH, q/k norms; the shipped small
 // GPT-2 tokenizer) prints the CPU's greedy text.
 TEST(anesim_FamiliesCli, GenerateQwen3MatchesCpuText) {
