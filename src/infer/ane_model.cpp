@@ -9,6 +9,7 @@
 #include "compiler/compile.h"
 #include "compiler/sequence_bucket.h"
 #include "model/family/family.h"
+#include "model/family/llama/llama.h"
 #include "model/frontends/frontends.h"
 #include "model/frontends/lora_frontends.h"
 #include "model/frontends/program_set.h"
@@ -77,6 +78,8 @@ int AneModel::decode_qkv_bucket() const { return frontends::decode_attention_buc
 
 void AneModel::enable_lora(int rank_slot) {
   if (rank_slot < 1) throw_usage_error(fmt::format("LoRA rank slot {} must be at least 1", rank_slot), "--lora");
+  // lora_decode_qkv computes the plain projections only (no per-head q/k norms).
+  w_.config.require_plain_blocks(opt_.model_name, "LoRA on the ANE path");
   lora_slot_ = rank_slot;
   kernels_ = frontends::inference_kernels(w_.config.arch, lora_slot_);
   set_lora(nullptr);
@@ -224,8 +227,8 @@ void AneModel::decode_layer_inference_kernels(int l, int pos) {
 }
 
 // ANE: fwd_attn with the token in column 0 — position 0, where RoPE is the identity — gives the
-// plain projections q, k, v of norm1(x). CPU: rotate q, k to `pos` (RoPE families), cache k, v,
-// attend, h = x + Wo·att. ANE: y = ffn(h) at the decode bucket. CPU: x = h + y.
+// projections q, k, v of norm1(x) (with their biases and per-head norms). CPU: rotate q, k to `pos`
+// (RoPE families), cache k, v, attend (over the sliding window, if any), h = x + Wo·att. ANE: y = ffn(h) at the decode bucket. CPU: x = h + y.
 void AneModel::decode_layer_training_kernels(int l, int pos) {
   const ModelConfig& c = w_.config;
   const LayerWeights& lw = w_.layers[size_t(l)];
@@ -235,11 +238,14 @@ void AneModel::decode_layer_training_kernels(int l, int pos) {
   ane_to_rows(p.at("q"), 1, q_.data());
   ane_to_rows(p.at("k"), 1, k_cache(l, pos));
   ane_to_rows(p.at("v"), 1, v_cache(l, pos));
-  if (model_family(c.arch).anatomy().positions == Positions::Rope) {
-    cpu::rope(q_.data(), c.n_heads, HS, pos, c.rope_theta);
-    cpu::rope(k_cache(l, pos), c.n_kv_heads, HS, pos, c.rope_theta);
+  if (model_family(c.arch).anatomy().positions == Positions::Rope) {  // the config's (scaled) frequencies
+    std::vector<float> cs(static_cast<size_t>(HS));
+    cpu::rope_angles(cs.data(), llama_rope_frequencies(c).data(), HS, pos);
+    cpu::rope_rotate(q_.data(), cs.data(), HS, 0, Q);
+    cpu::rope_rotate(k_cache(l, pos), cs.data(), HS, 0, kv_dim_);
   }
-  cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, HS, kv_dim_);
+  cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, HS, kv_dim_,
+                 c.sliding_window);
   cpu::matmul(o_.data(), att_.data(), lw.wo.data, lw.wo.dtype, nullptr, 1, Q, C);  // Wo·att  [C]
   cpu::add_inplace(x, o_.data(), size_t(C));                                       // h = x + Wo·att
   constexpr int S = frontends::kDecodeBucket;

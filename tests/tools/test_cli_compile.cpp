@@ -18,6 +18,7 @@
 #include "compiler/pipeline.h"
 #include "infer/ane_model.h"
 #include "model/config.h"
+#include "model/io/model_io.h"
 #include "support.h"
 #include "train/ane/ane_blocks.h"
 #include "train/model/trainer_api.h"
@@ -156,22 +157,67 @@ ProgramSet compiled_programs(const std::string& model_args, int seq, const std::
   return s;
 }
 
-// Generation through programs on anesim: a prompt of `seq` tokens, then one decoded token.
+// Generation through programs on anesim: a prompt of `seq` tokens, then one decoded token; the
+// programs it loaded (and prepare() compiles the same list).
+ProgramSet programs_generation_loads(const ModelWeights& w, int seq, const std::string& name) {
+  AneRuntime rt("anesim");
+  AneModel m(w, rt.cache, {.model_name = name});
+  std::vector<int> tokens(seq);
+  for (int i = 0; i < seq; i++) tokens[size_t(i)] = (i * 7 + 3) % w.config.vocab_size;
+  m.forward(tokens.data(), seq, 0);
+  m.forward(tokens.data(), 1, seq);
+  ProgramSet loaded;
+  for (const runtime::ProgramKey& k : rt.cache.keys()) loaded.insert({k.kernel, k.layer, k.bucket});
+  EXPECT_EQ(int(loaded.size()), m.prepare(seq)) << "prepare() compiles the same list";
+  return loaded;
+}
+
 TEST(CliCompile, WritesExactlyTheProgramsGenerationLoads) {
   for (const char* config : {"gpt2-tiny", "stories260k"}) {
     SCOPED_TRACE(config);
     const int seq = 24;
     ModelWeights w = random_weights(config_preset(config), 1);
-    AneRuntime rt("anesim");
-    AneModel m(w, rt.cache, {.model_name = config});
-    std::vector<int> tokens(seq);
-    for (int i = 0; i < seq; i++) tokens[size_t(i)] = (i * 7 + 3) % w.config.vocab_size;
-    m.forward(tokens.data(), seq, 0);
-    m.forward(tokens.data(), 1, seq);
-    ProgramSet loaded;
-    for (const runtime::ProgramKey& k : rt.cache.keys()) loaded.insert({k.kernel, k.layer, k.bucket});
+    const ProgramSet loaded = programs_generation_loads(w, seq, config);
     EXPECT_EQ(compiled_programs(fmt::format("--config {}", config), seq, "generate"), loaded);
-    EXPECT_EQ(int(loaded.size()), m.prepare(seq)) << "prepare() compiles the same list";
+  }
+}
+
+// Llama's relatives on the ANE path (tiny random models saved as Hugging Face folders): `orion
+// compile --for generate` writes programs that pass `orion mil check`, and exactly the set that
+// generation loads — with the q/k/v biases (Qwen2), per-head q/k norms and head_dim ≠ C/NH (Qwen3),
+// the sliding-window mask (Mistral) and llama3-scaled RoPE tables inside them.
+TEST(CliCompile, RelativesOfLlamaCompileTheProgramsGenerationLoads) {
+  auto config = [](Arch arch) {
+    ModelConfig c = config_preset("stories260k");
+    c.arch = arch;
+    c.dim = 192, c.hidden_dim = 512, c.n_heads = 6, c.n_kv_heads = 3, c.n_layers = 2, c.seq_len = 128;
+    c.tied_embeddings = false;
+    return c;
+  };
+  ModelConfig llama3 = config(Arch::Llama), qwen3 = config(Arch::Qwen3), mistral = config(Arch::Mistral);
+  llama3.rope_scaling = {RopeScaling::Kind::Llama3, 8.0f, 1.0f, 4.0f, 64};
+  qwen3.head_size = 48;
+  mistral.sliding_window = 6;
+  for (const ModelConfig& c : {llama3, config(Arch::Qwen2), qwen3, mistral}) {
+    SCOPED_TRACE(c.describe());
+    const int seq = 24;
+    ModelWeights w = random_weights(c, 1);
+    const std::string model = temp_dir() + "/hf";
+    save_model(w, model, ModelFormat::Safetensors);
+    const ProgramSet loaded = programs_generation_loads(w, seq, arch_name(c.arch));
+    const std::string dir = temp_dir();
+    std::string out, err;
+    ASSERT_EQ(run_orion(fmt::format("compile --model {} --seq {} --for generate --out {}", model, seq, dir), &out, &err), 0)
+        << err;
+    EXPECT_EQ(check_compile_output(dir, "m4"), loaded.size());
+    ProgramSet compiled;
+    const json top = json::parse(slurp(dir + "/manifest.json"));
+    for (const json& p : top["programs"]) {
+      compiled.insert(std::make_tuple(p["kernel"].get<std::string>(), p["layer"].get<int>(), p["seq_bucket"].get<int>()));
+      const std::string mil = dir + "/" + p["name"].get<std::string>() + "/model.mil";
+      EXPECT_EQ(run_orion("mil check " + mil + " --chip m4", &out, &err), 0) << mil << ": " << out << err;
+    }
+    EXPECT_EQ(compiled, loaded);
   }
 }
 

@@ -52,6 +52,9 @@ ir::Graph final_norm(const ModelWeights& w, int S, KernelOptions opt = {});
 // ===== Llama training, one layer (model/family/llama/llama_train_kernels.cpp) ========================
 // Residual adds and every weight gradient (dW = dY·Xᵀ) stay on the CPU (DESIGN.md §3); these
 // kernels compute the forward activations and the input gradients. RoPE uses positions 0..S−1.
+// The Llama kernels serve Llama's relatives too (llama_like.h): fwd_attn adds q/k/v biases (Qwen2),
+// normalises each head of q and k before RoPE (Qwen3), uses the config's head size, RoPE
+// frequencies (llama3 scaling) and sliding window (Mistral).
 // fwd_attn: in x [1, C, 1, S]; out
 //   o [1, C, 1, S] = Wo·att (no residual)   q [1, Q, 1, S] (after RoPE)   k [1, KV, 1, S] (after RoPE)
 //   v [1, KV, 1, S]   att [1, Q, 1, S] = softmax(qᵀk/√HS + mask)·v per head (before Wo)

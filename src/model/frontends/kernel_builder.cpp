@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "model/family/family.h"
+#include "model/family/llama/llama.h"
 
 namespace orion::frontends {
 
@@ -49,6 +50,19 @@ Value KernelBuilder::weight(const std::string& name, const Tensor& W, bool trans
 Value KernelBuilder::channel_vector(const std::string& name, const Tensor& v) {
   ORION_CHECK(!v.empty() && v.shape.size() == 1, "{} must be a vector", name);
   return constant(name, {1, v.shape[0], 1, 1}, to_f32(v));
+}
+
+std::vector<Value> KernelBuilder::channel_vectors(const std::string& name, const std::vector<const Tensor*>& vs) {
+  std::vector<float> all;
+  std::vector<int64_t> sizes;
+  for (const Tensor* v : vs) {
+    ORION_CHECK(!v->empty() && v->shape.size() == 1, "{} must hold vectors", name);
+    const std::vector<float> f = to_f32(*v);
+    all.insert(all.end(), f.begin(), f.end());
+    sizes.push_back(v->shape[0]);
+  }
+  Value packed = constant(name, {1, int64_t(all.size()), 1, 1}, all);
+  return g.results_of(op(Op::Split, {packed}, {{"axis", int64_t(1)}, {"split_sizes", sizes}}, name + "_split"));
 }
 
 Value KernelBuilder::matmul(Value x, Value y, bool tx, bool ty, const std::string& name) {
@@ -156,31 +170,34 @@ Value KernelBuilder::sum_kv_groups(Value x4, int64_t G) {
   return reshape(reduce(Op::ReduceSum, grouped, {2}), {1, s[1] / G, s[2], s[3]});
 }
 
-Value KernelBuilder::causal_mask(int64_t S) {
+Value KernelBuilder::causal_mask(int64_t S, int window) {
   auto it = tables_.find("mask");
   if (it != tables_.end()) return it->second;
   std::vector<float> m(size_t(S * S), 0.0f);
   for (int64_t i = 0; i < S; i++)
-    for (int64_t j = i + 1; j < S; j++) m[size_t(i * S + j)] = -1e4f;  // query i must not see key j > i
-  return tables_["mask"] = constant("causal_mask", {1, 1, S, S}, m);
+    for (int64_t j = 0; j < S; j++)  // query i sees key j when j ≤ i (and i − j < window with a window)
+      if (j > i || (window > 0 && i - j >= window)) m[size_t(i * S + j)] = -1e4f;
+  return tables_["mask"] = constant(window > 0 ? "sliding_window_mask" : "causal_mask", {1, 1, S, S}, m);
 }
 
-Value KernelBuilder::attention_probs(Value q4, Value k4, double scale, const std::string& name) {
+Value KernelBuilder::attention_probs(Value q4, Value k4, double scale, const std::string& name, int window) {
   // scores[h, i, j] = Σ_d q[h, d, i]·k[h, d, j]: qᵀ·k per head                [1, NH, S, S]
   Value scores = matmul(q4, k4, /*tx=*/true, /*ty=*/false, "scores");
-  Value mask = causal_mask(shape(q4)[3]);
+  Value mask = causal_mask(shape(q4)[3], window);
   Value masked = add(mul(scores, scalar(scale, "attn_scale")), mask, "scores_masked");
   return op(Op::Softmax, {masked}, {{"axis", int64_t(-1)}}, name);  // over the keys j
 }
 
-Value KernelBuilder::rope(Value x, int64_t N, int64_t HS, float theta, bool inverse, const std::string& name) {
+Value KernelBuilder::rope(Value x, int64_t N, int64_t HS, const std::vector<float>& inv_freq, bool inverse,
+                         const std::string& name) {
   const int64_t S = shape(x)[3], P = N * HS / 2;  // P channel pairs
+  ORION_CHECK(int64_t(inv_freq.size()) == HS / 2, "RoPE needs {} frequencies, got {}", HS / 2, inv_freq.size());
   // Tables [1, 1, HS/2, S], shared by every head (and by q and k): the angle of pair i at
-  // position s is s·θ^(−2i/HS), computed in fp32 exactly as the CPU's cpu::rope.
+  // position s is s·inv_freq[i], computed in fp32 exactly as the CPU's cpu::rope_angles.
   if (!tables_.count("rope_cos")) {
     std::vector<float> c(size_t(HS / 2 * S)), sn(c.size()), nsn(c.size());
     for (int64_t i = 0; i < HS / 2; i++) {
-      const float freq = 1.0f / std::pow(theta, float(2 * i) / float(HS));
+      const float freq = inv_freq[size_t(i)];
       for (int64_t s = 0; s < S; s++) {
         const float a = float(s) * freq;
         c[size_t(i * S + s)] = std::cos(a), sn[size_t(i * S + s)] = std::sin(a), nsn[size_t(i * S + s)] = -std::sin(a);
@@ -205,6 +222,18 @@ Value KernelBuilder::rope(Value x, int64_t N, int64_t HS, float theta, bool inve
   Value even = mul(reshape(e2, {1, P, 1, S}), tables_["sel_even"]);
   Value odd = mul(reshape(o2, {1, P, 1, S}), tables_["sel_odd"]);
   return reshape(add(even, odd), {1, N * HS, 1, S}, name);
+}
+
+Value KernelBuilder::head_rmsnorm(Value x, int64_t N, int64_t HS, const std::string& prefix, const Tensor& w,
+                                 float eps, const std::string& name) {
+  const int64_t S = shape(x)[3];
+  Value x4 = reshape(x, {1, N, HS, S});                                    // heads    [1, N, HS, S]
+  Value ms = reduce(Op::ReduceMean, mul(x4, x4), {2}, prefix + "_ms");     // mean(x²) [1, N, 1, S]
+  Value r = op(Op::Pow, {add(ms, scalar(eps, "eps")), scalar(-0.5, "neg_half")}, {}, prefix + "_rrms");
+  ORION_CHECK(!w.empty() && w.numel() == HS, "{} must have {} values", prefix, HS);
+  Value gamma = constant(prefix + "_w", {1, 1, HS, 1}, to_f32(w));         // one row per channel of a head
+  Value y = mul(mul(x4, r), gamma);
+  return reshape(y, {1, N * HS, 1, S}, name);
 }
 
 Value KernelBuilder::lora_delta(Value x, Value a, Value b, double scale, const std::string& name) {
@@ -240,24 +269,36 @@ AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int l
   const LayerWeights& l = w.layers[size_t(layer)];
   const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
   const bool rope = model_family(c.arch).anatomy().positions == Positions::Rope;
+  const std::vector<float> inv_freq = rope ? llama_rope_frequencies(c) : std::vector<float>{};
   AttentionParts p;
   // xnorm = norm1(x)                                                              [1, C, 1, S]
   p.xnorm = attention_norm(b, c, l, x);
   // q = Wq·xnorm (+ bq) [1, Q, 1, S]; k = Wk·xnorm, v = Wv·xnorm (+ bk, bv) [1, KV, 1, S];
-  // an adapter adds scale·B·A·xnorm. RoPE families rotate q and k; the final values are named q, k, v.
-  auto project = [&](const char* n, const Tensor& W, const Tensor& bias, Value a, Value bb, bool rope, int64_t heads) {
-    std::string out = n, lin = rope ? out + "_lin" : out;
-    Value y = b.linear(p.xnorm, std::string("w") + n, W, bias, a.valid() ? lin + "_base" : lin);
+  // an adapter adds scale·B·A·xnorm. Qwen3 normalises each head of q and k (q_norm, k_norm), then
+  // RoPE families rotate q and k; the final values are named q, k, v.
+  // Qwen2's q/k/v biases share one constant (bqkv, split in three): with them, 16 constants would
+  // be one more than a program may hold (C16). GPT-2's biases stay separate constants.
+  std::vector<Value> qkv_bias;
+  if (model_family(c.arch).anatomy().qkv_bias) qkv_bias = b.channel_vectors("bqkv", {&l.bq, &l.bk, &l.bv});
+  auto packed_bias = [&](size_t i) { return qkv_bias.empty() ? Value{} : qkv_bias[i]; };
+  auto project = [&](const char* n, const Tensor& W, const Tensor& bias, Value packed, Value a, Value bb, bool rope,
+                     int64_t heads, const Tensor& head_norm) {
+    std::string out = n, lin = rope ? out + "_lin" : out, y_name = a.valid() ? lin + "_base" : lin;
+    const std::string wname = std::string("w") + n;
+    Value y = packed.valid() ? b.add(b.linear(p.xnorm, wname, W, {}, y_name + "_conv"), packed, y_name)
+                             : b.linear(p.xnorm, wname, W, bias, y_name);
     if (a.valid()) y = b.add(y, b.lora_delta(p.xnorm, a, bb, lora->scale, out + "_lora"), lin);
-    return rope ? b.rope(y, heads, HS, c.rope_theta, false, out) : y;
+    if (!head_norm.empty()) y = b.head_rmsnorm(y, heads, HS, out + "_norm", head_norm, c.norm_eps, out + "_normed");
+    return rope ? b.rope(y, heads, HS, inv_freq, false, out) : y;
   };
   Value none;
-  p.q = project("q", l.wq, l.bq, lora ? lora->a_q : none, lora ? lora->b_q : none, rope, NH);
-  p.k = project("k", l.wk, l.bk, none, none, rope, NKV);
-  p.v = project("v", l.wv, l.bv, lora ? lora->a_v : none, lora ? lora->b_v : none, false, NKV);
+  const Tensor no_norm;
+  p.q = project("q", l.wq, l.bq, packed_bias(0), lora ? lora->a_q : none, lora ? lora->b_q : none, rope, NH, l.q_norm);
+  p.k = project("k", l.wk, l.bk, packed_bias(1), none, none, rope, NKV, l.k_norm);
+  p.v = project("v", l.wv, l.bv, packed_bias(2), lora ? lora->a_v : none, lora ? lora->b_v : none, false, NKV, no_norm);
   // probs = softmax(qᵀk/√HS + mask) [1, NH, S, S];  att[h, d, i] = Σ_j v[h, d, j]·probs[h, i, j]
   Value k4 = b.repeat_kv(b.heads(p.k, NKV, HS), G), v4 = b.repeat_kv(b.heads(p.v, NKV, HS), G);
-  Value probs = b.attention_probs(b.heads(p.q, NH, HS), k4, 1.0 / std::sqrt(double(HS)), "probs");
+  Value probs = b.attention_probs(b.heads(p.q, NH, HS), k4, 1.0 / std::sqrt(double(HS)), "probs", c.sliding_window);
   p.att = b.merge_heads(b.matmul(v4, probs, false, /*ty=*/true, "att_heads"), "att");  // [1, Q, 1, S]
   p.o = b.linear(p.att, "wo", l.wo, l.bo, "o");                                        // [1, C, 1, S]
   return p;
@@ -265,7 +306,11 @@ AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int l
 
 void check_kernel_args(const ModelWeights& w, int layer, int S, const char* kernel, const char* arch) {
   const ModelConfig& c = w.config;
-  if (arch && std::string(arch_name(c.arch)) != arch)
+  // The "llama" kernels compute the Llama block, which Llama's relatives (Qwen2, Qwen3, Mistral)
+  // share with data-driven differences (llama_like.h): they take every RMSNorm + RoPE family.
+  const Anatomy a = model_family(c.arch).anatomy();
+  const bool llama_block = a.norm == NormKind::RMSNorm && a.positions == Positions::Rope;
+  if (arch && std::string(arch_name(c.arch)) != arch && !(std::string(arch) == "llama" && llama_block))
     throw_usage_error(fmt::format("kernel {} is for {} models, this one is {}", kernel, arch, arch_name(c.arch)), "arch");
   if (layer < 0 || layer >= c.n_layers || size_t(layer) >= w.layers.size())
     throw_usage_error(fmt::format("kernel {}: layer {} is out of range (the model has {})", kernel, layer, c.n_layers),

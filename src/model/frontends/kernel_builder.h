@@ -39,6 +39,9 @@ class KernelBuilder {
   Value weight(const std::string& name, const Tensor& W, bool transposed = false);
   // v [n] → const [1, n, 1, 1] (broadcasts over the sequence).
   Value channel_vector(const std::string& name, const Tensor& v);
+  // Several vectors in ONE constant [1, Σn, 1, 1], split along the channels into a [1, n_i, 1, 1]
+  // value each: one BLOBFILE slot instead of one per vector (C16 allows 16 per program).
+  std::vector<Value> channel_vectors(const std::string& name, const std::vector<const Tensor*>& vs);
   void output(Value v) { g.add_output(g.node(v).name, v); }
 
   // --- ops (name "" = a fresh name) ---
@@ -88,16 +91,23 @@ class KernelBuilder {
   Value repeat_kv(Value kv4, int64_t G);
   Value sum_kv_groups(Value x4, int64_t G);
   // Additive causal mask [1, 1, S, S]: 0 where key j ≤ query i, −10⁴ above the diagonal (finite in
-  // fp16, and exp of it underflows to exactly 0).
-  Value causal_mask(int64_t S);
+  // fp16, and exp of it underflows to exactly 0). window > 0 (a sliding window) also masks the keys
+  // j ≤ i − window: a query sees itself and the window − 1 positions before it.
+  Value causal_mask(int64_t S, int window = 0);
   // probs [1, NH, S, S] = softmax(qᵀk·scale + mask) over the keys, from q4, k4 [1, NH, HS, S].
-  Value attention_probs(Value q4, Value k4, double scale, const std::string& name);
+  Value attention_probs(Value q4, Value k4, double scale, const std::string& name, int window = 0);
   // RoPE on interleaved channel pairs, llama2.c's convention: within each head, the pair
-  // (x[2i], x[2i+1]) at position s is rotated by the angle s·θ^(−2i/HS):
+  // (x[2i], x[2i+1]) at position s is rotated by the angle s·inv_freq[i] (inv_freq [HS/2]: the
+  // config's frequencies, llama_rope_frequencies — θ^(−2i/HS), scaled as rope_scaling says):
   //   x'[2i] = x[2i]·cos − x[2i+1]·sin,   x'[2i+1] = x[2i]·sin + x[2i+1]·cos.
-  // inverse = true applies the transposed rotation (angle −s·θ^(−2i/HS)): the backward of RoPE.
+  // inverse = true applies the transposed rotation (the negative angle): the backward of RoPE.
   // x [1, N·HS, 1, S] → same shape.
-  Value rope(Value x, int64_t N, int64_t HS, float theta, bool inverse, const std::string& name);
+  Value rope(Value x, int64_t N, int64_t HS, const std::vector<float>& inv_freq, bool inverse, const std::string& name);
+  // RMSNorm over each head (Qwen3's q_norm / k_norm): x [1, N·HS, 1, S] viewed as heads
+  // [1, N, HS, S], each column of a head scaled by (mean over its HS values of x² + eps)^−½, then
+  // ⊙ w [HS] (the same weights for every head) → [1, N·HS, 1, S].
+  Value head_rmsnorm(Value x, int64_t N, int64_t HS, const std::string& prefix, const Tensor& w, float eps,
+                     const std::string& name);
   // delta = scale · B·(A·x) with A [1, r, 1, in] and B [1, out, 1, r] graph inputs, as two matmuls
   // (the weights of a conv must be constants; these are not).     x [1, in, 1, S] → [1, out, 1, S]
   Value lora_delta(Value x, Value a, Value b, double scale, const std::string& name);
@@ -121,8 +131,10 @@ struct QVAdapters {
 Value attention_norm(KernelBuilder& b, const ModelConfig& c, const LayerWeights& l, Value x);
 
 // The attention half of one block of any family, from its input x [1, C, 1, S]:
-//   xnorm = norm1(x);  q = Wq·xnorm (+ bq), k, v likewise (+ RoPE on q, k for RoPE families)
-//   att = softmax(qᵀk/√HS + causal mask)·v per head;  o = Wo·att (+ bo)
+//   xnorm = norm1(x);  q = Wq·xnorm (+ bq), k, v likewise (+ per-head RMSNorm of q, k when the
+//   layer has q_norm / k_norm; + RoPE on q, k with the config's frequencies for RoPE families)
+//   att = softmax(qᵀk/√HS + causal mask, banded by the config's sliding window)·v per head;
+//   o = Wo·att (+ bo)
 struct AttentionParts {
   Value xnorm, q, k, v, att, o;
 };

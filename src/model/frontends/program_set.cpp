@@ -53,11 +53,11 @@ std::vector<KernelSpec> inference_kernels(Arch arch, int slot) {
   return k;
 }
 
-// Every entry point below refuses a config whose blocks the family's kernels do not compute
-// (q/k/v biases, q/k norms, head_dim ≠ C/NH, RoPE scaling, a sliding window): the ANE kernels
-// are the plain Llama / GPT-2 blocks.
+// Inference runs every block the CPU runs: the kernels compute q/k/v biases, q/k norms, a head
+// size ≠ C/NH, scaled RoPE and a sliding-window mask (attention_sublayer). Training refuses a
+// config whose blocks need more than the plain Llama / GPT-2 ones: its backward kernels do not
+// differentiate those features.
 int inference_attention_bucket(const ModelWeights& w, const compiler::ChipProfile& chip) {
-  w.config.require_plain_blocks({}, "the ANE path");
   const KernelSpec attn = inference_kernels(w.config.arch)[kPrefillAttn];
   return compiler::smallest_legal_bucket(compiler::kSmallestSequenceBucket, chip,
                                          [&](int S) { return std::vector<ir::Graph>{attn.build(w, 0, S)}; });
@@ -90,7 +90,6 @@ TrainingBuckets training_buckets(const ModelWeights& w, int T, const compiler::C
 std::vector<ProgramSpec> inference_programs(const ModelWeights& w, int prompt_tokens, int attention_min,
                                             const compiler::ChipProfile& chip, int lora_slot) {
   const ModelConfig& c = w.config;
-  c.require_plain_blocks({}, "the ANE path");
   const std::vector<KernelSpec> kernels = inference_kernels(c.arch, lora_slot);
   std::vector<ProgramSpec> out;
   std::set<std::tuple<std::string, int, int>> seen;  // (kernel, layer, S)

@@ -63,8 +63,10 @@ class LlamaLikeFamily : public ModelFamily {
   bool decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache, float* value_cache,
                     int max_seq, float* logits) const override;
 
-  // The Llama kernels; the shared code refuses the ANE path for a config whose block needs more
-  // (ModelConfig::require_plain_blocks), so relatives with biases or q/k norms never reach them.
+  // The Llama kernels. Their forward (attention_sublayer) computes every relative's block: q/k/v
+  // biases, per-head q/k norms, any head size, scaled RoPE tables, a sliding-window mask, so
+  // inference runs them all; training refuses a config whose block needs more than Llama's
+  // (ModelConfig::require_plain_blocks), since the backward kernels do not differentiate those.
   std::vector<frontends::KernelSpec> training_kernels(int slot) const override;
   std::vector<frontends::KernelSpec> inference_kernels() const override;
   bool ane_inference_kernels() const override { return false; }

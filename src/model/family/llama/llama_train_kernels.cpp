@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "model/family/llama/llama.h"
 #include "model/frontends/frontends.h"
 #include "model/frontends/kernel_builder.h"
 
@@ -129,8 +130,9 @@ void llama_qkv_backward(KernelBuilder& b, const ModelWeights& w, int layer, int 
   Value dq = b.act("dq", NH * HS, S), dk = b.act("dk", c.kv_dim(), S), dv = b.act("dv", c.kv_dim(), S);
   Value x = b.act("x", c.dim, S);
   // q = rope(q_lin) is a rotation per pair, so dq_lin is dq rotated back (the transpose).
-  Value dq_lin = b.rope(dq, NH, HS, c.rope_theta, /*inverse=*/true, "dq_lin");
-  Value dk_lin = b.rope(dk, NKV, HS, c.rope_theta, /*inverse=*/true, "dk_lin");
+  const std::vector<float> inv_freq = llama_rope_frequencies(c);
+  Value dq_lin = b.rope(dq, NH, HS, inv_freq, /*inverse=*/true, "dq_lin");
+  Value dk_lin = b.rope(dk, NKV, HS, inv_freq, /*inverse=*/true, "dk_lin");
   // q_lin = Wq·xnorm, k_lin = Wk·xnorm, v = Wv·xnorm  ⇒  dxnorm = Wqᵀ·dq_lin + Wkᵀ·dk_lin + Wvᵀ·dv
   Value dxv = b.linear_t(dv, "wvt", l.wv, "dxnorm_v"), dxk = b.linear_t(dk_lin, "wkt", l.wk, "dxnorm_k");
   Value dxq = b.linear_t(dq_lin, "wqt", l.wq, "dxnorm_q");
