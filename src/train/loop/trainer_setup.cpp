@@ -206,6 +206,7 @@ void Trainer::setup_model(const Checkpoint* resumed) {
     params_ = std::make_unique<Params>(c);
     init_params(*params_, opt_.seed);
   }
+  require_full_training_blocks(c);
   if (tokenizer_ && tokenizer_->vocab_size() > c.vocab_size)
     throw_usage_error(fmt::format("the tokenizer has {} tokens, the model {}", tokenizer_->vocab_size(), c.vocab_size),
                       "--tokenizer", "use the tokenizer the model was trained with");

@@ -27,6 +27,7 @@ struct LayerParams {
   float* wo = nullptr;                                 // [C, NH·HS]
   float *bq = nullptr, *bk = nullptr, *bv = nullptr;   // [NH·HS], [NKV·HS], [NKV·HS]
   float* bo = nullptr;                                 // [C]
+  float *q_norm = nullptr, *k_norm = nullptr;          // [HS] per-head RMSNorm gains (Qwen3)
   float *ffn_norm = nullptr, *ffn_norm_b = nullptr;    // [C]
   float *w1 = nullptr, *w2 = nullptr, *w3 = nullptr;   // [H, C], [C, H], [H, C]
   float *b1 = nullptr, *b2 = nullptr;                  // [H], [C]
@@ -110,5 +111,10 @@ using Grads = ParamBuffer;
 //   layers keeps the stream's variance near 1 at the start — GPT-2 (llm.c): wo and w2;
 //   Llama (llama2.c's model.py): wo and w3.
 void init_params(Params& p, uint64_t seed);
+
+// Full-parameter training (orion train) runs the plain Llama / GPT-2 blocks: a config whose blocks
+// need more (q/k/v biases, q/k norms, another head size, llama3 RoPE scaling, a sliding window) is
+// refused with an Input error naming the feature. LoRA training (frozen base) takes them all on the CPU.
+void require_full_training_blocks(const ModelConfig& c);
 
 }  // namespace orion::train
