@@ -626,10 +626,29 @@ TEST_P(lora_train_hf, PeftAdapterReadsBackAndMergesAsApplied) {
     diff = std::max(diff, double(std::fabs(unmerged[i] - merged[i])));
   EXPECT_GT(moved, 1e-3) << "the adapter must change the logits";
   EXPECT_LT(diff, 1e-5);
+
+  // A 16-bit base trains too; full-parameter training and the ANE path refuse the model's feature.
+  ASSERT_EQ(0, test::run_orion(fmt::format("lora train --model {} --data {} --rank 4 --targets q,v --steps 2 --batch 2 "
+                                           "--seq 16 --base-dtype bf16 --out {}/b16 --threads 1",
+                                           rig.model, rig.data, rig.dir),
+                               &out, &err))
+      << err;
+  EXPECT_TRUE(fs::exists(rig.dir + "/b16/adapter.olora"));
+  const std::string feature = c.cpu_only_features().at(0);
+  EXPECT_NE(0, test::run_orion(fmt::format("train --init {} --data {} --steps 1 --batch 2 --seq 16 --out {}/full", rig.model,
+                                           rig.data, rig.dir),
+                               &out, &err));
+  EXPECT_NE(err.find("full-parameter training does not implement " + feature), std::string::npos) << err;
+  EXPECT_NE(0, test::run_orion(fmt::format("lora train --model {} --data {} --steps 1 --batch 2 --seq 16 --backend anesim "
+                                           "--out {}/ane",
+                                           rig.model, rig.data, rig.dir),
+                               &out, &err));
+  EXPECT_NE(err.find("LoRA training on the ANE path does not implement " + feature), std::string::npos) << err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Arch, lora_train_hf, ::testing::ValuesIn(std::vector<FeatureCase>{feature_cases()[2], feature_cases()[3],
-                                                                                         feature_cases()[4], feature_cases()[5]}),
+INSTANTIATE_TEST_SUITE_P(Arch, lora_train_hf,
+                         ::testing::ValuesIn(std::vector<FeatureCase>{feature_cases()[2], feature_cases()[3],
+                                                                      feature_cases()[4], feature_cases()[5]}),
                          [](const auto& i) { return std::string(i.param.name); });
 
 }  // namespace

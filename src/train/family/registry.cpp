@@ -8,8 +8,11 @@ namespace orion::train {
 
 const TrainingFamily& training_family(Arch id) {
   static const TrainingFamily* const families[] = {
-      &llama_training(Arch::Llama), &llama_training(Arch::Qwen2), &llama_training(Arch::Qwen3),
-      &llama_training(Arch::Mistral), &gpt2_training(),
+      &llama_training(Arch::Llama),
+      &llama_training(Arch::Qwen2),
+      &llama_training(Arch::Qwen3),
+      &llama_training(Arch::Mistral),
+      &gpt2_training(),
   };
   for (const TrainingFamily* f : families)
     if (f->id == id) return *f;

@@ -35,16 +35,16 @@ namespace {
 
 // What one layer keeps from its forward for its backward (llm.c's ActivationTensors, per layer).
 struct LlamaActs {
-  std::vector<float> xn1, rstd1;  // [N, C], [N]
-  std::vector<float> q0, k0;      // [N, NH·HS], [N, NKV·HS] q, k before their head norms (Qwen3)
+  std::vector<float> xn1, rstd1;    // [N, C], [N]
+  std::vector<float> q0, k0;        // [N, NH·HS], [N, NKV·HS] q, k before their head norms (Qwen3)
   std::vector<float> rstdq, rstdk;  // [N·NH], [N·NKV] their heads' 1/rms
-  std::vector<float> q;           // [N, NH·HS]  after RoPE
-  std::vector<float> k, v;        // [N, NKV·HS] (k after RoPE)
-  std::vector<float> att;         // [B, NH, T, T] attention probabilities
-  std::vector<float> atty;        // [N, NH·HS]  attention output, before wo
-  std::vector<float> x1;          // [N, C]      residual after attention
-  std::vector<float> xn2, rstd2;  // [N, C], [N]
-  std::vector<float> h1, h3, hg;  // [N, H]      gate, up, silu(gate)·up
+  std::vector<float> q;             // [N, NH·HS]  after RoPE
+  std::vector<float> k, v;          // [N, NKV·HS] (k after RoPE)
+  std::vector<float> att;           // [B, NH, T, T] attention probabilities
+  std::vector<float> atty;          // [N, NH·HS]  attention output, before wo
+  std::vector<float> x1;            // [N, C]      residual after attention
+  std::vector<float> xn2, rstd2;    // [N, C], [N]
+  std::vector<float> h1, h3, hg;    // [N, H]      gate, up, silu(gate)·up
 };
 
 class LlamaCpuBlocks final : public BlockRunner {
@@ -58,7 +58,8 @@ class LlamaCpuBlocks final : public BlockRunner {
     acts_.resize(size_t(c.n_layers));
     for (LlamaActs& a : acts_) {
       a.xn1.resize(N * C), a.rstd1.resize(N), a.q.resize(N * Q), a.k.resize(N * KV), a.v.resize(N * KV);
-      if (an.qk_norm) a.q0.resize(N * Q), a.k0.resize(N * KV), a.rstdq.resize(N * c.n_heads), a.rstdk.resize(N * c.n_kv_heads);
+      if (an.qk_norm)
+        a.q0.resize(N * Q), a.k0.resize(N * KV), a.rstdq.resize(N * c.n_heads), a.rstdk.resize(N * c.n_kv_heads);
       a.att.resize(size_t(B) * c.n_heads * T * T), a.atty.resize(N * Q), a.x1.resize(N * C);
       a.xn2.resize(N * C), a.rstd2.resize(N), a.h1.resize(N * H), a.h3.resize(N * H), a.hg.resize(N * H);
     }
