@@ -627,18 +627,28 @@ TEST_P(lora_train_hf, PeftAdapterReadsBackAndMergesAsApplied) {
   EXPECT_GT(moved, 1e-3) << "the adapter must change the logits";
   EXPECT_LT(diff, 1e-5);
 
-  // A 16-bit base trains too; full-parameter training and the ANE path refuse the model's feature.
+  // A 16-bit base trains too, and so does the whole model (full-parameter training on the CPU);
+  // the ANE path refuses the model's feature, for both.
   ASSERT_EQ(0, test::run_orion(fmt::format("lora train --model {} --data {} --rank 4 --targets q,v --steps 2 --batch 2 "
                                            "--seq 16 --base-dtype bf16 --out {}/b16 --threads 1",
                                            rig.model, rig.data, rig.dir),
                                &out, &err))
       << err;
   EXPECT_TRUE(fs::exists(rig.dir + "/b16/adapter.olora"));
+  ASSERT_EQ(0,
+            test::run_orion(fmt::format("train --init {} --data {} --steps 2 --batch 2 --seq 16 --out {}/full --threads 1",
+                                        rig.model, rig.data, rig.dir),
+                            &out, &err))
+      << err;
+  const ModelWeights full = load_model(rig.dir + "/full/model");  // a Hugging Face folder: a .bin cannot hold the feature
+  EXPECT_EQ(full.config.describe(), c.describe());
+  EXPECT_NE(0, std::memcmp(full.layers[0].wq.data, base.layers[0].wq.data, base.layers[0].wq.nbytes())) << "not trained";
   const std::string feature = c.cpu_only_features().at(0);
-  EXPECT_NE(0, test::run_orion(fmt::format("train --init {} --data {} --steps 1 --batch 2 --seq 16 --out {}/full", rig.model,
-                                           rig.data, rig.dir),
+  EXPECT_NE(0, test::run_orion(fmt::format("train --init {} --data {} --steps 1 --batch 2 --seq 16 --backend anesim "
+                                           "--out {}/full-ane",
+                                           rig.model, rig.data, rig.dir),
                                &out, &err));
-  EXPECT_NE(err.find("full-parameter training does not implement " + feature), std::string::npos) << err;
+  EXPECT_NE(err.find("training on the ANE path does not implement " + feature), std::string::npos) << err;
   EXPECT_NE(0, test::run_orion(fmt::format("lora train --model {} --data {} --steps 1 --batch 2 --seq 16 --backend anesim "
                                            "--out {}/ane",
                                            rig.model, rig.data, rig.dir),

@@ -105,8 +105,8 @@ ParamBuffer::ParamBuffer(const ModelConfig& config) : ParamBuffer(config, true) 
 
 ParamBuffer::ParamBuffer(const ModelConfig& config, bool layer_matrices) : config_(config), layer_matrices_(layer_matrices) {
   config_.validate("training parameters");
-  // Full-parameter training of the features only the CPU blocks have is refused by the trainer
-  // (require_full_training_blocks); LoRA trains adapters over them on the CPU.
+  // The CPU blocks train every feature of Llama's relatives; the ANE path refuses them (Trainer,
+  // LoraTrainer, frontends/program_set.cpp).
   training_family(config_.arch);  // refuses a family without training blocks before any work
   size_t off = 0;
   for_each_tensor(config_, nullptr, nullptr, [&](const std::string& name, std::vector<int64_t> shape, Tensor&, float*&) {
@@ -247,13 +247,6 @@ void init_params(Params& p, uint64_t seed) {
     const float std = residual ? residual_std : 0.02f;
     for (size_t i = 0; i < t.numel; i++) x[i] = std * normal(rng);
   }
-}
-
-void require_full_training_blocks(const ModelConfig& c) {
-  const std::vector<std::string> f = c.cpu_only_features();
-  if (f.empty()) return;
-  throw_input_error({}, fmt::format("full-parameter training does not implement {} yet ({} model)", f[0], arch_name(c.arch)),
-                    {}, -1, "train a LoRA adapter on it instead: orion lora train --model <it> (CPU backend)");
 }
 
 }  // namespace orion::train

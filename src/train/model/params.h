@@ -112,9 +112,4 @@ using Grads = ParamBuffer;
 //   Llama (llama2.c's model.py): wo and w3.
 void init_params(Params& p, uint64_t seed);
 
-// Full-parameter training (orion train) runs the plain Llama / GPT-2 blocks: a config whose blocks
-// need more (q/k/v biases, q/k norms, another head size, llama3 RoPE scaling, a sliding window) is
-// refused with an Input error naming the feature. LoRA training (frozen base) takes them all on the CPU.
-void require_full_training_blocks(const ModelConfig& c);
-
 }  // namespace orion::train
