@@ -94,7 +94,7 @@ void ModelConfig::require_plain_blocks(const std::string& source, const std::str
   const std::vector<std::string> f = cpu_only_features();
   if (f.empty()) return;
   throw_input_error(source, fmt::format("{} does not implement {} yet ({} model)", path, f[0], arch_name(arch)), {}, -1,
-                    "only CPU inference (orion generate on the default backend) runs this model yet");
+                    "the CPU backend runs this model (generate, train, lora train: the default --backend cpu)");
 }
 
 std::vector<std::string> config_preset_names() {

@@ -57,7 +57,7 @@ struct ModelConfig {
 
   // What this config asks of a block beyond the plain Llama / GPT-2 ones: "q/k/v biases",
   // "q/k norms", "head_dim 128 ≠ hidden/heads 64", "llama3 RoPE scaling", "sliding window 4096".
-  // Only the CPU inference path implements them; empty for a plain model.
+  // Only the CPU paths (inference, training, LoRA) implement them; empty for a plain model.
   std::vector<std::string> cpu_only_features() const;
   // Throws an Input error naming `source` and the first such feature when there is one:
   // "<path> does not implement <feature> yet". path: "the ANE path", "training", ...
