@@ -94,7 +94,7 @@ void ModelConfig::require_plain_blocks(const std::string& source, const std::str
   const std::vector<std::string> f = cpu_only_features();
   if (f.empty()) return;
   throw_input_error(source, fmt::format("{} does not implement {} yet ({} model)", path, f[0], arch_name(arch)), {}, -1,
-                    "only inference (orion generate, on the CPU or the ANE) runs this model yet");
+                    "the CPU backend runs this model (generate, train, lora train), and orion generate on the ANE");
 }
 
 std::vector<std::string> config_preset_names() {

@@ -57,8 +57,8 @@ struct ModelConfig {
 
   // What this config asks of a block beyond the plain Llama / GPT-2 ones: "q/k/v biases",
   // "q/k norms", "head_dim 128 ≠ hidden/heads 64", "llama3 RoPE scaling", "sliding window 4096".
-  // Inference implements them (the CPU blocks and the ANE inference programs); training and LoRA
-  // do not yet. Empty for a plain model.
+  // The CPU paths (inference, training, LoRA) and the ANE inference programs implement them; ANE
+  // training and ANE LoRA do not yet. Empty for a plain model.
   std::vector<std::string> cpu_only_features() const;
   // Throws an Input error naming `source` and the first such feature when there is one:
   // "<path> does not implement <feature> yet". path: "the ANE path", "training", ...

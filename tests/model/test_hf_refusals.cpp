@@ -146,7 +146,7 @@ TEST(HfRefusals, ShardedCheckpointReadsAndNamesWhatIsMissing) {
 
 // ---- paths that run only the plain blocks -------------------------------------------------------
 
-// Each feature a family adds makes ANE training, LoRA and the .bin writers refuse, naming it.
+// Each feature a family adds makes ANE training and the .bin writers refuse, naming it.
 TEST(HfRefusals, PlainBlockPathsRefuseEachFeature) {
   struct Case {
     ModelConfig config;
@@ -170,9 +170,9 @@ TEST(HfRefusals, PlainBlockPathsRefuseEachFeature) {
                        {"the ANE path does not implement", c.feature});
     // Inference on the ANE runs every feature (tests/infer/test_anesim_families.cpp): the programs build.
     EXPECT_FALSE(frontends::inference_programs(w, 8, 16, compiler::ChipProfile{}).empty());
-    LoraAdapter adapter(test::tiny_llama(true), 4, 8, {LoraTarget::Q, LoraTarget::V});
-    expect_input_error([&] { adapter.check_fits(c.config, "adapter.safetensors"); }, "adapter.safetensors",
-                       {"LoRA does not implement", c.feature});
+    // LoRA on the CPU takes every feature: an adapter made for the model fits it.
+    const LoraAdapter adapter(c.config, 4, 8, {LoraTarget::Q, LoraTarget::V});
+    EXPECT_NO_THROW(adapter.check_fits(c.config, "adapter.safetensors"));
     const std::string bin = test::temp_dir() + "/m.bin";
     try {
       save_model(w, bin, ModelFormat::Llama2c);

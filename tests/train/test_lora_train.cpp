@@ -13,6 +13,7 @@
 
 #include "model/io/model_io.h"
 #include "model/lora/lora_io.h"
+#include "model/transformer.h"
 #include "support.h"
 #include "train/loop/checkpoint.h"
 #include "train/lora/lora_train.h"
@@ -31,14 +32,62 @@ ModelConfig tiny(Arch arch) {
   return c;
 }
 
-class lora_train_grad : public ::testing::TestWithParam<Arch> {};
+// The Llama relatives' block features, each in a tiny config: llama3 RoPE scaling (HS = 8: pairs 1..3
+// of 4 are scaled) with GQA and an untied classifier; Qwen2's q/k/v biases; Qwen3's q/k head norms
+// with HS = 16 ≠ C/NH = 8; Mistral's sliding window of 3 tokens, shorter than the 8 of a sequence.
+struct FeatureCase {
+  const char* name;
+  ModelConfig config;
+};
+void PrintTo(const FeatureCase& f, std::ostream* os) { *os << f.name << ": " << f.config.describe(); }
+
+std::vector<FeatureCase> feature_cases() {
+  ModelConfig llama3 = tiny(Arch::Llama);
+  llama3.tied_embeddings = false;
+  llama3.rope_scaling = {RopeScaling::Kind::Llama3, 8, 1, 4, 32};
+  ModelConfig qwen3 = tiny(Arch::Qwen3);
+  qwen3.head_size = 16;
+  ModelConfig mistral = tiny(Arch::Mistral);
+  mistral.sliding_window = 3;
+  std::vector<FeatureCase> cases = {{"llama", tiny(Arch::Llama)}, {"gpt2", tiny(Arch::GPT2)}, {"llama3_gqa", llama3},
+                                    {"qwen2", tiny(Arch::Qwen2)}, {"qwen3", qwen3},           {"mistral", mistral}};
+  for (FeatureCase& f : cases) f.config.validate(f.name);
+  return cases;
+}
+
+// init_params leaves biases 0 and norm gains 1, which would hide the q/k/v biases and q/k norms:
+// give them values a trained model could have.
+void randomize_block_extras(Params& p, uint64_t seed) {
+  std::mt19937 rng{uint32_t(seed)};
+  std::normal_distribution<float> n(0.0f, 0.3f);
+  for (const ParamInfo& t : p.tensors()) {
+    const bool bias = t.name.ends_with(".bq") || t.name.ends_with(".bk") || t.name.ends_with(".bv");
+    const bool head_norm = t.name.ends_with(".q_norm") || t.name.ends_with(".k_norm");
+    if (!bias && !head_norm) continue;
+    for (size_t i = 0; i < t.numel; i++) p.data()[t.offset + i] = (head_norm ? 1.0f : 0.0f) + n(rng);
+  }
+}
+
+// With the reference init (std 0.02) every attention score is near 0 and the attention near uniform,
+// whatever RoPE or the window do: larger q and k projections (std 0.2) make the positions matter.
+// Only for the feature cases, so the Llama and GPT-2 cases run as they always have.
+void sharpen_attention(Params& p) {
+  if (p.config().cpu_only_features().empty()) return;
+  for (const ParamInfo& t : p.tensors())
+    if (t.name.ends_with(".wq") || t.name.ends_with(".wk"))
+      for (size_t i = 0; i < t.numel; i++) p.data()[t.offset + i] *= 10.0f;
+}
+
+class lora_train_grad : public ::testing::TestWithParam<FeatureCase> {};
 
 // Central differences of the loss in single entries of A and B, every target of every layer, for
 // both ways to the gradient: from dW' (full backward) and direct from X, dY (the LoRA-only backward).
 TEST_P(lora_train_grad, AdapterGradientMatchesFiniteDifferences) {
-  const ModelConfig c = tiny(GetParam());
+  const ModelConfig c = GetParam().config;
   Params base(c);
   init_params(base, 3);
+  randomize_block_extras(base, 8);
+  sharpen_attention(base);
   Params work = base.clone();
   LoraAdapter a(c, 3, 6.0f, parse_lora_targets("all", c.arch));
   a.init(4);
@@ -115,8 +164,32 @@ TEST_P(lora_train_grad, AdapterGradientMatchesFiniteDifferences) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Arch, lora_train_grad, ::testing::Values(Arch::Llama, Arch::GPT2),
-                         [](const auto& i) { return std::string(arch_name(i.param)); });
+// The training forward computes what the inference block does (model/family/llama/llama_block.cpp,
+// checked against transformers in tests/model/test_hf_families.cpp), each feature included.
+TEST_P(lora_train_grad, TrainingForwardEqualsTheInferenceBlock) {
+  const ModelConfig c = GetParam().config;
+  Params p(c);
+  init_params(p, 3);
+  randomize_block_extras(p, 8);
+  sharpen_attention(p);
+  for (size_t i = 0; i < p.tensor("tok_emb").numel; i++) p.tok_emb[i] *= 30.0f;  // logits of a useful size
+  const int T = 8;
+  std::vector<int> tokens(T);
+  for (int i = 0; i < T; i++) tokens[size_t(i)] = (i * 7 + 3) % c.vocab_size;
+  TrainModel m(p, nullptr, 1, T);
+  m.forward(tokens.data(), nullptr);
+  const ModelWeights w = p.view();  // Transformer keeps a reference
+  Transformer tf(w);
+  const float* want = tf.forward(tokens.data(), T, 0, /*all_logits=*/true);
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < size_t(T) * c.vocab_size; i++)
+    worst = std::max(worst, double(std::fabs(m.logits()[i] - want[i]))), scale = std::max(scale, double(std::fabs(want[i])));
+  EXPECT_GT(scale, 0.1);
+  EXPECT_LT(worst, 1e-4 * scale) << c.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Arch, lora_train_grad, ::testing::ValuesIn(feature_cases()),
+                         [](const auto& i) { return std::string(i.param.name); });
 
 // A base model (random init, so it has seen nothing) and a target corpus with structure to learn:
 // 8 of the 64 tokens in a fixed cycle, restarting at a random point of it every 16 tokens (the
@@ -131,8 +204,11 @@ struct Rig {
     // Embedding norms like a trained model's (std 0.6): with the reference init (0.02) the frozen,
     // tied classifier caps every logit near ±0.6, and no adapter could make a prediction sharp.
     for (size_t i = 0; i < p.tensor("tok_emb").numel; i++) p.tok_emb[i] *= 30.0f;
-    model = dir + (c.arch == Arch::GPT2 ? "/base-gpt2" : "/base.bin");
-    save_model(p.view(), model, c.arch == Arch::GPT2 ? ModelFormat::Safetensors : ModelFormat::Llama2c);
+    randomize_block_extras(p, 10);  // q/k/v biases, q/k norms (none in Llama, GPT-2)
+    // A Hugging Face folder for GPT-2 and Llama's relatives (their features need it), llama2.c's .bin for Llama.
+    const bool bin = c.arch == Arch::Llama && c.cpu_only_features().empty();
+    model = dir + (c.arch == Arch::GPT2 ? "/base-gpt2" : bin ? "/base.bin" : "/base-hf");
+    save_model(p.view(), model, bin ? ModelFormat::Llama2c : ModelFormat::Safetensors);
     fs::create_directories(data);
     for (auto [name, n, seed] : {std::tuple{"target_train.bin", 6000, 1u}, std::tuple{"target_val.bin", 1200, 2u}}) {
       std::vector<uint16_t> toks(static_cast<size_t>(n));
@@ -503,6 +579,87 @@ TEST(lora_train, CliTrainInfoMergeAndErrors) {
                          &out, &err));
   EXPECT_NE(err.find("--base-dtype"), std::string::npos) << err;
 }
+
+std::vector<float> all_logits(const ModelWeights& w, const LoraAdapter* a) {
+  Transformer tf(w);
+  tf.set_lora(a);
+  const int tokens[] = {5, 28, 51, 10, 33, 56, 15, 38};  // on the corpus' cycle
+  const float* l = tf.forward(tokens, 8, 0, /*all_logits=*/true);
+  return std::vector<float>(l, l + 8 * w.config.vocab_size);
+}
+
+class lora_train_hf : public ::testing::TestWithParam<FeatureCase> {};
+
+// `orion lora train` on a Hugging Face folder of a Llama relative: the PEFT adapter it writes reads
+// back bit for bit as the Orion one, and the merged model (`orion lora merge`, written as a Hugging
+// Face folder and read back) gives the logits of the base with the adapter applied unmerged.
+TEST_P(lora_train_hf, PeftAdapterReadsBackAndMergesAsApplied) {
+  const ModelConfig c = GetParam().config;
+  Rig rig(c);
+  std::string out, err;
+  const std::string run = rig.dir + "/run";
+  ASSERT_EQ(0, test::run_orion(fmt::format("lora train --model {} --data {} --rank 4 --targets all --steps 4 --batch 2 "
+                                           "--seq 16 --lr 0.02 --out {} --threads 1",
+                                           rig.model, rig.data, run),
+                               &out, &err))
+      << err;
+  const ModelWeights base = load_model(rig.model);
+  const LoraAdapter orion = load_lora(run + "/adapter.olora", c);
+  const LoraAdapter peft = load_lora(run + "/adapter_model.safetensors", c);
+  ASSERT_EQ(orion.size(), peft.size());
+  EXPECT_EQ(orion.targets(), peft.targets());
+  EXPECT_EQ(0, std::memcmp(orion.data(), peft.data(), orion.size() * sizeof(float))) << "the PEFT tensors differ";
+  double bmax = 0;  // trained: B moved off zero
+  for (const LoraTensor& t : orion.tensors())
+    for (int64_t i = 0; i < t.out * orion.rank(); i++) bmax = std::max(bmax, double(std::fabs(orion.B(t)[i])));
+  EXPECT_GT(bmax, 1e-4);
+
+  ASSERT_EQ(0, test::run_orion(fmt::format("lora merge --model {} --lora {} --out {}/merged", rig.model,
+                                           run + "/adapter_model.safetensors", rig.dir),
+                               &out, &err))
+      << err;
+  const std::vector<float> plain = all_logits(base, nullptr), unmerged = all_logits(base, &peft);
+  const std::vector<float> merged = all_logits(load_model(rig.dir + "/merged"), nullptr);
+  double moved = 0, diff = 0;
+  for (size_t i = 0; i < plain.size(); i++)
+    moved = std::max(moved, double(std::fabs(unmerged[i] - plain[i]))),
+    diff = std::max(diff, double(std::fabs(unmerged[i] - merged[i])));
+  EXPECT_GT(moved, 1e-3) << "the adapter must change the logits";
+  EXPECT_LT(diff, 1e-5);
+
+  // A 16-bit base trains too, and so does the whole model (full-parameter training on the CPU);
+  // the ANE path refuses the model's feature, for both.
+  ASSERT_EQ(0, test::run_orion(fmt::format("lora train --model {} --data {} --rank 4 --targets q,v --steps 2 --batch 2 "
+                                           "--seq 16 --base-dtype bf16 --out {}/b16 --threads 1",
+                                           rig.model, rig.data, rig.dir),
+                               &out, &err))
+      << err;
+  EXPECT_TRUE(fs::exists(rig.dir + "/b16/adapter.olora"));
+  ASSERT_EQ(0,
+            test::run_orion(fmt::format("train --init {} --data {} --steps 2 --batch 2 --seq 16 --out {}/full --threads 1",
+                                        rig.model, rig.data, rig.dir),
+                            &out, &err))
+      << err;
+  const ModelWeights full = load_model(rig.dir + "/full/model");  // a Hugging Face folder: a .bin cannot hold the feature
+  EXPECT_EQ(full.config.describe(), c.describe());
+  EXPECT_NE(0, std::memcmp(full.layers[0].wq.data, base.layers[0].wq.data, base.layers[0].wq.nbytes())) << "not trained";
+  const std::string feature = c.cpu_only_features().at(0);
+  EXPECT_NE(0, test::run_orion(fmt::format("train --init {} --data {} --steps 1 --batch 2 --seq 16 --backend anesim "
+                                           "--out {}/full-ane",
+                                           rig.model, rig.data, rig.dir),
+                               &out, &err));
+  EXPECT_NE(err.find("training on the ANE path does not implement " + feature), std::string::npos) << err;
+  EXPECT_NE(0, test::run_orion(fmt::format("lora train --model {} --data {} --steps 1 --batch 2 --seq 16 --backend anesim "
+                                           "--out {}/ane",
+                                           rig.model, rig.data, rig.dir),
+                               &out, &err));
+  EXPECT_NE(err.find("LoRA training on the ANE path does not implement " + feature), std::string::npos) << err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Arch, lora_train_hf,
+                         ::testing::ValuesIn(std::vector<FeatureCase>{feature_cases()[2], feature_cases()[3],
+                                                                      feature_cases()[4], feature_cases()[5]}),
+                         [](const auto& i) { return std::string(i.param.name); });
 
 }  // namespace
 }  // namespace orion::train

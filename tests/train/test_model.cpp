@@ -13,6 +13,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "model/family/family.h"
 #include "model/transformer.h"
 #include "runtime/cpu/kernels.h"
 #include "train/model/trainer_api.h"
@@ -125,57 +126,80 @@ TEST(TrainModel, RejectsBadInput) {
 // ~3 and its float rounding is ~1e-7 relative, so h = 1e-2 keeps the noise of the quotient near
 // 1e-5 while the truncation error (∝ h²) stays small; each element's error is measured against
 // the size of its tensor's gradient.
-TEST(TrainModel, ParameterGradientsMatchFiniteDifferences) {
-  for (const ModelConfig& c : {llama_cfg(false), llama_cfg(true, 1), gpt2_cfg()}) {
-    SCOPED_TRACE(c.describe());
-    ParamBuffer p = spread_params(c, 13);
-    ParamBuffer g(c);
-    const int B = 2, T = 6, N = B * T;
-    TrainModel m(p, &g, B, T);
-    auto tokens = random_tokens(N, c.vocab_size, 8), targets = random_tokens(N, c.vocab_size, 9);
-    targets[4] = -1;
-    m.zero_grad();
-    m.forward(tokens.data(), targets.data());
-    m.backward();
-    std::mt19937_64 rng(3);
-    const float h = 1e-2f;
-    double worst_all = 0;
-    for (const ParamInfo& t : p.tensors()) {
-      // the sample: a few random elements, plus the largest-gradient one
-      std::vector<size_t> idx;
-      size_t big = 0;
-      for (size_t i = 0; i < t.numel; i++)
-        if (std::abs(g.data()[t.offset + i]) > std::abs(g.data()[t.offset + big])) big = i;
-      idx.push_back(big);
-      for (int k = 0; k < 6; k++) idx.push_back(size_t(rng() % t.numel));
-      double max_err = 0, max_grad = 0;
-      for (size_t i : idx) {
-        float& w = p.data()[t.offset + i];
-        const float keep = w;
-        w = keep + h;
-        const double lp = m.forward(tokens.data(), targets.data());
-        w = keep - h;
-        const double lm = m.forward(tokens.data(), targets.data());
-        w = keep;
-        const double numeric = (lp - lm) / (2.0 * h);
-        max_err = std::max(max_err, std::abs(numeric - g.data()[t.offset + i]));
-        max_grad = std::max(max_grad, std::abs(numeric));
-      }
-      if (t.name.size() > 3 && t.name.compare(t.name.size() - 3, 3, ".bk") == 0) {
-        // The key bias adds q·bk to every score of a row, which softmax ignores: its true gradient
-        // is exactly 0, and both the backward and the differences must say so.
-        EXPECT_LT(max_grad, 1e-4) << t.name;
-        EXPECT_LT(max_err, 1e-4) << t.name;
-        continue;
-      }
-      const double rel = max_err / std::max(max_grad, 1e-12);
-      worst_all = std::max(worst_all, rel);
-      EXPECT_GT(max_grad, 1e-4) << t.name << ": vacuous check";
-      EXPECT_LT(rel, 5e-3) << t.name << ": max err " << max_err << ", max grad " << max_grad;
+namespace {
+// Central differences of the loss in a few elements of every tensor (and its largest-gradient one)
+// against the backward's gradient.
+void expect_gradients_match_finite_differences(const ModelConfig& c) {
+  SCOPED_TRACE(c.describe());
+  ParamBuffer p = spread_params(c, 13);
+  ParamBuffer g(c);
+  const int B = 2, T = 6, N = B * T;
+  TrainModel m(p, &g, B, T);
+  auto tokens = random_tokens(N, c.vocab_size, 8), targets = random_tokens(N, c.vocab_size, 9);
+  targets[4] = -1;
+  m.zero_grad();
+  m.forward(tokens.data(), targets.data());
+  m.backward();
+  std::mt19937_64 rng(3);
+  const float h = 1e-2f;
+  double worst_all = 0;
+  for (const ParamInfo& t : p.tensors()) {
+    // the sample: a few random elements, plus the largest-gradient one
+    std::vector<size_t> idx;
+    size_t big = 0;
+    for (size_t i = 0; i < t.numel; i++)
+      if (std::abs(g.data()[t.offset + i]) > std::abs(g.data()[t.offset + big])) big = i;
+    idx.push_back(big);
+    for (int k = 0; k < 6; k++) idx.push_back(size_t(rng() % t.numel));
+    double max_err = 0, max_grad = 0;
+    for (size_t i : idx) {
+      float& w = p.data()[t.offset + i];
+      const float keep = w;
+      w = keep + h;
+      const double lp = m.forward(tokens.data(), targets.data());
+      w = keep - h;
+      const double lm = m.forward(tokens.data(), targets.data());
+      w = keep;
+      const double numeric = (lp - lm) / (2.0 * h);
+      max_err = std::max(max_err, std::abs(numeric - g.data()[t.offset + i]));
+      max_grad = std::max(max_grad, std::abs(numeric));
     }
-    std::printf("  %s%s: worst relative error over all tensors %.2e\n", arch_name(c.arch),
-                c.tied_embeddings ? " tied" : " untied", worst_all);
+    const bool rotated = model_family(c.arch).anatomy().positions == Positions::Rope;
+    if (!rotated && t.name.size() > 3 && t.name.compare(t.name.size() - 3, 3, ".bk") == 0) {
+      // The key bias adds q·bk to every score of a row, which softmax ignores: its true gradient
+      // is exactly 0, and both the backward and the differences must say so. (RoPE turns bk by
+      // each key's position, and then it matters.)
+      EXPECT_LT(max_grad, 1e-4) << t.name;
+      EXPECT_LT(max_err, 1e-4) << t.name;
+      continue;
+    }
+    const double rel = max_err / std::max(max_grad, 1e-12);
+    worst_all = std::max(worst_all, rel);
+    EXPECT_GT(max_grad, 1e-4) << t.name << ": vacuous check";
+    EXPECT_LT(rel, 5e-3) << t.name << ": max err " << max_err << ", max grad " << max_grad;
   }
+  std::printf("  %s%s: worst relative error over all tensors %.2e\n", arch_name(c.arch),
+              c.tied_embeddings ? " tied" : " untied", worst_all);
+}
+}  // namespace
+
+TEST(TrainModel, ParameterGradientsMatchFiniteDifferences) {
+  for (const ModelConfig& c : {llama_cfg(false), llama_cfg(true, 1), gpt2_cfg()})
+    expect_gradients_match_finite_differences(c);
+}
+
+// Llama's relatives: every parameter's gradient, the q/k/v biases and the q/k norm gains included,
+// through llama3 RoPE scaling, HS ≠ C/NH and a sliding window shorter than the sequence.
+TEST(TrainModel, LlamaRelativesParameterGradientsMatchFiniteDifferences) {
+  ModelConfig llama3 = llama_cfg(false);
+  llama3.rope_scaling = {RopeScaling::Kind::Llama3, 8, 1, 4, 32};
+  ModelConfig qwen2 = llama_cfg(true);
+  qwen2.arch = Arch::Qwen2;
+  ModelConfig qwen3 = llama_cfg(true);
+  qwen3.arch = Arch::Qwen3, qwen3.head_size = 8;
+  ModelConfig mistral = llama_cfg(false);
+  mistral.arch = Arch::Mistral, mistral.sliding_window = 3;
+  for (const ModelConfig& c : {llama3, qwen2, qwen3, mistral}) expect_gradients_match_finite_differences(c);
 }
 
 // Two micro-batches with backward(0.5) each = the mean of their gradients.

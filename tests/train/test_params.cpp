@@ -163,25 +163,37 @@ TEST(TrainParams, ReferenceInit) {
   }
 }
 
-// The training blocks are the plain Llama / GPT-2 ones: a config needing more (the Qwen and Mistral
-// families, llama3 RoPE scaling) is refused when its parameters are laid out, naming the feature.
-TEST(TrainParams, RefusesBlockFeaturesTrainingDoesNotImplement) {
-  auto expect_refused = [](const ModelConfig& c, const std::string& feature) {
-    try {
-      ParamBuffer p(c);
-      ADD_FAILURE() << "laid out " << c.describe();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::Input);
-      EXPECT_NE(std::string(e.what()).find("training does not implement " + feature), std::string::npos) << e.what();
-    }
-  };
-  expect_refused(tiny(Arch::Qwen2, true), "q/k/v biases");
-  expect_refused(tiny(Arch::Qwen3, true), "q/k norms");
+// Every Llama relative's config lays out (the CPU blocks train all their features), counting each
+// parameter once.
+TEST(TrainParams, LaysOutEveryLlamaRelative) {
   ModelConfig scaled = tiny(Arch::Llama, false);
   scaled.rope_scaling = {RopeScaling::Kind::Llama3, 8, 1, 4, 32};
-  expect_refused(scaled, "llama3 RoPE scaling");
   ModelConfig windowed = tiny(Arch::Mistral, true);
   windowed.sliding_window = 4;
-  expect_refused(windowed, "sliding window 4");
-  expect_refused(tiny(Arch::Mistral, true), "the mistral family");  // no training half registered yet
+  for (const ModelConfig& c : {tiny(Arch::Qwen2, true), tiny(Arch::Qwen3, false), scaled, windowed}) {
+    const ParamBuffer p(c);
+    EXPECT_EQ(p.num_params(), c.num_params()) << c.describe();
+  }
+}
+
+// The relatives' extra tensors: Qwen2's q/k/v biases and Qwen3's per-head norm gains [HS] (HS ≠ C/NH
+// here), each a range of the buffer bound to the layer's pointers.
+TEST(TrainParams, LaysOutTheLlamaRelativesExtraTensors) {
+  const ParamBuffer qwen2(tiny(Arch::Qwen2, true));
+  EXPECT_EQ(qwen2.tensor("layers.1.bq").shape, (std::vector<int64_t>{16}));
+  EXPECT_EQ(qwen2.tensor("layers.1.bk").shape, (std::vector<int64_t>{8}));
+  EXPECT_EQ(qwen2.tensor("layers.1.bv").shape, (std::vector<int64_t>{8}));
+  EXPECT_EQ(qwen2.layers[1].bk, qwen2.data() + qwen2.tensor("layers.1.bk").offset);
+  EXPECT_EQ(qwen2.layers[1].bo, nullptr);
+  EXPECT_EQ(qwen2.layers[1].q_norm, nullptr);
+  ModelConfig c = tiny(Arch::Qwen3, true);
+  c.head_size = 6;
+  const ParamBuffer qwen3(c);
+  EXPECT_EQ(qwen3.tensor("layers.0.q_norm").shape, (std::vector<int64_t>{6}));
+  EXPECT_EQ(qwen3.tensor("layers.0.wq").shape, (std::vector<int64_t>{24, 16}));
+  EXPECT_EQ(qwen3.tensor("layers.0.wk").shape, (std::vector<int64_t>{12, 16}));
+  EXPECT_EQ(qwen3.layers[0].k_norm, qwen3.data() + qwen3.tensor("layers.0.k_norm").offset);
+  EXPECT_EQ(qwen3.layers[0].bq, nullptr);
+  EXPECT_EQ(qwen3.num_params(), c.num_params());
+  qwen3.view().validate("qwen3 view");
 }

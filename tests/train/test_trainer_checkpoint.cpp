@@ -92,6 +92,25 @@ TEST(Checkpoint, RoundTripKeepsEveryBit) {
   EXPECT_EQ(ck.options["lr"], 0.5);
 }
 
+// The block options of Llama's relatives survive a checkpoint's config record; a plain config's
+// record has none of their keys (so its bytes and hash are as before).
+TEST(Checkpoint, ConfigRecordKeepsTheRelativesBlockOptions) {
+  ModelConfig c = tiny();
+  const nlohmann::json plain = config_to_json(c);
+  for (const char* key : {"head_size", "rope_scaling", "sliding_window"}) EXPECT_FALSE(plain.contains(key)) << key;
+  c.head_size = 32;
+  c.rope_scaling = {RopeScaling::Kind::Llama3, 8, 1, 4, 64};
+  c.sliding_window = 5;
+  const ModelConfig back = config_from_json(config_to_json(c), "test");
+  EXPECT_EQ(back.head_size, 32);
+  EXPECT_EQ(back.rope_scaling, c.rope_scaling);
+  EXPECT_EQ(back.sliding_window, 5);
+  EXPECT_EQ(back.describe(), c.describe());
+  nlohmann::json bad = config_to_json(c);
+  bad["rope_scaling"]["rope_type"] = "yarn";
+  EXPECT_THROW(config_from_json(bad, "test"), Error);
+}
+
 TEST(Checkpoint, DamagedFilesAreClearInputErrors) {
   Trained t;
   const std::string dir = test::temp_dir(), good = dir + "/good.ckpt", bad = dir + "/bad.ckpt";

@@ -145,7 +145,6 @@ LoraAdapter LoraAdapter::clone() const {
 }
 
 void LoraAdapter::check_fits(const ModelConfig& c, const std::string& source) const {
-  c.require_plain_blocks(source, "LoRA");  // adapters are made and applied for the plain blocks only
   auto mismatch = [&](const char* field, long long have, long long want) {
     throw_input_error(source, fmt::format("the adapter was made for {} = {}, the model has {}", field, have, want), field,
                       -1, "use the base model the adapter was trained on");

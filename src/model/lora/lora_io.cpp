@@ -41,9 +41,13 @@ constexpr const char* kOrionFile = "adapter.olora";
 
 // ---- Orion's format --------------------------------------------------------------------------------
 
+// The base dimensions that size the adapter's matrices; head_size only when the config gives one
+// (Qwen3: NH·HS ≠ C), so the files of the other models are as before.
 json base_json(const ModelConfig& c) {
-  return {{"arch", arch_name(c.arch)}, {"dim", c.dim},         {"hidden_dim", c.hidden_dim},
-          {"n_layers", c.n_layers},    {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads}};
+  json j = {{"arch", arch_name(c.arch)}, {"dim", c.dim},         {"hidden_dim", c.hidden_dim},
+            {"n_layers", c.n_layers},    {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads}};
+  if (c.head_size > 0) j["head_size"] = c.head_size;
+  return j;
 }
 
 template <typename T>
@@ -134,7 +138,9 @@ LoraAdapter parse_orion(const uint8_t* data, size_t size, const std::string& pat
   c.n_layers = get_field<int>(base, "n_layers", path, "base.");
   c.n_heads = get_field<int>(base, "n_heads", path, "base.");
   c.n_kv_heads = get_field<int>(base, "n_kv_heads", path, "base.");
-  if (c.dim <= 0 || c.hidden_dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.dim % c.n_heads)
+  if (base.contains("head_size")) c.head_size = get_field<int>(base, "head_size", path, "base.");
+  if (c.dim <= 0 || c.hidden_dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.head_size < 0 ||
+      (c.head_size == 0 && c.dim % c.n_heads))
     throw_input_error(path, "the base dimensions are not a valid model", "base");
   std::string names;
   for (const json& t : get_field<json>(j, "targets", path, ""))

@@ -226,25 +226,31 @@ void matmul_backward<double>(double* dinp, double* dW, double* dbias, const doub
 namespace {
 // cos/sin of the angle of pair i at time t, cs[(t·P + i)·2 + {0, 1}], P = HS/2 — computed in
 // float exactly as cpu::rope does, so training and inference rotate by the same angles.
-std::vector<float> rope_table(int T, int HS, float theta) {
+std::vector<float> rope_table(int T, int HS, const float* inv_freq) {
   const int P = HS / 2;
   std::vector<float> cs(size_t(T) * P * 2);
   for (int t = 0; t < T; t++)
     for (int i = 0; i < P; i++) {
-      const float freq = 1.0f / std::pow(theta, float(2 * i) / float(HS));
-      const float a = float(t) * freq;
+      const float a = float(t) * inv_freq[i];
       cs[(size_t(t) * P + i) * 2] = std::cos(a);
       cs[(size_t(t) * P + i) * 2 + 1] = std::sin(a);
     }
   return cs;
 }
 
+// The plain frequencies θ^(−2i/HS), as cpu::rope_frequencies computes them.
+std::vector<float> plain_frequencies(int HS, float theta) {
+  std::vector<float> f(size_t(HS / 2));
+  for (int i = 0; i < HS / 2; i++) f[size_t(i)] = 1.0f / std::pow(theta, float(2 * i) / float(HS));
+  return f;
+}
+
 // Rotates every pair by +angle (sign = 1) or −angle (sign = −1):
 //   [y0]   [cos  −sin] [x0]
 //   [y1] = [sin   cos] [x1]
 template <typename F>
-void rope_rotate(F* out, const F* inp, int B, int T, int NHx, int HS, float theta, F sign) {
-  const std::vector<float> cs = rope_table(T, HS, theta);
+void rope_rotate(F* out, const F* inp, int B, int T, int NHx, int HS, const float* inv_freq, F sign) {
+  const std::vector<float> cs = rope_table(T, HS, inv_freq);
   const int P = HS / 2, D = NHx * HS;
 #pragma omp parallel for schedule(static) if (size_t(B) * T * D > kParallelMin)
   for (int n = 0; n < B * T; n++) {
@@ -264,14 +270,24 @@ void rope_rotate(F* out, const F* inp, int B, int T, int NHx, int HS, float thet
 }  // namespace
 
 template <typename F>
+void rope_forward(F* out, const F* inp, int B, int T, int NHx, int HS, const float* inv_freq) {
+  rope_rotate(out, inp, B, T, NHx, HS, inv_freq, F(1));
+}
+
+template <typename F>
 void rope_forward(F* out, const F* inp, int B, int T, int NHx, int HS, float theta) {
-  rope_rotate(out, inp, B, T, NHx, HS, theta, F(1));
+  rope_forward(out, inp, B, T, NHx, HS, plain_frequencies(HS, theta).data());
 }
 
 // y = R·x with R orthogonal, so dx = Rᵀ·dy = R(−angle)·dy.
 template <typename F>
+void rope_backward(F* dinp, const F* dout, int B, int T, int NHx, int HS, const float* inv_freq) {
+  rope_rotate(dinp, dout, B, T, NHx, HS, inv_freq, F(-1));
+}
+
+template <typename F>
 void rope_backward(F* dinp, const F* dout, int B, int T, int NHx, int HS, float theta) {
-  rope_rotate(dinp, dout, B, T, NHx, HS, theta, F(-1));
+  rope_backward(dinp, dout, B, T, NHx, HS, plain_frequencies(HS, theta).data());
 }
 
 // ================================================================================================
@@ -281,10 +297,12 @@ void rope_backward(F* dinp, const F* dout, int B, int T, int NHx, int HS, float 
 // One task per (b, h, t): scores against keys 0..t, a stable softmax (subtract the max so every
 // exp ≤ 1), then the probability-weighted sum of values. Query head h reads kv head h/(NH/NKV).
 template <typename F>
-void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B, int T, int NH, int NKV, int HS) {
+void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B, int T, int NH, int NKV, int HS,
+                       int window) {
   const int Q = NH * HS, KV = NKV * HS, group = NH / NKV;
   const F scale = F(1) / std::sqrt(F(HS));
-  const bool simd = std::is_same_v<F, float> && cpu::attention_simd_available(HS);
+  // The SIMD rows see every key up to t; a sliding window shorter than T takes the loop below.
+  const bool simd = std::is_same_v<F, float> && cpu::attention_simd_available(HS) && (window <= 0 || window >= T);
 #pragma omp parallel for schedule(static, 1) if (size_t(B) * NH * T * T * HS > kParallelMin)
   for (int task = 0; task < B * NH * T; task++) {
     const int b = task / (NH * T), h = task / T % NH, t = task % T, g = h / group;
@@ -297,8 +315,10 @@ void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B
                                         t, T, HS, scale);
         continue;
       }
+    const int s0 = cpu::attention_start(t, window);  // the first key this query sees
+    for (int s = 0; s < s0; s++) p[s] = 0;           // slid out of the window: probability 0
     F mx = -INFINITY;
-    for (int s = 0; s <= t; s++) {
+    for (int s = s0; s <= t; s++) {
       const F* ks = k + (size_t(b) * T + s) * KV + size_t(g) * HS;  // [HS]
       F d = 0;
       for (int i = 0; i < HS; i++) d += qt[i] * ks[i];
@@ -306,13 +326,13 @@ void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B
       mx = std::max(mx, p[s]);
     }
     F sum = 0;
-    for (int s = 0; s <= t; s++) sum += (p[s] = std::exp(p[s] - mx));
+    for (int s = s0; s <= t; s++) sum += (p[s] = std::exp(p[s] - mx));
     const F inv = F(1) / sum;
-    for (int s = 0; s <= t; s++) p[s] *= inv;
+    for (int s = s0; s <= t; s++) p[s] *= inv;
     for (int s = t + 1; s < T; s++) p[s] = 0;               // masked: the future has probability 0
     F* o = out + (size_t(b) * T + t) * Q + size_t(h) * HS;  // [HS]
     for (int i = 0; i < HS; i++) o[i] = 0;
-    for (int s = 0; s <= t; s++) {
+    for (int s = s0; s <= t; s++) {
       const F* vs = v + (size_t(b) * T + s) * KV + size_t(g) * HS;
       for (int i = 0; i < HS; i++) o[i] += p[s] * vs[i];
     }
@@ -555,7 +575,9 @@ void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const int*
   template void layernorm_backward<F>(F*, F*, F*, const F*, const F*, const F*, const F*, const F*, int, int);          \
   template void rope_forward<F>(F*, const F*, int, int, int, int, float);                                               \
   template void rope_backward<F>(F*, const F*, int, int, int, int, float);                                              \
-  template void attention_forward<F>(F*, F*, const F*, const F*, const F*, int, int, int, int, int);                    \
+  template void rope_forward<F>(F*, const F*, int, int, int, int, const float*);                                        \
+  template void rope_backward<F>(F*, const F*, int, int, int, int, const float*);                                       \
+  template void attention_forward<F>(F*, F*, const F*, const F*, const F*, int, int, int, int, int, int);               \
   template void attention_backward<F>(F*, F*, F*, const F*, const F*, const F*, const F*, const F*, int, int, int, int, \
                                       int);                                                                             \
   template void swiglu_forward<F>(F*, const F*, const F*, size_t);                                                      \

@@ -68,14 +68,23 @@ void rope_forward(F* out, const F* inp, int B, int T, int NHx, int HS, float the
 // WRITES dinp (does not accumulate); dinp may equal dout.
 template <typename F>
 void rope_backward(F* dinp, const F* dout, int B, int T, int NHx, int HS, float theta);
+// The same with given pair frequencies inv_freq [HS/2] (angle t·inv_freq[i]; llama3 RoPE scaling,
+// model/family/llama/llama_rope.cpp). With the plain frequencies θ^(−2i/HS) bit-identical to the above.
+template <typename F>
+void rope_forward(F* out, const F* inp, int B, int T, int NHx, int HS, const float* inv_freq);
+template <typename F>
+void rope_backward(F* dinp, const F* dout, int B, int T, int NHx, int HS, const float* inv_freq);
 
 // --- causal self-attention ----------------------------------------------------------------------
 // For each sequence b, query head h, time t (kv head g = h / (NH/NKV)):
 //   att[b, h, t, s] = softmax_s( q[b,t,h]·k[b,s,g] / √HS ),  s ≤ t   (0 for s > t)
 //   out[b, t, h]    = Σ_s att[b, h, t, s] · v[b, s, g]
 //   q, out [N, NH·HS]   k, v [N, NKV·HS]   att [B, NH, T, T] (kept for backward)
+// window > 0 (a sliding window, Mistral): only t − window < s ≤ t are seen, the others get 0. The
+// backward needs no window: a probability of 0 contributes nothing to any gradient.
 template <typename F>
-void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B, int T, int NH, int NKV, int HS);
+void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B, int T, int NH, int NKV, int HS,
+                       int window = 0);
 template <typename F>
 void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const F* q, const F* k, const F* v, int B, int T,
                         int NH, int NKV, int HS);

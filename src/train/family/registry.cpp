@@ -8,13 +8,16 @@ namespace orion::train {
 
 const TrainingFamily& training_family(Arch id) {
   static const TrainingFamily* const families[] = {
-      &llama_training(),
+      &llama_training(Arch::Llama),
+      &llama_training(Arch::Qwen2),
+      &llama_training(Arch::Qwen3),
+      &llama_training(Arch::Mistral),
       &gpt2_training(),
   };
   for (const TrainingFamily* f : families)
     if (f->id == id) return *f;
   throw_input_error({}, fmt::format("training does not implement the {} family yet", arch_name(id)), {}, -1,
-                    "train a Llama (stories, SmolLM2, Llama 3 without RoPE scaling) or GPT-2 model");
+                    "train a Llama-like (Llama, SmolLM2, Qwen2, Qwen3, Mistral) or GPT-2 model");
 }
 
 }  // namespace orion::train

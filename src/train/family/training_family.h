@@ -23,7 +23,7 @@ struct TrainingFamily {
 };
 
 // The training half of the family with that id (registry.cpp); an Input error naming the family
-// when it has none (Qwen2, Qwen3, Mistral run on the CPU inference path only so far).
+// when it has none.
 const TrainingFamily& training_family(Arch id);
 
 }  // namespace orion::train

@@ -91,13 +91,25 @@ uint64_t hash_file(const std::string& path) {
   return checkpoint_hash(f->data(), f->size());
 }
 
+// The block options of Llama's relatives (head_size, rope_scaling, sliding_window) only when a
+// config has them, so a plain model's record (and its hash) is as before.
 nlohmann::json config_to_json(const ModelConfig& c) {
-  return {{"arch", arch_name(c.arch)},  {"dim", c.dim},
-          {"hidden_dim", c.hidden_dim}, {"n_layers", c.n_layers},
-          {"n_heads", c.n_heads},       {"n_kv_heads", c.n_kv_heads},
-          {"vocab_size", c.vocab_size}, {"padded_vocab", c.padded_vocab},
-          {"seq_len", c.seq_len},       {"norm_eps", c.norm_eps},
-          {"rope_theta", c.rope_theta}, {"tied_embeddings", c.tied_embeddings}};
+  nlohmann::json j = {{"arch", arch_name(c.arch)},  {"dim", c.dim},
+                      {"hidden_dim", c.hidden_dim}, {"n_layers", c.n_layers},
+                      {"n_heads", c.n_heads},       {"n_kv_heads", c.n_kv_heads},
+                      {"vocab_size", c.vocab_size}, {"padded_vocab", c.padded_vocab},
+                      {"seq_len", c.seq_len},       {"norm_eps", c.norm_eps},
+                      {"rope_theta", c.rope_theta}, {"tied_embeddings", c.tied_embeddings}};
+  if (c.head_size > 0) j["head_size"] = c.head_size;
+  const RopeScaling& r = c.rope_scaling;
+  if (r.kind == RopeScaling::Kind::Llama3)
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", r.factor},
+                         {"low_freq_factor", r.low_freq_factor},
+                         {"high_freq_factor", r.high_freq_factor},
+                         {"original_max_position_embeddings", r.original_max_positions}};
+  if (c.sliding_window > 0) j["sliding_window"] = c.sliding_window;
+  return j;
 }
 
 ModelConfig config_from_json(const nlohmann::json& j, const std::string& source) {
@@ -121,6 +133,19 @@ ModelConfig config_from_json(const nlohmann::json& j, const std::string& source)
   if (j.contains("norm_eps")) c.norm_eps = field<float>(j, "norm_eps", source, "config");
   if (j.contains("rope_theta")) c.rope_theta = field<float>(j, "rope_theta", source, "config");
   if (j.contains("tied_embeddings")) c.tied_embeddings = field<bool>(j, "tied_embeddings", source, "config");
+  if (j.contains("head_size")) c.head_size = field<int>(j, "head_size", source, "config");
+  if (j.contains("sliding_window")) c.sliding_window = field<int>(j, "sliding_window", source, "config");
+  if (j.contains("rope_scaling")) {
+    const nlohmann::json& r = j["rope_scaling"];
+    const std::string where = "config.rope_scaling";
+    if (field<std::string>(r, "rope_type", source, where) != "llama3")
+      throw_input_error(source, "only llama3 RoPE scaling is known", where + ".rope_type", -1, "use \"llama3\"");
+    c.rope_scaling.kind = RopeScaling::Kind::Llama3;
+    c.rope_scaling.factor = field<float>(r, "factor", source, where);
+    c.rope_scaling.low_freq_factor = field<float>(r, "low_freq_factor", source, where);
+    c.rope_scaling.high_freq_factor = field<float>(r, "high_freq_factor", source, where);
+    c.rope_scaling.original_max_positions = field<int>(r, "original_max_position_embeddings", source, where);
+  }
   c.validate(source);
   return c;
 }

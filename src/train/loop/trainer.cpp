@@ -66,10 +66,11 @@ void Trainer::setup_loop() {
 }
 
 std::string Trainer::export_model(const std::string& path_or_empty) {
-  const Arch arch = params_->config().arch;
-  std::string fmt_name = opt_.export_format.empty()
-                             ? format_name(model_family(arch).bin_format().value_or(ModelFormat::Safetensors))
-                             : opt_.export_format;
+  const ModelConfig& c = params_->config();
+  // The family's .bin by default, unless its blocks need more than a .bin holds (llama3 RoPE scaling…).
+  const std::optional<ModelFormat> bin = c.cpu_only_features().empty() ? model_family(c.arch).bin_format() : std::nullopt;
+  std::string fmt_name =
+      opt_.export_format.empty() ? format_name(bin.value_or(ModelFormat::Safetensors)) : opt_.export_format;
   if (fmt_name == "none") return "";
   auto format = parse_format(fmt_name);
   if (!format)

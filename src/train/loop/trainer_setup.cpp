@@ -206,6 +206,8 @@ void Trainer::setup_model(const Checkpoint* resumed) {
     params_ = std::make_unique<Params>(c);
     init_params(*params_, opt_.seed);
   }
+  // The ANE programs are the plain blocks'; the CPU trains every Llama-like feature.
+  if (opt_.backend != "cpu") c.require_plain_blocks(opt_.init.empty() ? opt_.config : opt_.init, "training on the ANE path");
   if (tokenizer_ && tokenizer_->vocab_size() > c.vocab_size)
     throw_usage_error(fmt::format("the tokenizer has {} tokens, the model {}", tokenizer_->vocab_size(), c.vocab_size),
                       "--tokenizer", "use the tokenizer the model was trained with");

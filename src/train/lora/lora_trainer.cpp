@@ -220,6 +220,8 @@ void LoraTrainer::setup_model(LoraAdapter adapter) {
   if (base16 != DType::F32 && t.backend != "cpu")
     throw_usage_error("--base-dtype f16/bf16 is for the CPU backend", "--base-dtype",
                       "the ANE path bakes the base into fp16 programs already; drop --base-dtype");
+  // The ANE programs are the plain blocks'; the CPU runner trains adapters over every Llama-like feature.
+  if (t.backend != "cpu") c.require_plain_blocks(opt_.model, "LoRA training on the ANE path");
   if (base16 == DType::F32) {
     work_ = std::make_unique<Params>(Params::from_weights(*base_));
     grads_ = std::make_unique<Grads>(c);

@@ -13,34 +13,56 @@
 namespace orion::train {
 namespace {
 
+// When a per-layer tensor is there (model/family/family.h Anatomy).
+enum class Present {
+  Always,
+  Biases,   // every linear and norm has a bias (GPT-2)
+  QkvBias,  // q, k and v have biases: with every bias (GPT-2) or alone (Qwen2)
+  Gate,     // a gated FFN's third matrix (Llama's w3)
+  QkNorm,   // per-head RMSNorm gains of q and k (Qwen3)
+};
+
 // One per-layer tensor: its name, where it lives in LayerWeights and LayerParams, its shape.
 struct LayerSlot {
   const char* name;
   Tensor LayerWeights::*weight;
   float* LayerParams::*param;
-  bool bias, gate;  // present only with biases / a gated FFN (model/family/family.h Anatomy)
-  char rows, cols;  // 'C' dim, 'Q' NH·HS, 'K' NKV·HS, 'H' hidden; cols 0 for a vector
+  Present present;
+  char rows, cols;  // 'C' dim, 'Q' NH·HS, 'K' NKV·HS, 'H' hidden, 'S' HS; cols 0 for a vector
 };
 
 constexpr LayerSlot kLayerSlots[] = {
-    {"attn_norm", &LayerWeights::attn_norm, &LayerParams::attn_norm, false, false, 'C', 0},
-    {"attn_norm_b", &LayerWeights::attn_norm_b, &LayerParams::attn_norm_b, true, false, 'C', 0},
-    {"wq", &LayerWeights::wq, &LayerParams::wq, false, false, 'Q', 'C'},
-    {"wk", &LayerWeights::wk, &LayerParams::wk, false, false, 'K', 'C'},
-    {"wv", &LayerWeights::wv, &LayerParams::wv, false, false, 'K', 'C'},
-    {"wo", &LayerWeights::wo, &LayerParams::wo, false, false, 'C', 'Q'},
-    {"bq", &LayerWeights::bq, &LayerParams::bq, true, false, 'Q', 0},
-    {"bk", &LayerWeights::bk, &LayerParams::bk, true, false, 'K', 0},
-    {"bv", &LayerWeights::bv, &LayerParams::bv, true, false, 'K', 0},
-    {"bo", &LayerWeights::bo, &LayerParams::bo, true, false, 'C', 0},
-    {"ffn_norm", &LayerWeights::ffn_norm, &LayerParams::ffn_norm, false, false, 'C', 0},
-    {"ffn_norm_b", &LayerWeights::ffn_norm_b, &LayerParams::ffn_norm_b, true, false, 'C', 0},
-    {"w1", &LayerWeights::w1, &LayerParams::w1, false, false, 'H', 'C'},
-    {"w2", &LayerWeights::w2, &LayerParams::w2, false, false, 'C', 'H'},
-    {"w3", &LayerWeights::w3, &LayerParams::w3, false, true, 'H', 'C'},
-    {"b1", &LayerWeights::b1, &LayerParams::b1, true, false, 'H', 0},
-    {"b2", &LayerWeights::b2, &LayerParams::b2, true, false, 'C', 0},
+    {"attn_norm", &LayerWeights::attn_norm, &LayerParams::attn_norm, Present::Always, 'C', 0},
+    {"attn_norm_b", &LayerWeights::attn_norm_b, &LayerParams::attn_norm_b, Present::Biases, 'C', 0},
+    {"wq", &LayerWeights::wq, &LayerParams::wq, Present::Always, 'Q', 'C'},
+    {"wk", &LayerWeights::wk, &LayerParams::wk, Present::Always, 'K', 'C'},
+    {"wv", &LayerWeights::wv, &LayerParams::wv, Present::Always, 'K', 'C'},
+    {"wo", &LayerWeights::wo, &LayerParams::wo, Present::Always, 'C', 'Q'},
+    {"bq", &LayerWeights::bq, &LayerParams::bq, Present::QkvBias, 'Q', 0},
+    {"bk", &LayerWeights::bk, &LayerParams::bk, Present::QkvBias, 'K', 0},
+    {"bv", &LayerWeights::bv, &LayerParams::bv, Present::QkvBias, 'K', 0},
+    {"bo", &LayerWeights::bo, &LayerParams::bo, Present::Biases, 'C', 0},
+    {"q_norm", &LayerWeights::q_norm, &LayerParams::q_norm, Present::QkNorm, 'S', 0},
+    {"k_norm", &LayerWeights::k_norm, &LayerParams::k_norm, Present::QkNorm, 'S', 0},
+    {"ffn_norm", &LayerWeights::ffn_norm, &LayerParams::ffn_norm, Present::Always, 'C', 0},
+    {"ffn_norm_b", &LayerWeights::ffn_norm_b, &LayerParams::ffn_norm_b, Present::Biases, 'C', 0},
+    {"w1", &LayerWeights::w1, &LayerParams::w1, Present::Always, 'H', 'C'},
+    {"w2", &LayerWeights::w2, &LayerParams::w2, Present::Always, 'C', 'H'},
+    {"w3", &LayerWeights::w3, &LayerParams::w3, Present::Gate, 'H', 'C'},
+    {"b1", &LayerWeights::b1, &LayerParams::b1, Present::Biases, 'H', 0},
+    {"b2", &LayerWeights::b2, &LayerParams::b2, Present::Biases, 'C', 0},
 };
+
+bool present(const LayerSlot& s, const Anatomy& a) {
+  switch (s.present) {
+    case Present::Always: return true;
+    case Present::Biases: return a.biases;
+    case Present::QkvBias: return a.biases || a.qkv_bias;
+    case Present::Gate: return a.gated_ffn;
+    case Present::QkNorm: return a.qk_norm;
+  }
+  return false;
+}
 
 // Calls f(name, shape, Tensor& slot in w, float*& pointer in p) for every tensor of the config,
 // in buffer order. w and p may be null (then a dummy slot is passed).
@@ -55,6 +77,7 @@ void for_each_tensor(const ModelConfig& c, ModelWeights* w, ParamBuffer* p, F&& 
       case 'Q': return int64_t(c.n_heads) * c.head_dim();
       case 'K': return c.kv_dim();
       case 'H': return c.hidden_dim;
+      case 'S': return c.head_dim();
     }
     return 0;
   };
@@ -65,7 +88,7 @@ void for_each_tensor(const ModelConfig& c, ModelWeights* w, ParamBuffer* p, F&& 
   if (a.positions == Positions::Learned) top("pos_emb", {c.seq_len, c.dim}, &ModelWeights::pos_emb, &ParamBuffer::pos_emb);
   for (int l = 0; l < c.n_layers; l++)
     for (const LayerSlot& s : kLayerSlots) {
-      if ((s.bias && !a.biases) || (s.gate && !a.gated_ffn)) continue;
+      if (!present(s, a)) continue;
       std::vector<int64_t> shape =
           s.cols ? std::vector<int64_t>{dim(s.rows), dim(s.cols)} : std::vector<int64_t>{dim(s.rows)};
       f(fmt::format("layers.{}.{}", l, s.name), std::move(shape), w ? w->layers[size_t(l)].*s.weight : dummy_t,
@@ -82,8 +105,8 @@ ParamBuffer::ParamBuffer(const ModelConfig& config) : ParamBuffer(config, true) 
 
 ParamBuffer::ParamBuffer(const ModelConfig& config, bool layer_matrices) : config_(config), layer_matrices_(layer_matrices) {
   config_.validate("training parameters");
-  // The training blocks (CPU and ANE, train/family/) are the plain Llama / GPT-2 ones.
-  config_.require_plain_blocks({}, "training");
+  // The CPU blocks train every feature of Llama's relatives; the ANE path refuses them (Trainer,
+  // LoraTrainer, frontends/program_set.cpp).
   training_family(config_.arch);  // refuses a family without training blocks before any work
   size_t off = 0;
   for_each_tensor(config_, nullptr, nullptr, [&](const std::string& name, std::vector<int64_t> shape, Tensor&, float*&) {

@@ -27,6 +27,7 @@ struct LayerParams {
   float* wo = nullptr;                                 // [C, NH·HS]
   float *bq = nullptr, *bk = nullptr, *bv = nullptr;   // [NH·HS], [NKV·HS], [NKV·HS]
   float* bo = nullptr;                                 // [C]
+  float *q_norm = nullptr, *k_norm = nullptr;          // [HS] per-head RMSNorm gains (Qwen3)
   float *ffn_norm = nullptr, *ffn_norm_b = nullptr;    // [C]
   float *w1 = nullptr, *w2 = nullptr, *w3 = nullptr;   // [H, C], [C, H], [H, C]
   float *b1 = nullptr, *b2 = nullptr;                  // [H], [C]

@@ -5,7 +5,8 @@
 
 namespace orion::train {
 
-const TrainingFamily& llama_training();
+// Llama's, or that of one of its relatives (Qwen2, Qwen3, Mistral) when id names one.
+const TrainingFamily& llama_training(Arch id = Arch::Llama);
 
 std::unique_ptr<BlockRunner> make_llama_cpu_blocks(const Params& params, Grads* grads, int B, int T);
 
