@@ -108,10 +108,10 @@ std::string ChatTemplate::render(const std::vector<Message>& messages, const Ren
     localtime_r(&t, &now);
   }
   vars.emplace_back("strftime_now", strftime_now_function(now));
-  for (const auto& [k, v] : options.extra) {
-    auto it = std::find_if(vars.begin(), vars.end(), [&](const auto& kv) { return kv.first == k; });
-    if (it != vars.end()) it->second = v;
-    else vars.emplace_back(k, v);
+  for (const auto& extra : options.extra) {  // a named pair, not a structured binding: clang 14's lambdas cannot capture those
+    auto it = std::find_if(vars.begin(), vars.end(), [&](const auto& kv) { return kv.first == extra.first; });
+    if (it != vars.end()) it->second = extra.second;
+    else vars.emplace_back(extra.first, extra.second);
   }
   return template_.render(vars);
 }
