@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/memory_usage.h"
 #include "base/timer.h"
 #include "model/transformer.h"
 #include "runtime/cpu/kernels.h"
@@ -52,6 +53,7 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
     }
     r.decode_tok_s = std::max(r.decode_tok_s, opt.decode_tokens / t.seconds());
   }
+  r.peak_rss_bytes = peak_resident_bytes();  // before the bandwidth test's own 768 MB
   r.weight_bytes = double(w.matrix_bytes());
   r.bytes_per_token = tf.decode_bytes(opt.prompt_tokens + opt.decode_tokens / 2);
   if (opt.measure_bandwidth) {
@@ -78,6 +80,7 @@ std::string SpeedReport::to_json() const {
                       {"stream_triad_gb_s", stream_triad_gb_s},
                       {"bandwidth_bound_tok_s", bound_tok_s},
                       {"bandwidth_efficiency", bandwidth_efficiency},
+                      {"peak_rss_bytes", peak_rss_bytes},
                       {"backend", backend}};
   if (backend != "cpu") {
     j["chip"] = ane.chip;
@@ -107,18 +110,19 @@ std::string SpeedReport::to_text() const {
         "  buckets:  prefill S={}, attention ≥ {} (C7)\n"
         "  prefill:  host {:8.1f} tok/s | predicted ANE {:8.1f} tok/s  ({} tokens)\n"
         "  decode:   host {:8.1f} tok/s | predicted ANE {:8.1f} tok/s = {:.2f} ms/token, {} evaluations/token  ({} tokens)\n"
-        "  {}\n  {}\n",
+        "  {}\n  {}\n  peak resident memory: {:.0f} MB\n",
         config_name, config.describe(), dtype, backend, ane.chip, threads, ane.programs, ane.compile_s,
         ane.first_prefill_tok_s, ane.prefill_bucket, ane.attention_min_bucket, prefill_tok_s, ane.predicted_prefill_tok_s,
         prompt_tokens, decode_tok_s, ane.predicted_decode_tok_s, per_token_ms(ane.predicted_decode_tok_s),
-        ane.evaluations_per_decode_token, decode_tokens, ane.cache_line, ane.budget_line);
+        ane.evaluations_per_decode_token, decode_tokens, ane.cache_line, ane.budget_line, peak_rss_bytes / 1e6);
   }
   std::string s = fmt::format(
       "{} ({}), weights {}, {} threads, {}\n"
       "  prefill: {:8.1f} tok/s  ({} tokens)\n"
-      "  decode:  {:8.1f} tok/s  ({} tokens, {:.1f} MB read per token)\n",
+      "  decode:  {:8.1f} tok/s  ({} tokens, {:.1f} MB read per token)\n"
+      "  peak resident memory: {:.0f} MB\n",
       config_name, config.describe(), dtype, threads, isa, prefill_tok_s, prompt_tokens, decode_tok_s, decode_tokens,
-      bytes_per_token / 1e6);
+      bytes_per_token / 1e6, peak_rss_bytes / 1e6);
   if (stream_triad_gb_s > 0)
     s += fmt::format("  memory:  {:.1f} GB/s STREAM triad → bound {:.1f} tok/s; decode reaches {:.0f}% of it\n",
                      stream_triad_gb_s, bound_tok_s, 100 * bandwidth_efficiency);

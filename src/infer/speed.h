@@ -51,6 +51,7 @@ struct SpeedReport {
   double stream_triad_gb_s = 0;     // measured in the same run (0 if not measured)
   double bound_tok_s = 0;           // stream_triad / bytes_per_token
   double bandwidth_efficiency = 0;  // decode_tok_s / bound_tok_s
+  uint64_t peak_rss_bytes = 0;      // the process's peak resident memory after the runs
   std::string backend = "cpu";
   AneSpeed ane;  // backend != "cpu"
   std::string to_json() const;

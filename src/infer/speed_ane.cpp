@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/memory_usage.h"
 #include "base/timer.h"
 #include "infer/ane_model.h"
 #include "infer/speed.h"
@@ -72,6 +73,7 @@ SpeedReport measure_ane_generation_speed(const SpeedOptions& opt, SpeedReport r,
   a.compiles_used = rt.budget.used(), a.compile_budget = rt.budget.limit();
   a.cache_line = cs.str(), a.budget_line = rt.budget.str();
   r.weight_bytes = double(w.matrix_bytes());
+  r.peak_rss_bytes = peak_resident_bytes();
   return r;
 }
 

@@ -64,6 +64,10 @@ class ModelWeights {
 
   // Keeps memory alive (a MappedFile, or an owned buffer).
   void keep(std::shared_ptr<const void> s) { storage_.push_back(std::move(s)); }
+  // Keeps everything `other` keeps alive, so tensors of `other` may be used here (no copy).
+  void share_storage(const ModelWeights& other) {
+    storage_.insert(storage_.end(), other.storage_.begin(), other.storage_.end());
+  }
   // A new zeroed 64-byte-aligned buffer owned by these weights.
   void* alloc(size_t bytes);
   // A new owned tensor holding a copy of src converted to dtype.

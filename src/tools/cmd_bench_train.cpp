@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "base/memory_usage.h"
 #include "base/timer.h"
 #include "data/rng.h"
 #include "runtime/cpu/kernels.h"
@@ -95,9 +96,10 @@ void run_bench_train(const BenchTrainArgs& a) {
     std::printf(
         "{\"config\":\"%s\",\"params\":%zu,\"batch\":%d,\"seq\":%d,\"threads\":%d,\"steps\":%d,\"ms_per_step\":%.3f,"
         "\"best_ms\":%.3f,\"tok_per_s\":%.1f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"adamw_ms\":%.3f,"
-        "\"cpu_forward_ms\":%.3f,\"cpu_backward_ms\":%.3f,\"cpu_adamw_ms\":%.3f}\n",
+        "\"cpu_forward_ms\":%.3f,\"cpu_backward_ms\":%.3f,\"cpu_adamw_ms\":%.3f,\"peak_rss_bytes\":%llu}\n",
         a.config.c_str(), c.num_params(), a.batch, a.seq, cpu::num_threads(), a.steps, ms, best * 1000, tok_s,
-        1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n, 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n);
+        1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n, 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n,
+        static_cast<unsigned long long>(peak_resident_bytes()));
   } else {
     std::printf("train step %s (B=%d, T=%d, %d threads): %.1f ms/step (best %.1f), %.0f tok/s\n", a.config.c_str(), a.batch,
                 a.seq, cpu::num_threads(), ms, best * 1000, tok_s);
@@ -105,6 +107,7 @@ void run_bench_train(const BenchTrainArgs& a) {
                 ane ? fmt::format(" | weight update {:.1f} ms", 1000 * wupd / n).c_str() : "");
     std::printf("  CPU time of all threads: forward %.1f ms | backward %.1f ms | AdamW %.1f ms | step %.1f ms\n",
                 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n, 1000 * (cpu_fwd + cpu_bwd + cpu_upd) / n);
+    std::printf("  peak resident memory: %.0f MB\n", peak_resident_bytes() / 1e6);
   }
   if (!ane) return;
   const train::AnePhaseTimes& ph = af.ph;

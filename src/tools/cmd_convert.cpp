@@ -1,4 +1,5 @@
-// `orion convert`: read a model in any supported format and write it in another.
+// `orion convert`: read a model in any supported format and write it in another — or, with
+// --config, write random weights of a preset (to benchmark or try the tools with no download).
 #include <cstdio>
 #include <memory>
 
@@ -10,7 +11,8 @@ namespace orion::tools {
 namespace {
 
 struct ConvertArgs {
-  std::string in, out, to, from, dtype;
+  std::string in, out, to, from, dtype, config;
+  uint64_t seed = 1;
 };
 
 std::optional<DType> dtype_arg(const std::string& s) {
@@ -23,7 +25,8 @@ std::optional<DType> dtype_arg(const std::string& s) {
 std::optional<ModelFormat> format_arg(const std::string& s, const char* flag) {
   if (s.empty()) return std::nullopt;
   auto f = parse_format(s);
-  if (!f) throw_usage_error(fmt::format("unknown format '{}'", s), flag, "use llama2c, llama2c-v1, safetensors, llmc or gguf");
+  if (!f)
+    throw_usage_error(fmt::format("unknown format '{}'", s), flag, "use llama2c, llama2c-v1, safetensors, llmc or gguf");
   return f;
 }
 
@@ -32,11 +35,16 @@ void run_convert(const ConvertArgs& a) {
   std::optional<ModelFormat> to = format_arg(a.to, "--to");
   LoadOptions load;
   load.format = format_arg(a.from, "--from");
-  ModelWeights w = load_model(a.in, load);
+  if (a.in.empty() == a.config.empty())
+    throw_usage_error("give the model to read (--in) or a preset to make (--config)", "--in", "run `orion convert --help`");
+  // A preset's random weights are drawn straight in the dtype asked for (no fp32 copy of a 1B model).
+  ModelWeights w = !a.config.empty() ? random_weights(config_preset(a.config), a.seed, dtype.value_or(DType::F32))
+                                     : load_model(a.in, load);
   if (!to) to = format_for_output(a.out, w.config.arch);
   if (!to)
-    throw_usage_error(fmt::format("cannot tell the output format from the name '{}'", a.out), "--to",
-                      "add --to llama2c|llama2c-v1|safetensors|llmc|gguf, or name the output *.bin / *.safetensors / *.gguf / a folder");
+    throw_usage_error(
+        fmt::format("cannot tell the output format from the name '{}'", a.out), "--to",
+        "add --to llama2c|llama2c-v1|safetensors|llmc|gguf, or name the output *.bin / *.safetensors / *.gguf / a folder");
   save_model(w, a.out, *to, dtype);
   const bool keeps_dtype = *to == ModelFormat::Safetensors || *to == ModelFormat::Gguf;
   DType written = dtype ? *dtype : (keeps_dtype ? w.matrix_dtype() : DType::F32);
@@ -62,8 +70,13 @@ void add_convert_command(CLI::App& app) {
       "  orion convert --in stories15M.bin --out stories15M-hf/ --dtype bf16\n"
       "  orion convert --in gpt2_124M.bin --out gpt2-hf --to safetensors\n"
       "  orion convert --in TinyLlama/ --out tiny.bin\n"
-      "  orion convert --in stories15M.bin --out stories15M.gguf --dtype f16");
-  cmd->add_option("--in", args->in, "Input model: a .bin file, a model.safetensors, or its folder")->required();
+      "  orion convert --in stories15M.bin --out stories15M.gguf --dtype f16\n"
+      "  orion convert --config llama3.2-1b --out llama1b-random/ --dtype bf16   (random weights, for benchmarks)");
+  auto* in = cmd->add_option("--in", args->in, "Input model: a .bin file, a model.safetensors, or its folder");
+  cmd->add_option("--config", args->config, "Instead of --in: random weights of this preset (benchmarks, trying the tools)")
+      ->check(CLI::IsMember(config_preset_names()))
+      ->excludes(in);
+  cmd->add_option("--seed", args->seed, "Random seed for --config's weights")->capture_default_str();
   cmd->add_option("--out", args->out, "Output file or folder (existing files are replaced atomically)")->required();
   cmd->add_option("--to", args->to, "Output format: llama2c, llama2c-v1, safetensors, llmc, gguf");
   cmd->add_option("--from", args->from, "Input format, to skip detection: llama2c, llama2c-v1, safetensors, llmc, gguf");

@@ -51,6 +51,9 @@ TEST(Cli, BenchGenerateJson) {
   EXPECT_EQ(j["config"], "stories260k");
   EXPECT_GT(j["decode_tok_s"].get<double>(), 0);
   EXPECT_GT(j["prefill_tok_s"].get<double>(), 0);
+  // The weights were resident, so the peak is at least their size; and nowhere near 24 GB.
+  EXPECT_GE(j["peak_rss_bytes"].get<double>(), j["weight_bytes"].get<double>());
+  EXPECT_LT(j["peak_rss_bytes"].get<double>(), 4e9);
 }
 
 TEST(Cli, DemoRunsWithNoFiles) {

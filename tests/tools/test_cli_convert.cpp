@@ -108,6 +108,20 @@ TEST(CliConvert, NewerFamiliesRoundTripAndAreDescribed) {
   EXPECT_NE(out.find("1235.8"), std::string::npos) << out;  // Llama 3.2 1B: 1,235,814,400 parameters, tied
 }
 
+// --config writes a preset's random weights, drawn in the dtype asked for: what `orion bench` uses,
+// as a file the other commands read.
+TEST(CliConvert, ConfigWritesAPresetsRandomWeights) {
+  std::string dir = test::temp_dir(), out, err;
+  ASSERT_EQ(test::run_orion("convert --config stories260k --seed 7 --out " + dir + "/r --dtype bf16", &out, &err), 0) << err;
+  ModelWeights w = load_model(dir + "/r");
+  EXPECT_EQ(w.matrix_dtype(), DType::BF16);
+  EXPECT_EQ(w.config.dim, config_preset("stories260k").dim);
+  test::expect_same_weights(random_weights(config_preset("stories260k"), 7, DType::BF16), w, DType::BF16, DType::BF16);
+  EXPECT_EQ(test::run_orion("convert --config stories260k --in x.bin --out " + dir + "/s", &out, &err), 2);
+  EXPECT_EQ(test::run_orion("convert --out " + dir + "/s", &out, &err), 2);
+  EXPECT_NE(err.find("--config"), std::string::npos) << err;
+}
+
 TEST(CliConvert, HelpExplainsFormats) {
   std::string out;
   EXPECT_EQ(test::run_orion("convert --help", &out), 0);

@@ -94,6 +94,7 @@ TEST(CliTrain, BenchTrainJson) {
   EXPECT_EQ(j["config"], "stories260k");
   EXPECT_GT(j["ms_per_step"].get<double>(), 0.0);
   EXPECT_GT(j["tok_per_s"].get<double>(), 0.0);
+  EXPECT_GT(j["peak_rss_bytes"].get<double>(), 1e6);  // at least the binary and the parameters
 }
 
 TEST(CliDemo, ShortDemoRunsEndToEnd) {

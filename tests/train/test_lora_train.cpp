@@ -16,6 +16,7 @@
 #include "model/transformer.h"
 #include "support.h"
 #include "train/loop/checkpoint.h"
+#include "train/lora/lora_base16.h"
 #include "train/lora/lora_train.h"
 
 namespace orion::train {
@@ -316,6 +317,26 @@ TEST(lora_train, Base16KeepsLearningWithHalfTheBaseMemory) {
   EXPECT_THROW(LoraTrainer{bad}, Error);
   bad.base_dtype = "f8", bad.train.backend = "cpu";
   EXPECT_THROW(LoraTrainer{bad}, Error);
+}
+
+// A base stored in the 16-bit dtype asked for (a bf16 file, memory-mapped) is used where it lies —
+// the same bytes, not a copy — and stays readable after the loaded model is let go (the trainer
+// drops it); any other dtype is converted into buffers of its own.
+TEST(lora_train, Base16UsesAMatchingBaseInPlace) {
+  ModelConfig c = tiny(Arch::Llama);
+  const std::string dir = test::temp_dir();
+  save_model(random_weights(c, 3, DType::BF16), dir + "/bf16", ModelFormat::Safetensors);
+  auto loaded = std::make_unique<ModelWeights>(load_model(dir + "/bf16"));
+  const void* wq0 = loaded->layers[0].wq.data;
+  Base16Weights in_place(*loaded, DType::BF16), converted(*loaded, DType::F16);
+  EXPECT_EQ(in_place.w.layers[0].wq.data, wq0);
+  EXPECT_NE(converted.w.layers[0].wq.data, wq0);
+  EXPECT_EQ(converted.w.layers[0].wq.dtype, DType::F16);
+  EXPECT_EQ(in_place.bytes, converted.bytes);
+  loaded.reset();
+  const ModelWeights fresh = load_model(dir + "/bf16");
+  const Tensor& a = in_place.w.layers[c.n_layers - 1].w2;
+  EXPECT_EQ(std::memcmp(a.data, fresh.layers[c.n_layers - 1].w2.data, a.nbytes()), 0);
 }
 
 TEST(lora_train, ResumedRunEqualsAStraightRunBitForBit) {

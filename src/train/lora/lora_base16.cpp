@@ -11,11 +11,19 @@ Base16Weights::Base16Weights(const ModelWeights& src, DType dtype) {
   if (dtype != DType::F16 && dtype != DType::BF16) throw_usage_error("the 16-bit base is f16 or bf16", "--base-dtype");
   w.config = src.config;
   w.layers.resize(src.layers.size());
+  // A base stored in this dtype (a bf16 file, memory-mapped) is used in place: its storage is kept
+  // alive here and nothing is copied. Otherwise each matrix is converted once into our own buffers,
+  // and the source (fp32) may be let go.
+  bool in_place = true;
+  for (const LayerWeights& lw : src.layers)
+    for (LoraTarget t : kAllLoraTargets)
+      in_place = in_place && (lora_base_matrix(lw, t).empty() || lora_base_matrix(lw, t).dtype == dtype);
+  if (in_place) w.share_storage(src);
   for (size_t l = 0; l < src.layers.size(); l++)
     for (LoraTarget t : kAllLoraTargets) {
       const Tensor& m = lora_base_matrix(src.layers[l], t);
       if (m.empty()) continue;  // GPT-2 has no w3
-      lora_base_matrix(w.layers[l], t) = w.copy_as(m, dtype);
+      lora_base_matrix(w.layers[l], t) = in_place ? m : w.copy_as(m, dtype);
       bytes += lora_base_matrix(w.layers[l], t).nbytes();
     }
 }

@@ -2,7 +2,8 @@
 //
 // Memory. The fp32 path holds the base's block matrices as fp32 working parameters (4 bytes a
 // weight, W' = W + s·B·A merged in place) plus fp32 copies of the adapted W. Here the block
-// matrices live once, converted to f16 or bf16 (2 bytes a weight, Base16Weights), and the trainer's
+// matrices live once, in f16 or bf16 (2 bytes a weight, Base16Weights: a base stored in that dtype is
+// used where it is mapped, anything else converted), and the trainer's
 // Params holds only the embeddings, norms and biases (ParamBuffer(config, false)). The embedding
 // and the tied classifier stay fp32 (TrainModel's CPU parts read them as such).
 //
