@@ -129,6 +129,10 @@ void TrainingFlags::add(CLI::App* cmd, train::TrainOptions& o, const Help& help)
                   "gradients on the ANE, weight gradients and AdamW on the CPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "anesim", "ane"}));
+  cmd->add_option("--checkpoint-activations", o.checkpoint_activations,
+                  "gradient checkpointing: none, blocks (keep only each block's input; recompute the block in the "
+                  "backward: less memory, one more forward) or every-N (recompute one block in N)")
+      ->capture_default_str();
   add_ane_train_options(cmd, o.ane);
   cmd->add_option("--verify-every", o.ane.verify_every,
                   "ANE path: verify each program's weight update by a probe on the first "

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/memory_usage.h"
 #include "data/progress.h"
 #include "train/loop/train_options.h"
 
@@ -86,17 +87,18 @@ void print_step(ProgressStyle style, const ProgressEvent& e) {
 void print_done(ProgressStyle style, const ProgressEvent& e) {
   const train::TrainResult& r = *e.result;
   if (style == ProgressStyle::Lora) {
-    std::fprintf(stderr, "lora: %lld steps in %.1f s (%.0f tok/s), %lld skipped; %s %s\n", (long long)e.run_steps, r.seconds,
-                 r.tokens_per_second, (long long)r.skipped_steps, r.model.empty() ? "checkpoint" : "adapter in",
+    std::fprintf(stderr, "lora: %lld steps in %.1f s (%.0f tok/s), %lld skipped, peak memory %.0f MB; %s %s\n",
+                 (long long)e.run_steps, r.seconds, r.tokens_per_second, (long long)r.skipped_steps,
+                 peak_resident_bytes() / 1e6, r.model.empty() ? "checkpoint" : "adapter in",
                  (r.model.empty() ? r.checkpoint : r.model).c_str());
     if (r.world > 1)
       std::fprintf(stderr, "lora: all-reduce %.2f MB/step, %.1f%% of step time\n", double(r.bytes_reduced_per_step) / 1e6,
                    100.0 * r.comm_share);
     return;
   }
-  std::fprintf(stderr, "train: %lld steps in %.1f s (%s tok/s), %lld skipped; checkpoint %s%s%s\n", (long long)e.run_steps,
-               r.seconds, format_rate(r.tokens_per_second).c_str(), (long long)r.skipped_steps, r.checkpoint.c_str(),
-               r.model.empty() ? "" : ", model ", r.model.c_str());
+  std::fprintf(stderr, "train: %lld steps in %.1f s (%s tok/s), %lld skipped, peak memory %.0f MB; checkpoint %s%s%s\n",
+               (long long)e.run_steps, r.seconds, format_rate(r.tokens_per_second).c_str(), (long long)r.skipped_steps,
+               peak_resident_bytes() / 1e6, r.checkpoint.c_str(), r.model.empty() ? "" : ", model ", r.model.c_str());
   if (r.world > 1)
     std::fprintf(stderr, "train: %d ranks: %.2f MB all-reduced per step, %.1f%% of the step time in all-reduce\n", r.world,
                  double(r.bytes_reduced_per_step) / 1e6, 100.0 * r.comm_share);

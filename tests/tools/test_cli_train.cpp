@@ -57,6 +57,40 @@ TEST(CliTrain, FiveChainsOfFiveFreshProcessesEqualOneStraightRun) {
   EXPECT_EQ(bytes(straight + "/model.bin"), bytes(chained + "/model.bin")) << "the final weights differ";
 }
 
+// --checkpoint-activations recomputes blocks in the backward instead of keeping their activations:
+// the run is the same run — every loss and the exported model bit for bit — and the summary line
+// reports the peak memory. The ANE path refuses the flag naming it.
+TEST(CliTrain, ActivationCheckpointingTrainsTheSameModel) {
+  const std::string work = temp_dir(), flags = common_flags(work);
+  std::string err;
+  ASSERT_EQ(run_orion("train " + flags + " --steps 6 --out " + work + "/none", nullptr, &err), 0) << err;
+  for (const char* mode : {"blocks", "every-2"}) {
+    const std::string out = work + "/" + mode;
+    ASSERT_EQ(run_orion("train " + flags + " --steps 6 --checkpoint-activations " + mode + " --out " + out, nullptr, &err),
+              0)
+        << err;
+    EXPECT_EQ(run_losses(work + "/none"), run_losses(out)) << mode;
+    EXPECT_EQ(orion::test::read_text(work + "/none/model.bin"), orion::test::read_text(out + "/model.bin")) << mode;
+  }
+  ASSERT_EQ(run_orion("train --config " + work +
+                          "/tiny.json --data builtin:300 --vocab 300 --batch 2 --seq 16 --steps 2 "
+                          "--checkpoint-activations blocks --out " +
+                          work + "/p",
+                      nullptr, &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("peak memory"), std::string::npos) << err;
+  EXPECT_EQ(run_orion("train " + flags + " --steps 2 --checkpoint-activations sometimes --out " + work + "/bad", nullptr,
+                      &err),
+            2);
+  EXPECT_NE(err.find("--checkpoint-activations"), std::string::npos) << err;
+  EXPECT_EQ(run_orion("train " + flags + " --steps 2 --backend anesim --checkpoint-activations blocks --out " + work +
+                          "/ane",
+                      nullptr, &err),
+            2);
+  EXPECT_NE(err.find("CPU backend"), std::string::npos) << err;
+}
+
 TEST(CliTrain, DamagedCheckpointIsOneClearLine) {
   const std::string work = temp_dir(), run = work + "/run";
   std::string err;
@@ -95,6 +129,12 @@ TEST(CliTrain, BenchTrainJson) {
   EXPECT_GT(j["ms_per_step"].get<double>(), 0.0);
   EXPECT_GT(j["tok_per_s"].get<double>(), 0.0);
   EXPECT_GT(j["peak_rss_bytes"].get<double>(), 1e6);  // at least the binary and the parameters
+  ASSERT_EQ(run_orion("bench train --config stories260k --batch 2 --seq 16 --steps 1 --json --threads 1 "
+                      "--checkpoint-activations blocks",
+                      &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["checkpoint_activations"], "blocks");
 }
 
 TEST(CliDemo, ShortDemoRunsEndToEnd) {

@@ -297,3 +297,56 @@ TEST(TrainModel, BlockRunnerCanBeReplaced) {
   EXPECT_TRUE(r->same_x);
   EXPECT_EQ(r->updates, 1);
 }
+
+// Gradient checkpointing: the recomputed blocks' activations are rebuilt from their inputs before
+// their backward, so the loss and every gradient are bit-identical to keeping all activations —
+// for each family, with every block recomputed, with one in 2 and one in 3 (5 layers: the shared set
+// is rebuilt out of order), and over two accumulated micro-batches.
+TEST(TrainModel, ActivationCheckpointingGradientsAreBitIdentical) {
+  ModelConfig qwen3 = llama_cfg(true);
+  qwen3.arch = Arch::Qwen3, qwen3.head_size = 8;
+  ModelConfig mistral = llama_cfg(false);
+  mistral.arch = Arch::Mistral, mistral.sliding_window = 3;
+  for (ModelConfig c : {llama_cfg(false), qwen3, mistral, gpt2_cfg()}) {
+    c.n_layers = 5;
+    ParamBuffer p = spread_params(c, 16);
+    const int B = 2, T = 8, N = B * T;
+    auto tok_a = random_tokens(N, c.vocab_size, 1), tok_b = random_tokens(N, c.vocab_size, 2);
+    auto tgt_a = random_tokens(N, c.vocab_size, 3), tgt_b = random_tokens(N, c.vocab_size, 4);
+    auto run = [&](const std::string& mode, float* loss) {
+      ParamBuffer g(c);
+      TrainModel m(p, &g, B, T, ActivationCheckpointing::parse(mode));
+      m.zero_grad();
+      *loss = m.forward(tok_a.data(), tgt_a.data());
+      m.backward(0.5f);
+      *loss += m.forward(tok_b.data(), tgt_b.data());
+      m.backward(0.5f);
+      return std::vector<float>(g.data(), g.data() + g.size());
+    };
+    float l0;
+    const std::vector<float> g0 = run("none", &l0);
+    for (const char* mode : {"blocks", "every-2", "every-3"}) {
+      float l;
+      EXPECT_TRUE(run(mode, &l) == g0) << arch_name(c.arch) << " " << mode << ": gradients differ";
+      EXPECT_EQ(l, l0) << arch_name(c.arch) << " " << mode;
+    }
+  }
+}
+
+// The activation sets a runner holds: one per kept block, one shared by the recomputed blocks.
+TEST(TrainModel, ActivationCheckpointingSlots) {
+  EXPECT_EQ(ActivationCheckpointing::parse("none").slots(12), 12);
+  EXPECT_EQ(ActivationCheckpointing::parse("blocks").slots(12), 1);
+  const ActivationCheckpointing every3 = ActivationCheckpointing::parse("every-3");
+  EXPECT_EQ(every3.name(), "every-3");
+  EXPECT_EQ(every3.slots(7), 7 - 3 + 1);  // blocks 0, 3, 6 recomputed
+  std::vector<int> kept;
+  for (int l = 0; l < 7; l++) {
+    EXPECT_EQ(every3.recomputed(l), l % 3 == 0) << l;
+    if (every3.recomputed(l)) EXPECT_EQ(every3.slot(l, 7), every3.slots(7) - 1) << l;
+    else kept.push_back(every3.slot(l, 7));
+  }
+  EXPECT_EQ(kept, (std::vector<int>{0, 1, 2, 3}));  // distinct, and none is the shared set
+  for (const char* bad : {"every-0", "every-", "every-2x", "some", ""})
+    EXPECT_THROW(ActivationCheckpointing::parse(bad), Error) << bad;
+}

@@ -14,7 +14,8 @@ namespace orion::train {
 struct TrainingFamily {
   Arch id;
   // The CPU runner, sized for up to B×T tokens; grads may be null (forward only: evaluation).
-  std::unique_ptr<BlockRunner> (*cpu_blocks)(const Params& params, Grads* grads, int B, int T);
+  std::unique_ptr<BlockRunner> (*cpu_blocks)(const Params& params, Grads* grads, int B, int T,
+                                             const ActivationCheckpointing& ckpt);
   // The ANE runner (ane_blocks.h make_ane_blocks).
   std::unique_ptr<AneBlocks> (*ane_blocks)(const Params& params, Grads* grads, int B, int T, const AneTrainOptions& o);
   // The LoRA runner: base frozen and baked, q, v adapters as inputs (ane_blocks.h make_lora_ane_blocks).

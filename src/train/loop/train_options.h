@@ -15,6 +15,7 @@
 
 #include "train/ane/ane_blocks.h"
 #include "train/loop/progress.h"
+#include "train/model/activation_checkpointing.h"
 
 namespace orion::train {
 
@@ -44,6 +45,8 @@ struct TrainOptions {
   // with `ane` holding the chip, the weight-update strategy and how often updates are verified.
   std::string backend = "cpu";
   AneTrainOptions ane;
+  // Gradient checkpointing (train/model/activation_checkpointing.h): none, blocks or every-N.
+  std::string checkpoint_activations = "none";
   // Evaluation, logging, checkpoints, output.
   int eval_every = 100;  // 0: only at the end
   int eval_batches = 8;
@@ -64,6 +67,8 @@ struct TrainOptions {
   void plain() { schedule = "constant", warmup = 0, clip = 0, weight_decay = 0, shuffle = false; }
   int warmup_steps() const;
   float lr_at(int64_t step) const;
+  // checkpoint_activations parsed; usage error for a bad value or a backend without it.
+  ActivationCheckpointing activation_checkpointing() const;
   // The options that shape the numbers, as stored in a checkpoint, and back onto this object.
   nlohmann::json numeric_json() const;
   void apply_numeric_json(const nlohmann::json& j, const std::string& source);

@@ -33,6 +33,16 @@ float TrainOptions::lr_at(int64_t s) const {
   return float(min_lr + 0.5 * (double(lr) - min_lr) * (1.0 + std::cos(M_PI * progress)));
 }
 
+ActivationCheckpointing TrainOptions::activation_checkpointing() const {
+  ActivationCheckpointing a = ActivationCheckpointing::parse(checkpoint_activations);
+  if (a.every > 0 && backend != "cpu")
+    throw_usage_error(fmt::format("--checkpoint-activations {} is for the CPU backend", checkpoint_activations),
+                      "--checkpoint-activations",
+                      "the ANE path keeps its activations in the programs' output surfaces; drop the flag with --backend "
+                      "anesim|ane");
+  return a;
+}
+
 nlohmann::json TrainOptions::numeric_json() const {
   return {{"config", config},
           {"init", init},
@@ -215,7 +225,7 @@ void Trainer::setup_model(const Checkpoint* resumed) {
     throw_usage_error(fmt::format("--seq {} exceeds the model's context of {} tokens", opt_.seq, c.seq_len), "--seq",
                       fmt::format("use --seq {} or less", c.seq_len));
   grads_ = std::make_unique<Grads>(c);
-  model_ = std::make_unique<TrainModel>(*params_, grads_.get(), opt_.batch, opt_.seq);
+  model_ = std::make_unique<TrainModel>(*params_, grads_.get(), opt_.batch, opt_.seq, opt_.activation_checkpointing());
   if (opt_.backend != "cpu") {  // compiled at the first forward, from the (resumed) parameters
     AneTrainOptions a = opt_.ane;
     a.driver = opt_.backend, a.quiet = a.quiet || !opt_.progress;

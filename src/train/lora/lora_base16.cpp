@@ -28,7 +28,8 @@ Base16Weights::Base16Weights(const ModelWeights& src, DType dtype) {
     }
 }
 
-Base16Blocks::Base16Blocks(Params& params, const Base16Weights& base, const LoraAdapter& adapter, Grads* grads, int B, int T)
+Base16Blocks::Base16Blocks(Params& params, const Base16Weights& base, const LoraAdapter& adapter, Grads* grads, int B, int T,
+                           const ActivationCheckpointing& ckpt)
     : p_(params), base_(base), adapter_(adapter) {
   ORION_CHECK(!params.has_layer_matrices(), "the 16-bit base runner brings the block matrices itself");
   const ModelConfig& c = params.config();
@@ -40,7 +41,7 @@ Base16Blocks::Base16Blocks(Params& params, const Base16Weights& base, const Lora
     off += size_t(out * in);
   }
   layer_.resize(off);
-  inner_ = make_cpu_blocks(params, grads, B, T);
+  inner_ = make_cpu_blocks(params, grads, B, T, ckpt);
 }
 
 void Base16Blocks::load_layer(int l) {

@@ -33,7 +33,8 @@ class Base16Blocks final : public BlockRunner {
  public:
   // params: ParamBuffer(config, false) (its layers' matrix pointers are set here); base and
   // adapter outlive the runner; the adapter's values are read again after weights_updated().
-  Base16Blocks(Params& params, const Base16Weights& base, const LoraAdapter& adapter, Grads* grads, int B, int T);
+  Base16Blocks(Params& params, const Base16Weights& base, const LoraAdapter& adapter, Grads* grads, int B, int T,
+               const ActivationCheckpointing& ckpt = {});
 
   const char* name() const override { return "cpu-base16"; }
   void forward_block(int l, const float* x, float* y, int B, int T) override;

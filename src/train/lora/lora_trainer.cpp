@@ -233,7 +233,8 @@ void LoraTrainer::setup_model(LoraAdapter adapter) {
     base_ = std::make_unique<ModelWeights>();
     base_->config = c;
   }
-  model_ = std::make_unique<TrainModel>(*work_, grads_.get(), t.batch, t.seq);
+  const ActivationCheckpointing ckpt = t.activation_checkpointing();
+  model_ = std::make_unique<TrainModel>(*work_, grads_.get(), t.batch, t.seq, ckpt);
   // The ANE path with the base baked and the adapter as program inputs: adapters on q and v (the
   // kernels' slots), Llama or GPT-2. Otherwise the ANE runner trains on the merged W', streamed as inputs.
   bool qv_only = true;
@@ -241,7 +242,7 @@ void LoraTrainer::setup_model(LoraAdapter adapter) {
   const bool adapter_inputs = t.backend != "cpu" && qv_only;
   lora_ = std::make_unique<LoraTraining>(*work_, std::move(adapter), /*merged=*/!adapter_inputs && !base16_);
   if (base16_) {  // the blocks widen the 16-bit base a layer at a time, with the adapter merged
-    auto blocks = std::make_unique<Base16Blocks>(*work_, *base16_, lora_->adapter(), grads_.get(), t.batch, t.seq);
+    auto blocks = std::make_unique<Base16Blocks>(*work_, *base16_, lora_->adapter(), grads_.get(), t.batch, t.seq, ckpt);
     blocks16_ = blocks.get();
     model_->set_blocks(std::move(blocks));
   }

@@ -19,11 +19,13 @@
 
 namespace orion::train {
 
-std::unique_ptr<BlockRunner> make_cpu_blocks(const Params& params, Grads* grads, int B, int T) {
-  return training_family(params.config().arch).cpu_blocks(params, grads, B, T);
+std::unique_ptr<BlockRunner> make_cpu_blocks(const Params& params, Grads* grads, int B, int T,
+                                             const ActivationCheckpointing& ckpt) {
+  return training_family(params.config().arch).cpu_blocks(params, grads, B, T, ckpt);
 }
 
-TrainModel::TrainModel(const Params& params, Grads* grads, int B, int T) : p_(params), g_(grads), B_(B), T_(T) {
+TrainModel::TrainModel(const Params& params, Grads* grads, int B, int T, const ActivationCheckpointing& ckpt)
+    : p_(params), g_(grads), B_(B), T_(T), ckpt_(ckpt) {
   const ModelConfig& c = params.config();
   if (B <= 0 || T <= 0 || T > c.seq_len)
     throw_usage_error(fmt::format("batch {} × {} tokens does not fit the model (context {})", B, T, c.seq_len), "seq",
@@ -35,7 +37,8 @@ TrainModel::TrainModel(const Params& params, Grads* grads, int B, int T) : p_(pa
   xf_.resize(N * C), fmean_.resize(N), frstd_.resize(N);
   logits_.resize(N * V), losses_.resize(N), lse_.resize(N);
   if (grads) dres_[0].resize(N * C), dres_[1].resize(N * C), dxf_.resize(N * C);
-  blocks_ = make_cpu_blocks(params, grads, B, T);
+  if (grads && ckpt.every > 0) recompute_out_.resize(N * C);
+  blocks_ = make_cpu_blocks(params, grads, B, T, ckpt);
 }
 
 void TrainModel::set_blocks(std::unique_ptr<BlockRunner> blocks) {
@@ -74,7 +77,10 @@ float TrainModel::forward(const int* tokens, const int* targets, int B, int T) {
   // x0 = token embedding (+ learned position)
   const bool learned = anatomy.positions == Positions::Learned;
   encoder_forward(res(0), tokens_.data(), p_.tok_emb, learned ? p_.pos_emb : (const float*)nullptr, B, T, C);
-  for (int l = 0; l < L; l++) blocks_->forward_block(l, res(l), res(l + 1), B, T);
+  for (int l = 0; l < L; l++) {
+    blocks_->forward_block(l, res(l), res(l + 1), B, T);
+    if (ckpt_.recomputed(l)) shared_holds_ = l;  // the shared activation set now holds block l's
+  }
   if (anatomy.norm == NormKind::RMSNorm) rmsnorm_forward(xf_.data(), frstd_.data(), res(L), p_.final_norm, N, C, c.norm_eps);
   else layernorm_forward(xf_.data(), fmean_.data(), frstd_.data(), res(L), p_.final_norm, p_.final_norm_b, N, C, c.norm_eps);
   // logits over the real vocabulary (llm.c's padding rows of tok_emb are never used)
@@ -113,6 +119,13 @@ void TrainModel::backward(float scale) {
     layernorm_backward(dx, g_->final_norm, g_->final_norm_b, dxf_.data(), res(L), p_.final_norm, fmean_.data(),
                        frstd_.data(), N, C);
   for (int l = L - 1; l >= 0; l--) {
+    // Gradient checkpointing: block l kept nothing (or its set was overwritten by a later recomputed
+    // block), so run it forward again from its kept input x_l — the same code on the same input, so
+    // the activations, and the gradients below, are bit-identical to keeping them.
+    if (ckpt_.recomputed(l) && shared_holds_ != l) {
+      blocks_->forward_block(l, res(l), recompute_out_.data(), B, T);
+      shared_holds_ = l;
+    }
     blocks_->backward_block(l, res(l), dx, dx_next, B, T);  // ∂loss/∂x_l from ∂loss/∂x_{l+1}
     std::swap(dx, dx_next);
   }

@@ -37,6 +37,7 @@
 
 #include "model/lora/lora.h"
 #include "train/loop/adamw.h"
+#include "train/model/activation_checkpointing.h"
 #include "train/model/params.h"
 
 namespace orion::train {
@@ -85,12 +86,15 @@ class BlockRunner {
 // The CPU runner of the parameters' architecture, sized for up to B×T tokens. grads may be null
 // (forward only: evaluation).
 // (The family's runner: train/family/training_family.h.)
-std::unique_ptr<BlockRunner> make_cpu_blocks(const Params& params, Grads* grads, int B, int T);
+// ckpt: which blocks keep their activations (the runner holds ckpt.slots(L) sets of them).
+std::unique_ptr<BlockRunner> make_cpu_blocks(const Params& params, Grads* grads, int B, int T,
+                                             const ActivationCheckpointing& ckpt = {});
 
 class TrainModel {
  public:
   // Activations for up to B sequences of T ≤ seq_len tokens; grads null for forward only.
-  TrainModel(const Params& params, Grads* grads, int B, int T);
+  // ckpt: gradient checkpointing — the blocks it names are run forward again before their backward.
+  TrainModel(const Params& params, Grads* grads, int B, int T, const ActivationCheckpointing& ckpt = {});
   void set_blocks(std::unique_ptr<BlockRunner> blocks);
   BlockRunner& blocks() { return *blocks_; }
 
@@ -115,6 +119,7 @@ class TrainModel {
   size_t num_params() const { return p_.num_params(); }
   int max_batch() const { return B_; }
   int max_seq() const { return T_; }
+  const ActivationCheckpointing& checkpointing() const { return ckpt_; }
 
  private:
   const Params& p_;
@@ -129,6 +134,9 @@ class TrainModel {
   std::vector<float> losses_, lse_;    // [B, T] per-position loss, log-sum-exp
   std::vector<float> dres_[2], dxf_;   // [B, T, C] gradients of the residual stream, of xf
   AdapterGradSink* frozen_ = nullptr;
+  ActivationCheckpointing ckpt_;
+  std::vector<float> recompute_out_;  // [B, T, C] a recomputed block's output (equal to x_{l+1}; unused)
+  int shared_holds_ = -1;             // the recomputed block whose activations the shared set holds
   float loss_ = 0;
   int count_ = 0;
   bool have_targets_ = false;

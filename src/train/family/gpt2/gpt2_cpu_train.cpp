@@ -37,11 +37,12 @@ struct Gpt2Acts {
 
 class Gpt2CpuBlocks final : public BlockRunner {
  public:
-  Gpt2CpuBlocks(const Params& p, Grads* g, int B, int T) : p_(p), g_(g) {
+  // Activations for ckpt.slots(L) blocks: all of them without gradient checkpointing.
+  Gpt2CpuBlocks(const Params& p, Grads* g, int B, int T, const ActivationCheckpointing& ckpt) : p_(p), g_(g), ckpt_(ckpt) {
     const ModelConfig& c = p.config();
     ORION_CHECK(c.arch == Arch::GPT2, "GPT-2 block runner for a {} model", arch_name(c.arch));
     const size_t N = size_t(B) * T, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
-    acts_.resize(size_t(c.n_layers));
+    acts_.resize(size_t(ckpt.slots(c.n_layers)));
     for (Gpt2Acts& a : acts_) {
       a.ln1.resize(N * C), a.mean1.resize(N), a.rstd1.resize(N);
       a.q.resize(N * Q), a.k.resize(N * KV), a.v.resize(N * KV);
@@ -66,7 +67,7 @@ class Gpt2CpuBlocks final : public BlockRunner {
   void forward_block(int l, const float* x, float* y, int B, int T) override {
     const ModelConfig& c = p_.config();
     const LayerParams& w = p_.layers[size_t(l)];
-    Gpt2Acts& a = acts_[size_t(l)];
+    Gpt2Acts& a = acts_[size_t(ckpt_.slot(l, c.n_layers))];
     const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS, KV = NKV * HS,
               H = c.hidden_dim;
     // --- attention ---
@@ -90,7 +91,7 @@ class Gpt2CpuBlocks final : public BlockRunner {
     const ModelConfig& c = p_.config();
     const LayerParams& w = p_.layers[size_t(l)];
     LayerParams& dw = g_->layers[size_t(l)];
-    Gpt2Acts& a = acts_[size_t(l)];
+    Gpt2Acts& a = acts_[size_t(ckpt_.slot(l, c.n_layers))];
     const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), H = c.hidden_dim;
     const size_t NC = size_t(N) * C, NH_ = size_t(N) * H;
     auto zero = [](std::vector<float>& v, size_t n) { std::fill_n(v.data(), n, 0.0f); };
@@ -123,7 +124,8 @@ class Gpt2CpuBlocks final : public BlockRunner {
   const Params& p_;
   Grads* g_;
   FrozenBase f_;  // adapter training: no dW, the adapted projections reported
-  std::vector<Gpt2Acts> acts_;
+  ActivationCheckpointing ckpt_;
+  std::vector<Gpt2Acts> acts_;       // [ckpt_.slots(L)]
   std::vector<float> tmp_;           // [N, C] a branch's output before the residual add
   std::vector<float> dx1_, dln_;     // [N, C]
   std::vector<float> datty_, dq_;    // [N, C]
@@ -133,8 +135,9 @@ class Gpt2CpuBlocks final : public BlockRunner {
 
 }  // namespace
 
-std::unique_ptr<BlockRunner> make_gpt2_cpu_blocks(const Params& params, Grads* grads, int B, int T) {
-  return std::make_unique<Gpt2CpuBlocks>(params, grads, B, T);
+std::unique_ptr<BlockRunner> make_gpt2_cpu_blocks(const Params& params, Grads* grads, int B, int T,
+                                                  const ActivationCheckpointing& ckpt) {
+  return std::make_unique<Gpt2CpuBlocks>(params, grads, B, T, ckpt);
 }
 
 }  // namespace orion::train

@@ -7,7 +7,8 @@ namespace orion::train {
 
 const TrainingFamily& gpt2_training();
 
-std::unique_ptr<BlockRunner> make_gpt2_cpu_blocks(const Params& params, Grads* grads, int B, int T);
+std::unique_ptr<BlockRunner> make_gpt2_cpu_blocks(const Params& params, Grads* grads, int B, int T,
+                                                  const ActivationCheckpointing& ckpt);
 
 namespace ane {
 std::unique_ptr<AneBlocks> make_gpt2_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o);

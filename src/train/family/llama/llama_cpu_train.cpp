@@ -49,13 +49,14 @@ struct LlamaActs {
 
 class LlamaCpuBlocks final : public BlockRunner {
  public:
-  LlamaCpuBlocks(const Params& p, Grads* g, int B, int T) : p_(p), g_(g) {
+  // Activations for ckpt.slots(L) blocks: all of them without gradient checkpointing.
+  LlamaCpuBlocks(const Params& p, Grads* g, int B, int T, const ActivationCheckpointing& ckpt) : p_(p), g_(g), ckpt_(ckpt) {
     const ModelConfig& c = p.config();
     const Anatomy an = model_family(c.arch).anatomy();
     ORION_CHECK(an.norm == NormKind::RMSNorm && an.positions == Positions::Rope && an.gated_ffn,
                 "Llama block runner for a {} model", arch_name(c.arch));
     const size_t N = size_t(B) * T, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
-    acts_.resize(size_t(c.n_layers));
+    acts_.resize(size_t(ckpt.slots(c.n_layers)));
     for (LlamaActs& a : acts_) {
       a.xn1.resize(N * C), a.rstd1.resize(N), a.q.resize(N * Q), a.k.resize(N * KV), a.v.resize(N * KV);
       if (an.qk_norm)
@@ -81,7 +82,7 @@ class LlamaCpuBlocks final : public BlockRunner {
   void forward_block(int l, const float* x, float* y, int B, int T) override {
     const ModelConfig& c = p_.config();
     const LayerParams& w = p_.layers[size_t(l)];
-    LlamaActs& a = acts_[size_t(l)];
+    LlamaActs& a = acts_[size_t(ckpt_.slot(l, c.n_layers))];
     const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), Q = NH * HS, KV = NKV * HS,
               H = c.hidden_dim;
     // --- attention ---
@@ -115,7 +116,7 @@ class LlamaCpuBlocks final : public BlockRunner {
     const ModelConfig& c = p_.config();
     const LayerParams& w = p_.layers[size_t(l)];
     LayerParams& dw = g_->layers[size_t(l)];
-    LlamaActs& a = acts_[size_t(l)];
+    LlamaActs& a = acts_[size_t(ckpt_.slot(l, c.n_layers))];
     const int N = B * T, C = c.dim, NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), H = c.hidden_dim;
     const size_t NC = size_t(N) * C, NH_ = size_t(N) * H;
     auto zero = [](std::vector<float>& v, size_t n) { std::fill_n(v.data(), n, 0.0f); };
@@ -162,7 +163,8 @@ class LlamaCpuBlocks final : public BlockRunner {
   Grads* g_;
   FrozenBase f_;  // adapter training: no dW, the adapted projections reported
   std::vector<float> inv_freq_ = llama_rope_frequencies(p_.config());  // [HS/2] RoPE pair frequencies
-  std::vector<LlamaActs> acts_;
+  ActivationCheckpointing ckpt_;
+  std::vector<LlamaActs> acts_;         // [ckpt_.slots(L)]
   std::vector<float> tmp_;              // [N, C] a branch's output before the residual add
   std::vector<float> dx1_, dxn_;        // [N, C]
   std::vector<float> datty_, dq_;       // [N, NH·HS]
@@ -173,8 +175,9 @@ class LlamaCpuBlocks final : public BlockRunner {
 
 }  // namespace
 
-std::unique_ptr<BlockRunner> make_llama_cpu_blocks(const Params& params, Grads* grads, int B, int T) {
-  return std::make_unique<LlamaCpuBlocks>(params, grads, B, T);
+std::unique_ptr<BlockRunner> make_llama_cpu_blocks(const Params& params, Grads* grads, int B, int T,
+                                                   const ActivationCheckpointing& ckpt) {
+  return std::make_unique<LlamaCpuBlocks>(params, grads, B, T, ckpt);
 }
 
 }  // namespace orion::train

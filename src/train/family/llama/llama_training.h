@@ -8,7 +8,8 @@ namespace orion::train {
 // Llama's, or that of one of its relatives (Qwen2, Qwen3, Mistral) when id names one.
 const TrainingFamily& llama_training(Arch id = Arch::Llama);
 
-std::unique_ptr<BlockRunner> make_llama_cpu_blocks(const Params& params, Grads* grads, int B, int T);
+std::unique_ptr<BlockRunner> make_llama_cpu_blocks(const Params& params, Grads* grads, int B, int T,
+                                                  const ActivationCheckpointing& ckpt);
 
 namespace ane {
 std::unique_ptr<AneBlocks> make_llama_ane_blocks(const Params& p, Grads* g, int B, int T, const AneTrainOptions& o);
