@@ -11,6 +11,7 @@
 #include "compiler/mil/parse_mil.h"
 #include "compiler/pass.h"
 #include "runtime/anesim/anesim_plan.h"
+#include "runtime/anesim/blobfile_check.h"
 
 namespace orion::runtime::anesim {
 namespace {
@@ -52,6 +53,18 @@ class AnesimProgram final : public DriverProgram {
                                                {e.context().file, e.context().field, e.context().offset, {}}),
                              rule),
                  "compile the kernel with compiler::compile_graph, which legalizes it for the chip");
+}
+
+// The weight files as the hardware's storage reader sees them (blobfile_check.h), before and
+// independently of the compiler's parser reading the same constants.
+void check_weight_files(const std::string& name, const std::string& mil_text, const WeightDict& weights) {
+  try {
+    check_blobfile_constants(mil_text, weights, name + ".mil");
+  } catch (const Error& e) {
+    compile_failed(fmt::format("the ANE compiler rejected '{}': {}", name,
+                               format_error_line(e.kind(), e.message(), {e.context().file, e.context().field, -1, {}})),
+                   e.context().hint);
+  }
 }
 
 // C18: a chip's compiler knows the MIL versions up to its own, not newer ones.
@@ -135,6 +148,7 @@ std::unique_ptr<DriverProgram> AnesimDriver::compile(const std::string& mil_text
                                  "the hardware would fail silently here",
                                  attempt, name, chip_->compile_budget, chip_->name),
                      "reuse programs from the program cache, pass weights as inputs, or start a new process");
+    check_weight_files(name, mil_text, weights);
     compiler::ParsedMil parsed;
     try {
       parsed = compiler::parse_mil_program(mil_text, weights, name + ".mil");
@@ -173,6 +187,7 @@ void AnesimDriver::load(DriverProgram& dp) {
     // A profile on which reloading reads the model folder again: recompile the network from the
     // current files (the MIL text is unchanged, so only the constants differ).
     try {
+      check_blobfile_constants(p.mil_text, p.weight_files, p.program_name + ".mil");
       p.compiled =
           std::make_shared<const ir::Graph>(compiler::parse_mil(p.mil_text, p.weight_files, p.program_name + ".mil"));
     } catch (const Error& e) {
