@@ -18,6 +18,8 @@
 #include "ir/text.h"
 #include "model/frontends/program_set.h"
 #include "model/io/model_io.h"
+#include "runtime/anesim/mil_scan.h"
+#include "runtime/anesim/mil_signatures.h"
 #include "tools/command.h"
 
 namespace orion::tools {
@@ -215,6 +217,13 @@ void run_mil_check(const MilCheckArgs& a) {
   ir::Graph g = compiler::parse_mil(text, dict, a.file);
   auto diags = check_as_written(g, chip);
   int errors = 0;
+  // Before the compiler's rules, anesim's public-definition checks: the program version and
+  // opset the chip takes (C18) and every op's signature in that opset.
+  const runtime::anesim::MilScan scan = runtime::anesim::scan_mil(text, a.file);
+  if (std::string why = runtime::anesim::version_problem(scan.program_version, scan.function_target, chip); !why.empty())
+    std::printf("%s: error C18: %s\n", a.file.c_str(), why.c_str()), errors++;
+  for (const std::string& problem : runtime::anesim::signature_problems(scan))
+    std::printf("%s: error signature: %s\n", a.file.c_str(), problem.c_str()), errors++;
   for (auto& d : diags) {
     std::printf("%s: %s\n", a.file.c_str(), compiler::format_diagnostic(d).c_str());
     errors += d.level == compiler::Diagnostic::Level::Error;

@@ -81,12 +81,18 @@ TEST(Blob, ManyBlobsOfEveryDtypeRoundTrip) {
     ASSERT_EQ(f.entries().size(), kinds.size());
     for (size_t i = 0; i < kinds.size(); i++) {
       const BlobEntry& e = f.at(offs[i]);
-      EXPECT_EQ(e.record_offset % align, 0u) << i;
+      EXPECT_EQ(e.record_offset % 64, 0u) << i;
       EXPECT_EQ(e.data_offset % align, 0u) << i;
       EXPECT_EQ(e.dtype, kinds[i].first);
       EXPECT_EQ(f.copy(e), datas[i]) << "blob " << i << " alignment " << align;
     }
-    EXPECT_EQ(offs[0], align);  // 64 normally; 128 when the chip wants 128-byte alignment
+    // The first record is right after the header whatever the data alignment: coremltools'
+    // storage reader looks for it there (a chip wanting 128-byte data gets it at 128 all the same).
+    EXPECT_EQ(offs[0], 64u);
+    EXPECT_EQ(f.at(offs[0]).data_offset, 128u);
+    // Each next record is at the previous data's end rounded up to 64, where the reader walks.
+    for (size_t i = 1; i < kinds.size(); i++)
+      EXPECT_EQ(offs[i], (f.at(offs[i - 1]).data_offset + datas[i - 1].size() + 63) / 64 * 64) << i;
   }
 }
 
@@ -178,6 +184,19 @@ TEST(Blob, MalformedFilesAreInputErrors) {
   expect(v, "after the last blob");
   v = std::vector<uint8_t>(good.begin(), good.end() - 64);
   expect(v, "runs past the end");  // truncated data
+}
+
+TEST(Blob, ARecordBehindPaddingIsUnreachableAndRefused) {
+  // The layout the writer once produced for 128-byte alignment: header, 64 zero bytes, the record
+  // at 128, data at 192. The storage reader looks for the first record at 64 and finds zeros.
+  std::vector<uint8_t> img(192 + 64, 0);
+  set<uint32_t>(img, 0, 1);
+  set<uint32_t>(img, 4, 2);
+  set<uint32_t>(img, 128, 0xDEADBEEF);
+  set<uint32_t>(img, 132, 1);
+  set<uint64_t>(img, 136, 64);
+  set<uint64_t>(img, 144, 192);
+  EXPECT_NE(read_error(img).find("found 0x00000000"), std::string::npos) << read_error(img);
 }
 
 TEST(Blob, EveryTruncationAndByteFlipFailsCleanly) {

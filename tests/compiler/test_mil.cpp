@@ -124,11 +124,14 @@ TEST(MilEmit, WeightsAreBlobFilesWhoseOffsetsNameRecords) {
   ASSERT_EQ(s.weights.size(), 1u);
   EXPECT_TRUE(contains(s.mil_text, "BLOBFILE(path = string(\"@model_path/weights/weight.bin\"), offset = uint64(64))"));
   EXPECT_TRUE(contains(s.mil_text, "BLOBFILE(path = string(\"@model_path/weights/weight.bin\"), offset = uint64(4224))"));
-  // M5: 128-byte alignment of records and data.
+  // M5: 128-byte alignment of the data; the records stay where the storage reader walks to (the
+  // first right after the header, the next at the previous data's end rounded up to 64).
   CompiledProgram m5 = emit_mil(g, chip_profile("m5"), single);
   blob::BlobFile f5(m5.weights.begin()->second, "weight.bin");
-  for (const auto& en : f5.entries()) EXPECT_EQ(en.record_offset % 128 + en.data_offset % 128, 0u);
-  EXPECT_TRUE(contains(m5.mil_text, "offset = uint64(128)"));
+  for (const auto& en : f5.entries()) EXPECT_EQ(en.data_offset % 128, 0u);
+  EXPECT_TRUE(contains(m5.mil_text, "BLOBFILE(path = string(\"@model_path/weights/weight.bin\"), offset = uint64(64))"));
+  EXPECT_TRUE(contains(m5.mil_text, "BLOBFILE(path = string(\"@model_path/weights/weight.bin\"), offset = uint64(4224))"));
+  EXPECT_EQ(f5.at(4224).data_offset, 4352u);
 }
 
 TEST(MilEmit, WeightFreeProgramHasAnEmptyDictionary) {

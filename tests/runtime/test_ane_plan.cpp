@@ -13,6 +13,7 @@
 #include "runtime/ane/ane_core.h"
 #include "runtime/ane/ane_driver.h"
 #include "runtime/ane/ane_plan.h"
+#include "runtime/compile_budget.h"
 #include "support.h"
 
 namespace orion::runtime::ane {
@@ -432,6 +433,51 @@ TEST(AneDriver_anesim, CompileFailurePastTheBudgetNamesC9AndCleansUp) {
   f.log.refuse_model = true;
   EXPECT_EQ(driver_error([&] { f.driver.compile(prog.mil_text, {}, "c"); }).status(), DriverStatus::CompileFailed);
   EXPECT_EQ(f.driver.counters().failed_compiles, 2);
+}
+
+// The budget is the process's: every driver of the process shares the framework connection, and
+// a driver made after others starts from their compiles.
+TEST(AneDriver_anesim, CompileCountIsTheProcesssNotTheDrivers) {
+  compiler::ChipProfile chip = compiler::default_chip();
+  chip.compile_budget = 3;
+  FakeLog log;
+  const std::string tmp = test::temp_dir();
+  auto connection = std::make_shared<FakeFramework>(log, tmp);
+  AneDriver a(connection, {.chip = &chip});
+  auto prog = weight_free_program();
+  auto p1 = a.compile(prog.mil_text, {}, "a1");
+  auto p2 = a.compile(prog.mil_text, {}, "a2");
+  AneDriver b(connection, {.chip = &chip});
+  EXPECT_EQ(b.counters().compiles, 2);
+  EXPECT_EQ(CompileBudget::for_driver(b).used(), 2);
+  log.compile_error = "ANECCompile() FAILED";
+  DriverError e = driver_error([&] { b.compile(prog.mil_text, {}, "b1"); });
+  EXPECT_NE(std::string(e.what()).find("compiled 3 programs, at or past the m4 budget of ~3 (C9)"), std::string::npos)
+      << e.what();
+  EXPECT_EQ(a.counters().compiles, 3);  // the first driver sees the second's compile
+  EXPECT_EQ(b.counters().failed_compiles, 1);
+  EXPECT_EQ(a.counters().failed_compiles, 0);
+}
+
+// Identical programs share one folder (the identifier is a function of the program): a delta
+// reload of one would rewrite the other's weight files. It is refused while they share it.
+TEST(AneDriver_anesim, DeltaReloadIsRefusedWhileAnIdenticalProgramSharesTheFolder) {
+  FakeDriver f;
+  auto prog = two_io_program();
+  auto p1 = f.driver.compile(prog.mil_text, prog.weights, "first");
+  auto p2 = f.driver.compile(prog.mil_text, prog.weights, "second");
+  std::vector<fs::path> dirs(fs::directory_iterator(f.tmp), fs::directory_iterator{});
+  ASSERT_EQ(dirs.size(), 1u);
+  const std::string w_path = (dirs[0] / "weights" / "w.bin").string(), original = read_all(w_path);
+  WeightDict changed = prog.weights;
+  changed.begin()->second.back() ^= 0x01;
+  DriverError e = driver_error([&] { f.driver.replace_weight_files(*p1, changed); });
+  EXPECT_EQ(e.status(), DriverStatus::LoadFailed);
+  EXPECT_NE(std::string(e.what()).find("shares its model folder"), std::string::npos) << e.what();
+  EXPECT_EQ(read_all(w_path), original) << "the second program's weights must be untouched";
+  p2.reset();  // alone in the folder now: the reload may rewrite it
+  f.driver.replace_weight_files(*p1, changed);
+  EXPECT_NE(read_all(w_path), original);
 }
 
 TEST(AneDriver_anesim, LoadIsRetriedOnceThenFails) {

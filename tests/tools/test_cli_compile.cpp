@@ -355,12 +355,25 @@ TEST(CliMilCheck, HandWrittenRsqrtFailsOnM1Only) {
   write(dir + "/norm.mil", kRsqrtMil);
   ASSERT_EQ(run_orion("mil check " + dir + "/norm.mil --chip m4", &out, &err), 0) << out << err;
   EXPECT_TRUE(contains(out, "ok for m4")) << out;
-  // Checked as written: legalize-ane could rewrite rsqrt, but the file itself breaks C17 on M1.
+  // Checked as written: legalize-ane could rewrite rsqrt, but the file itself breaks C17 on M1 —
+  // and, being program(1.3), C18 too: M1 takes program(1.0).
   EXPECT_EQ(run_orion("mil check " + dir + "/norm.mil --chip m1", &out, &err), 3);
   EXPECT_TRUE(contains(out, "error C17 'r'")) << out;
   EXPECT_TRUE(contains(out, "rsqrt")) << out;
+  EXPECT_TRUE(contains(out, "error C18: program(1.3) is newer than m1 accepts")) << out;
   expect_one_line(err);
-  EXPECT_TRUE(contains(err, "1 rule violation(s) for m1")) << err;
+  EXPECT_TRUE(contains(err, "2 rule violation(s) for m1")) << err;
+}
+
+// A program version with an opset it does not carry is refused on every chip (C18).
+TEST(CliMilCheck, ProgramVersionAndOpsetMustPair) {
+  std::string dir = temp_dir(), out, err;
+  std::string text = kRsqrtMil;
+  text.replace(text.find("main<ios18>"), 11, "main<ios16>");
+  write(dir + "/pair.mil", text);
+  EXPECT_EQ(run_orion("mil check " + dir + "/pair.mil --chip m4", &out, &err), 3);
+  EXPECT_TRUE(contains(out, "error C18: program(1.3) carries opsets ios18, not func main<ios16>")) << out;
+  EXPECT_TRUE(contains(err, "1 rule violation(s) for m4")) << err;
 }
 
 TEST(CliMilCheck, ListsEveryRuleBroken) {

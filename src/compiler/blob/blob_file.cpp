@@ -92,8 +92,11 @@ bool all_zero(const uint8_t* p, size_t n) {
 
 }  // namespace
 
-// Writes header, then per blob: zeros up to an aligned record, the record, zeros up to aligned
-// data, the data. With alignment 64 the first record is at 64 and its data at 128.
+// Writes header, then per blob: the record, zeros up to aligned data, the data, zeros up to the
+// next 64-byte boundary. Records sit where coremltools' storage reader looks for them — the first
+// right after the header, each next one at the previous data's end rounded up to 64 — whatever
+// the data alignment; only the data moves to a larger alignment (with 64 or 128 the first record
+// is at 64 and its data at 128).
 std::vector<uint8_t> write_blob_file(const std::vector<BlobIn>& blobs, size_t alignment,
                                      std::vector<uint64_t>* record_offsets) {
   ORION_CHECK(alignment >= 64 && alignment % 64 == 0, "blob alignment {} is not a multiple of 64", alignment);
@@ -103,7 +106,7 @@ std::vector<uint8_t> write_blob_file(const std::vector<BlobIn>& blobs, size_t al
   std::vector<uint64_t> records;
   uint64_t end = kHeaderBytes;
   for (const BlobIn& b : blobs) {
-    records.push_back(align_up(end, alignment));
+    records.push_back(align_up(end, kRecordBytes));
     end = align_up(records.back() + kRecordBytes, alignment) + b.size;
   }
   std::vector<uint8_t> out;
@@ -164,8 +167,7 @@ BlobFile::BlobFile(const uint8_t* data, size_t size, std::string source)
                       "count", 0, "the file is truncated or corrupt");
   uint64_t pos = kHeaderBytes;
   for (uint32_t i = 0; i < count; i++) {
-    // Records may be preceded by zero padding (larger alignments); skip it 64 bytes at a time.
-    while (pos + kRecordBytes <= size_ && all_zero(data_ + pos, kRecordBytes)) pos += kRecordBytes;
+    // The next record is where coremltools' storage reader looks: no padding may precede it.
     if (pos + kRecordBytes > size_)
       throw_input_error(source_, fmt::format("header says {} blobs, found only {}", count, i), "count", int64_t(pos),
                         "the file is truncated");

@@ -9,8 +9,10 @@
 //   offset 128  data (size_in_bytes), then zeros up to the next record
 //   ...         next record, its data, ...
 //
-// Every record and every data start is a multiple of the alignment (64 bytes; 128 when a chip
-// profile asks for it — then the first record sits at 128). A MIL constant names its blob by the
+// Every data start is a multiple of the alignment (64 bytes; 128 when a chip profile asks for it).
+// Records are where coremltools' storage reader walks to: the first at 64, right after the
+// header, each next one at the end of the previous data rounded up to 64 — a record placed
+// anywhere else cannot be reached (the reader refuses it). A MIL constant names its blob by the
 // offset of the *metadata record*, not of the data:
 //   BLOBFILE(path = string("@model_path/weights/wq.bin"), offset = uint64(64))
 // The in-memory form (std::vector<uint8_t>) is what the runtime's weight dictionary holds.

@@ -10,7 +10,7 @@
 namespace orion::runtime::ane {
 
 struct AneDriver::State {
-  std::unique_ptr<Framework> framework;
+  std::shared_ptr<Framework> framework;
   ModelDirUsers dirs;
 };
 
@@ -47,13 +47,18 @@ class AneDriver::Program final : public DriverProgram {
   bool loaded_ = false;
 };
 
-AneDriver::AneDriver(std::unique_ptr<Framework> framework, const DriverOptions& options)
+AneDriver::AneDriver(std::shared_ptr<Framework> framework, const DriverOptions& options)
     : chip_(options.chip ? options.chip : &compiler::default_chip()), state_(std::make_shared<State>()) {
   ORION_CHECK(framework != nullptr, "AneDriver needs a framework");
   state_->framework = std::move(framework);
 }
 
 AneDriver::~AneDriver() = default;
+
+const DriverCounters& AneDriver::counters() const {
+  counters_.compiles = state_->framework->compile_attempts;  // other drivers of the process count too
+  return counters_;
+}
 
 AneDriver::Program& AneDriver::own(DriverProgram& p) {
   auto* prog = dynamic_cast<Program*>(&p);
@@ -69,12 +74,11 @@ std::unique_ptr<DriverProgram> AneDriver::compile(const std::string& mil_text, c
   IoPlan io = plan_io(mil_text, weights, *chip_, name);                   // C6 bindings; parser errors → CompileFailed
   std::vector<WeightEntry> entries = plan_weight_entries(weights, name);  // C19: empty dict when none
 
-  counters_.compiles++;  // C9: every attempt counts against the process's budget
+  const int attempt = ++state_->framework->compile_attempts;  // C9: every attempt counts against the process's budget
   std::unique_ptr<FrameworkModel> model = state_->framework->create_model(mil_text, entries);
   if (!model) {
     counters_.failed_compiles++;
-    throw framework_error(Phase::Compile, name, "the framework refused to create the in-memory model", *chip_,
-                          counters_.compiles);
+    throw framework_error(Phase::Compile, name, "the framework refused to create the in-memory model", *chip_, attempt);
   }
 
   // The framework compiles from <tmp>/<hexStringIdentifier>/: model.mil and weights/<file>.bin.
@@ -95,7 +99,7 @@ std::unique_ptr<DriverProgram> AneDriver::compile(const std::string& mil_text, c
     counters_.failed_compiles++;
     model.reset();
     release();
-    throw framework_error(Phase::Compile, name, r.error, *chip_, counters_.compiles);
+    throw framework_error(Phase::Compile, name, r.error, *chip_, attempt);
   }
   std::vector<std::string> keys;
   for (const WeightEntry& e : entries) keys.push_back(e.key);
@@ -111,7 +115,7 @@ void AneDriver::load(DriverProgram& dp) {
     r = p.model_->load(kQoS);
     if (r.ok) break;
   }
-  if (!r.ok) throw framework_error(Phase::Load, p.name_, r.error, *chip_, counters_.compiles);
+  if (!r.ok) throw framework_error(Phase::Load, p.name_, r.error, *chip_, counters().compiles);
   p.loaded_ = true;
   counters_.loads++;
 }
@@ -122,11 +126,19 @@ void AneDriver::unload(DriverProgram& dp) {
   CallResult r = p.model_->unload(kQoS);
   p.loaded_ = false;  // whatever the answer, the program must be loaded again before use
   counters_.unloads++;
-  if (!r.ok) throw framework_error(Phase::Unload, p.name_, r.error, *chip_, counters_.compiles);
+  if (!r.ok) throw framework_error(Phase::Unload, p.name_, r.error, *chip_, counters().compiles);
 }
 
 void AneDriver::replace_weight_files(DriverProgram& dp, const WeightDict& weights) {
   Program& p = own(dp);
+  // Identical programs get one identifier and so one folder: rewriting it would give the other
+  // program these weights too, at its next load. Refused; the caller updates another way.
+  if (const int sharing = state_->dirs.users(p.dir_.root); sharing > 1)
+    throw DriverError(DriverStatus::LoadFailed,
+                      fmt::format("program '{}' shares its model folder {} with {} identical program(s): rewriting its "
+                                  "weight files would change theirs too",
+                                  p.name_, p.dir_.root, sharing - 1),
+                      "update it by recompiling or with weights as inputs");
   std::vector<WeightEntry> entries = plan_weight_entries(weights, p.name_);
   for (const WeightEntry& e : entries)
     if (std::find(p.weight_keys_.begin(), p.weight_keys_.end(), e.key) == p.weight_keys_.end())
@@ -152,7 +164,7 @@ void AneDriver::evaluate(DriverProgram& dp, const std::vector<Surface*>& inputs,
   check_surfaces(p.io_, sizes(inputs), sizes(outputs), *chip_, p.name_);  // C5 C7 C13 C14
   CallResult r = p.model_->evaluate(kQoS, inputs, request_indices(p.io_.inputs), outputs,
                                     request_indices(p.io_.outputs));  // C6
-  if (!r.ok) throw framework_error(Phase::Evaluate, p.name_, r.error, *chip_, counters_.compiles);
+  if (!r.ok) throw framework_error(Phase::Evaluate, p.name_, r.error, *chip_, counters().compiles);
   counters_.evaluations++;
 }
 

@@ -9,6 +9,9 @@
 //             bound in alphabetical order (C6); a framework "status=0x1d" is BadSurfaces too
 //   unload    QoS 21; a program destroyed while loaded is unloaded, and its folder removed when
 //             no other program shares it
+//   weights   the delta reload rewrites the program's folder — refused while an identical program
+//             (same identifier, so same folder) shares it, since it would rewrite that one's too
+// counters().compiles is the process's count (the framework connection's), not this driver's.
 #pragma once
 #include <memory>
 #include <string>
@@ -22,7 +25,8 @@ namespace orion::runtime::ane {
 
 class AneDriver final : public Driver {
  public:
-  AneDriver(std::unique_ptr<Framework> framework, const DriverOptions& options = {});
+  // `framework` is the process's connection, shared by every driver of the process.
+  AneDriver(std::shared_ptr<Framework> framework, const DriverOptions& options = {});
   ~AneDriver() override;
   std::string name() const override { return "ane"; }
   const compiler::ChipProfile& chip() const override { return *chip_; }
@@ -33,7 +37,7 @@ class AneDriver final : public Driver {
   void unload(DriverProgram& p) override;
   void replace_weight_files(DriverProgram& p, const WeightDict& weights) override;
   void evaluate(DriverProgram& p, const std::vector<Surface*>& inputs, const std::vector<Surface*>& outputs) override;
-  const DriverCounters& counters() const override { return counters_; }
+  const DriverCounters& counters() const override;
 
   struct State;  // shared with the programs, which may outlive the driver
 
@@ -42,7 +46,7 @@ class AneDriver final : public Driver {
   Program& own(DriverProgram& p);
 
   const compiler::ChipProfile* chip_;
-  DriverCounters counters_;
+  mutable DriverCounters counters_;  // compiles: refreshed from the framework's count when read
   std::shared_ptr<State> state_;
 };
 

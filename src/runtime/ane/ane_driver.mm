@@ -321,7 +321,9 @@ std::unique_ptr<Driver> make_ane_driver(const DriverOptions& options) {
   if (!c.missing.empty())
     throw DriverError(DriverStatus::NotAvailable, "the 'ane' driver is not available on this Mac: " + c.missing,
                       "use --backend anesim (the software ANE) or --backend cpu");
-  return std::make_unique<ane::AneDriver>(std::make_unique<ane::MacFramework>(), options);
+  // One connection per process, shared by every driver: the compile budget (C9) is the process's.
+  static const std::shared_ptr<ane::Framework> connection = std::make_shared<ane::MacFramework>();
+  return std::make_unique<ane::AneDriver>(connection, options);
 }
 
 }  // namespace orion::runtime

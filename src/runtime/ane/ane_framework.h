@@ -2,6 +2,7 @@
 // implements them with the private AppleNeuralEngine.framework on macOS; tests implement them with
 // a fake, so the driver logic around them (ane_core.h) runs on every machine.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ class Framework {
   virtual std::unique_ptr<FrameworkModel> create_model(const std::string& mil_utf8,
                                                        const std::vector<WeightEntry>& weights) = 0;
   virtual std::string temp_dir() = 0;  // NSTemporaryDirectory()
+
+  // Compile attempts made through this connection. The ANE's compile budget (C9) is the
+  // process's, not one driver's: a process has one connection to the framework, which every
+  // driver in it shares (make_ane_driver), so every driver counts and reads the same number here.
+  std::atomic<int> compile_attempts = 0;
 };
 
 }  // namespace orion::runtime::ane

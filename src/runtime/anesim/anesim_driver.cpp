@@ -11,6 +11,11 @@
 #include "compiler/mil/parse_mil.h"
 #include "compiler/pass.h"
 #include "runtime/anesim/anesim_plan.h"
+#include "runtime/ane/ane_plan.h"
+#include "runtime/anesim/blobfile_check.h"
+#include "runtime/anesim/mil_scan.h"
+#include "runtime/anesim/mil_signatures.h"
+#include "runtime/anesim/sdpa_as_hardware.h"
 
 namespace orion::runtime::anesim {
 namespace {
@@ -41,25 +46,57 @@ class AnesimProgram final : public DriverProgram {
   throw DriverError(DriverStatus::CompileFailed, message, hint);
 }
 
-// The parser's error, with the rule when the op is one the ANE lacks (C2) rather than a typo.
+// The parser's error (anesim's own checks passed, so this is a form only our parser refuses).
 [[noreturn]] void parse_failed(const std::string& name, const Error& e) {
-  std::string rule;
-  for (const char* op : {"'gelu'", "'silu'"})
-    if (e.message().find(std::string("unknown MIL op ") + op) != std::string::npos)
-      rule = fmt::format(" — the ANE has no {} op (C2): use the tanh form / x·sigmoid(x)", op);
-  compile_failed(fmt::format("the ANE compiler rejected '{}': {}{}", name,
+  compile_failed(fmt::format("the ANE compiler rejected '{}': {}", name,
                              format_error_line(e.kind(), e.message(),
-                                               {e.context().file, e.context().field, e.context().offset, {}}),
-                             rule),
+                                               {e.context().file, e.context().field, e.context().offset, {}})),
                  "compile the kernel with compiler::compile_graph, which legalizes it for the chip");
 }
 
-// C18: a chip's compiler knows the MIL versions up to its own, not newer ones.
-void check_version(const std::string& name, const compiler::ParsedMil& m, const compiler::ChipProfile& chip) {
-  if (std::strtod(m.program_version.c_str(), nullptr) > std::strtod(chip.program_version.c_str(), nullptr))
-    compile_failed(fmt::format("the ANE compiler rejected '{}': program({}) is newer than {} accepts (program({}), C18)",
-                               name, m.program_version, chip.name, chip.program_version),
+// A signature problem, with the rule when the op is one the ANE lacks (C2) rather than a typo.
+std::string with_rule(const std::string& problem) {
+  for (const char* op : {"'gelu'", "'silu'"})
+    if (problem.find(std::string("op ") + op + " is not in opset") != std::string::npos)
+      return fmt::format("{} — the ANE has no {} op (C2): use the tanh form / x·sigmoid(x)", problem, op);
+  return problem;
+}
+
+// The weight files as the hardware's storage reader sees them (blobfile_check.h), before and
+// independently of the compiler's parser reading the same constants.
+void check_weight_files(const std::string& name, const std::string& mil_text, const WeightDict& weights) {
+  try {
+    check_blobfile_constants(mil_text, weights, name + ".mil");
+  } catch (const Error& e) {
+    compile_failed(fmt::format("the ANE compiler rejected '{}': {}", name,
+                               format_error_line(e.kind(), e.message(), {e.context().file, e.context().field, -1, {}})),
+                   e.context().hint);
+  }
+}
+
+// What the hardware's compiler checks first, from the public definitions and not from our
+// compiler: UTF-8 text (C19), program and opset versions for the chip (C18), every op's signature
+// in its opset, every BLOBFILE constant (C8). Returns the text anesim runs: sdpa as the hardware
+// runs it, its mask ignored (C15).
+std::string check_public_definitions(const std::string& name, const std::string& mil_text, const WeightDict& weights,
+                                     const compiler::ChipProfile& chip) {
+  ane::check_mil_utf8(mil_text, name);
+  MilScan m;
+  try {
+    m = scan_mil(mil_text, name + ".mil");
+  } catch (const Error& e) {
+    compile_failed(fmt::format("the ANE compiler could not read '{}': {}", name, e.message()), e.context().hint);
+  }
+  if (std::string why = version_problem(m.program_version, m.function_target, chip); !why.empty())
+    compile_failed(fmt::format("the ANE compiler rejected '{}' for {}: {} (C18)", name, chip.name, why),
                    "emit the MIL for this chip profile");
+  if (auto problems = signature_problems(m); !problems.empty()) {
+    for (std::string& p : problems) p = with_rule(p);
+    compile_failed(fmt::format("the ANE compiler rejected '{}': {}", name, fmt::join(problems, "; ")),
+                   "the op signatures are coremltools' public op definitions (runtime/anesim/mil_signatures.inc)");
+  }
+  check_weight_files(name, mil_text, weights);
+  return sdpa_with_mask_ignored(mil_text, m);
 }
 
 // Runs the ANE compiler's checks (validate-ane) on the parsed program: it is already legalized, so
@@ -135,18 +172,18 @@ std::unique_ptr<DriverProgram> AnesimDriver::compile(const std::string& mil_text
                                  "the hardware would fail silently here",
                                  attempt, name, chip_->compile_budget, chip_->name),
                      "reuse programs from the program cache, pass weights as inputs, or start a new process");
+    const std::string runnable = check_public_definitions(name, mil_text, weights, *chip_);
     compiler::ParsedMil parsed;
     try {
-      parsed = compiler::parse_mil_program(mil_text, weights, name + ".mil");
+      parsed = compiler::parse_mil_program(runnable, weights, name + ".mil");
     } catch (const Error& e) {
       parse_failed(name, e);
     }
-    check_version(name, parsed, *chip_);
     auto p = std::make_unique<AnesimProgram>();
     const int64_t sram = check_rules(parsed.graph, name, *chip_);
     p->owner = this;
     p->program_name = name;
-    p->mil_text = mil_text;
+    p->mil_text = runnable;
     for (auto& [n, bytes] : sorted_inputs(parsed.graph)) p->inputs.push_back(n), p->input_bytes.push_back(bytes);
     for (auto& [n, bytes] : sorted_outputs(parsed.graph)) p->outputs.push_back(n), p->output_bytes.push_back(bytes);
     p->cost = program_cost(parsed.graph, sram);
@@ -173,6 +210,7 @@ void AnesimDriver::load(DriverProgram& dp) {
     // A profile on which reloading reads the model folder again: recompile the network from the
     // current files (the MIL text is unchanged, so only the constants differ).
     try {
+      check_blobfile_constants(p.mil_text, p.weight_files, p.program_name + ".mil");
       p.compiled =
           std::make_shared<const ir::Graph>(compiler::parse_mil(p.mil_text, p.weight_files, p.program_name + ".mil"));
     } catch (const Error& e) {

@@ -1,7 +1,12 @@
 // anesim: the software ANE — the executable specification of what the ANE accepts and computes
 // (DESIGN.md §1, §2, §6). It takes the very MIL text and weight dictionary the Apple driver hands
 // to the framework and behaves as the hardware does, failures included:
-//   compile   parses the MIL with the compiler's own parser and rejects what the ANE compiler
+//   compile   checks the text against the public definitions with code of its own: UTF-8 (C19),
+//             program/opset versions for the chip (C18), op signatures (mil_signatures.h), every
+//             BLOBFILE constant read with a storage reader written from the public coremltools
+//             layout (blobfile_check.h; C8); runs sdpa with its mask ignored (C15,
+//             sdpa_as_hardware.h); then parses the MIL with the compiler's parser and rejects what
+//             the ANE compiler
 //             rejects for the chip profile (validate-ane's rules: C1 concat, C2 gelu, C4 conv bias,
 //             C12 wide convs, C16 > 16 blobs, C7/C14 boundaries, C17/C18 per chip); counts compiles
 //             against the chip's budget and fails past it (C9); copies the weights (C10);
