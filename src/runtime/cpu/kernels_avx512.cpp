@@ -12,10 +12,12 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <cstring>
 
-#include "runtime/cpu/kernels_impl.h"
+#include "runtime/cpu/kernels_q8.h"
 
 namespace orion::cpu {
 namespace {
@@ -101,6 +103,7 @@ void matvec_rows(float* y, const float* x, const void* W, DType wt, const float*
     case DType::F32: return matvec_rows_t<DType::F32>(y, x, W, bias, K, n0, n1);
     case DType::F16: return matvec_rows_t<DType::F16>(y, x, W, bias, K, n0, n1);
     case DType::BF16: return matvec_rows_t<DType::BF16>(y, x, W, bias, K, n0, n1);
+    case DType::Q8_0: return q8_matvec_avx512(y, x, W, bias, K, n0, n1);
   }
 }
 
@@ -110,6 +113,7 @@ void to_f32(float* dst, const void* src, DType dt, size_t n) {
     std::memcpy(dst, src, n * 4);
     return;
   }
+  if (dt == DType::Q8_0) return dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n);
   const uint16_t* s = static_cast<const uint16_t*>(src);
   size_t i = 0;
   for (; i < n; i += 16) {
@@ -169,6 +173,7 @@ void gemm_column_block(float* y, const float* x, const float* w, const float* bi
 
 void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0, int n1,
                float* scratch) {
+  if (wt == DType::Q8_0) return q8_gemm_avx512(y, x, W, bias, M, K, N, n0, n1);
   for (int n = n0; n < n1; n += TN) {
     const int nt = std::min(TN, n1 - n);
     const float* w = static_cast<const float*>(W) + size_t(n) * K;
@@ -199,8 +204,115 @@ void axpy(float* y, float s, const float* x, int n) {
   }
 }
 
+// --- q8_0 weights (kernels_q8.h) ------------------------------------------------------------
+//
+// Two 32-byte blocks of a weight row per 64-byte step.
+//
+// The two blocks' quants (bytes 2..33 and 36..67 of the pair: each block starts with its fp16
+// scale) are loaded into the halves of one zmm. AVX-512 has no vpsignb, so the sign of the weights
+// moves onto the activations with a mask: negate q_x where q_w < 0 (vpmovb2m, masked vpsubb); then
+// |q_w|·(±q_x) is an unsigned × signed byte product, which vpdpbusd (AVX512-VNNI) sums in groups
+// of 4 straight into 16 int32 — lanes 0–7 hold the first block's dot product, lanes 8–15 the
+// second's. Without VNNI, vpmaddubsw + vpmaddwd compute the same exact sums. The int32 sums become
+// fp32 and are FMAed with the two blocks' d_w·d_x, broadcast over their halves.
+
+// AVX512-VNNI: CPUID leaf 7, ECX bit 11.
+bool cpu_has_avx512_vnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11)) != 0;
+}
+bool g_vnni = cpu_has_avx512_vnni();
+
+
+inline float block_scale(const uint8_t* block) {
+  uint16_t d;
+  __builtin_memcpy(&d, block, 2);
+  return _cvtsh_ss(d);
+}
+
+// 16 int32: lane j sums the products of bytes 4j .. 4j+3 of w and x (signed × signed, exact).
+template <bool VNNI>
+inline __m512i dot_bytes(__m512i w, __m512i x) {
+  const __m512i aw = _mm512_abs_epi8(w);
+  const __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+  if constexpr (VNNI) return _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sx);
+  return _mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1));
+}
+
+// s0 in lanes 0–7, s1 in lanes 8–15.
+inline __m512 halves(float s0, float s1) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(s0)), _mm256_set1_ps(s1), 1);
+}
+
+template <bool VNNI>
+struct Avx512Q8 {
+  static constexpr int kRows = 4;
+  template <int R, bool PF>
+  static void block(float* y, const int8_t* xq, const float* xd, const uint8_t* w, size_t row_bytes, int blocks,
+                    const float* bias) {
+    __m512 acc[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+    size_t next_line = 0;  // the next 64-byte line (offset within a row) to prefetch
+    int b = 0;
+    for (; b + 2 <= blocks; b += 2) {
+      const size_t at = size_t(b) * kQ8BlockBytes;
+      if constexpr (PF)
+        for (; next_line < at + 2 * kQ8BlockBytes; next_line += 64)
+#pragma GCC unroll 8
+          for (int r = 0; r < R; r++) {
+            const char* line = reinterpret_cast<const char*>(w + r * row_bytes + next_line);
+            _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+            _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+          }
+      const __m512i xv = _mm512_loadu_si512(xq + size_t(b) * kQ8Block);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const uint8_t* pair = w + r * row_bytes + at;
+        const __m512i wv = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 2))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + kQ8BlockBytes + 2)), 1);
+        const __m512 dot = _mm512_cvtepi32_ps(dot_bytes<VNNI>(wv, xv));
+        const __m512 scale = halves(block_scale(pair) * xd[b], block_scale(pair + kQ8BlockBytes) * xd[b + 1]);
+        acc[r] = _mm512_fmadd_ps(dot, scale, acc[r]);
+      }
+    }
+    if (b < blocks) {  // an odd last block: the upper half stays zero
+      const size_t at = size_t(b) * kQ8BlockBytes;
+      const __m512i xv =
+          _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + size_t(b) * kQ8Block)));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const uint8_t* blk = w + r * row_bytes + at;
+        const __m512i wv = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)));
+        const __m512 dot = _mm512_cvtepi32_ps(dot_bytes<VNNI>(wv, xv));
+        acc[r] = _mm512_fmadd_ps(dot, halves(block_scale(blk) * xd[b], 0.0f), acc[r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const float s = hsum(acc[r]);
+      y[r] = bias ? s + bias[r] : s;
+    }
+  }
+};
+
 }  // namespace
 
 const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy};
+
+bool set_avx512_vnni(bool on) {
+  g_vnni = on && cpu_has_avx512_vnni();
+  return g_vnni;
+}
+
+void q8_matvec_avx512(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
+  if (g_vnni) return q8_matvec_rows<Avx512Q8<true>>(y, x, W, bias, K, n0, n1);
+  q8_matvec_rows<Avx512Q8<false>>(y, x, W, bias, K, n0, n1);
+}
+void q8_gemm_avx512(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
+  if (g_vnni) return q8_gemm_rows<Avx512Q8<true>>(y, x, W, bias, M, K, N, n0, n1);
+  q8_gemm_rows<Avx512Q8<false>>(y, x, W, bias, M, K, N, n0, n1);
+}
 
 }  // namespace orion::cpu
