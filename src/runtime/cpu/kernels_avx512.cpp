@@ -209,12 +209,17 @@ void axpy(float* y, float s, const float* x, int n) {
 // Two 32-byte blocks of a weight row per 64-byte step.
 //
 // The two blocks' quants (bytes 2..33 and 36..67 of the pair: each block starts with its fp16
-// scale) are loaded into the halves of one zmm. AVX-512 has no vpsignb, so the sign of the weights
-// moves onto the activations with a mask: negate q_x where q_w < 0 (vpmovb2m, masked vpsubb); then
-// |q_w|·(±q_x) is an unsigned × signed byte product, which vpdpbusd (AVX512-VNNI) sums in groups
-// of 4 straight into 16 int32 — lanes 0–7 hold the first block's dot product, lanes 8–15 the
-// second's. Without VNNI, vpmaddubsw + vpmaddwd compute the same exact sums. The int32 sums become
-// fp32 and are FMAed with the two blocks' d_w·d_x, broadcast over their halves.
+// scale) are loaded into the halves of one zmm; lanes 0–7 of the 16 int32 sums below belong to the
+// first block, lanes 8–15 to the second. The products are signed × signed bytes:
+//  - AVX512-VNNI: vpdpbusd multiplies unsigned by signed bytes and adds groups of 4 into int32.
+//    q_w ^ 0x80 is q_w + 128 as an unsigned byte, so Σ (q_w + 128)·q_x = Σ q_w·q_x + 128·Σ q_x;
+//    starting the sum at −128·Σ q_x (one vpdpbusd per step, shared by all rows) leaves the exact
+//    dot product, for one vpxord + one vpdpbusd per row.
+//  - without VNNI (AVX512BW only): there is no vpsignb, so the weights' sign moves onto the
+//    activations with a mask (negate q_x where q_w < 0), then |q_w|·(±q_x) through vpmaddubsw +
+//    vpmaddwd (pair sums ≤ 2·127·127: no saturation). The same exact sums.
+// The int32 sums become fp32 and are FMAed with d_w·d_x of their block: both fp16 scales of the
+// row's pair widened at once (vcvtph2ps), times the activations' two scales.
 
 // AVX512-VNNI: CPUID leaf 7, ECX bit 11.
 bool cpu_has_avx512_vnni() {
@@ -224,21 +229,37 @@ bool cpu_has_avx512_vnni() {
 bool g_vnni = cpu_has_avx512_vnni();
 
 
-inline float block_scale(const uint8_t* block) {
-  uint16_t d;
-  __builtin_memcpy(&d, block, 2);
-  return _cvtsh_ss(d);
+// The activations' part of a step, the same for every row: the quants x, and −128·Σ x per group of
+// 4 bytes (the start of the VNNI sums).
+struct Q8Step {
+  __m512i x, start;
+};
+template <bool VNNI>
+inline Q8Step q8_step(__m512i x) {
+  if constexpr (!VNNI) return {x, _mm512_setzero_si512()};
+  const __m512i sum128 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(char(0x80)), x);
+  return {x, _mm512_sub_epi32(_mm512_setzero_si512(), sum128)};
 }
 
-// 16 int32: lane j sums the products of bytes 4j .. 4j+3 of w and x (signed × signed, exact).
+// 16 int32: lane j sums the products of bytes 4j .. 4j+3 of w and s.x (signed × signed, exact).
 template <bool VNNI>
-inline __m512i dot_bytes(__m512i w, __m512i x) {
+inline __m512i dot_bytes(__m512i w, const Q8Step& s) {
+  if constexpr (VNNI) return _mm512_dpbusd_epi32(s.start, _mm512_xor_si512(w, _mm512_set1_epi8(char(0x80))), s.x);
   const __m512i aw = _mm512_abs_epi8(w);
-  const __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
-  if constexpr (VNNI) return _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sx);
+  const __m512i sx = _mm512_mask_sub_epi8(s.x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), s.x);
   return _mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1));
 }
 
+// The fp16 scales d0 (lanes 0–7) and d1 (lanes 8–15) of two blocks, as fp32.
+inline __m512 scales(uint16_t d0, uint16_t d1) {
+  const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(short(d0))), _mm_set1_epi16(short(d1)), 1);
+  return _mm512_cvtph_ps(h);
+}
+inline uint16_t scale_bits(const uint8_t* block) {
+  uint16_t d;
+  __builtin_memcpy(&d, block, 2);
+  return d;
+}
 // s0 in lanes 0–7, s1 in lanes 8–15.
 inline __m512 halves(float s0, float s1) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(s0)), _mm256_set1_ps(s1), 1);
@@ -246,7 +267,7 @@ inline __m512 halves(float s0, float s1) {
 
 template <bool VNNI>
 struct Avx512Q8 {
-  static constexpr int kRows = 4;
+  static constexpr int kRows = 4;  // measured: 8 rows are slower (register pressure)
   template <int R, bool PF>
   static void block(float* y, const int8_t* xq, const float* xd, const uint8_t* w, size_t row_bytes, int blocks,
                     const float* bias) {
@@ -265,28 +286,30 @@ struct Avx512Q8 {
             _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
             _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
           }
-      const __m512i xv = _mm512_loadu_si512(xq + size_t(b) * kQ8Block);
+      const Q8Step s = q8_step<VNNI>(_mm512_loadu_si512(xq + size_t(b) * kQ8Block));
+      const __m512 xs = halves(xd[b], xd[b + 1]);
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
         const uint8_t* pair = w + r * row_bytes + at;
         const __m512i wv = _mm512_inserti64x4(
             _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 2))),
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + kQ8BlockBytes + 2)), 1);
-        const __m512 dot = _mm512_cvtepi32_ps(dot_bytes<VNNI>(wv, xv));
-        const __m512 scale = halves(block_scale(pair) * xd[b], block_scale(pair + kQ8BlockBytes) * xd[b + 1]);
+        const __m512 dot = _mm512_cvtepi32_ps(dot_bytes<VNNI>(wv, s));
+        const __m512 scale = _mm512_mul_ps(scales(scale_bits(pair), scale_bits(pair + kQ8BlockBytes)), xs);
         acc[r] = _mm512_fmadd_ps(dot, scale, acc[r]);
       }
     }
-    if (b < blocks) {  // an odd last block: the upper half stays zero
+    if (b < blocks) {  // an odd last block: the upper half stays zero (scale 0 there)
       const size_t at = size_t(b) * kQ8BlockBytes;
-      const __m512i xv =
-          _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + size_t(b) * kQ8Block)));
+      const Q8Step s = q8_step<VNNI>(
+          _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + size_t(b) * kQ8Block))));
+      const __m512 xs = halves(xd[b], 0.0f);
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
         const uint8_t* blk = w + r * row_bytes + at;
         const __m512i wv = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)));
-        const __m512 dot = _mm512_cvtepi32_ps(dot_bytes<VNNI>(wv, xv));
-        acc[r] = _mm512_fmadd_ps(dot, halves(block_scale(blk) * xd[b], 0.0f), acc[r]);
+        const __m512 dot = _mm512_cvtepi32_ps(dot_bytes<VNNI>(wv, s));
+        acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scales(scale_bits(blk), 0), xs), acc[r]);
       }
     }
 #pragma GCC unroll 8
