@@ -320,6 +320,79 @@ struct Avx512Q8 {
   }
 };
 
+// Prefill: a tile of TM tokens × 4 weight rows per step, so each weight pair (and its scales) is
+// loaded once for TM tokens and each token's step once for 4 rows. Every (token, row) sum is the
+// same sequence of operations as Avx512Q8::block's, so prefill and decode agree bit for bit.
+constexpr int Q8_TM = 4, Q8_TN = 4;
+
+template <bool VNNI, int TM>
+void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const uint8_t* w, size_t row_bytes,
+             const float* bias) {
+  const int blocks = K / kQ8Block;
+  __m512 acc[TM][Q8_TN];
+#pragma GCC unroll 8
+  for (int m = 0; m < TM; m++)
+#pragma GCC unroll 8
+    for (int r = 0; r < Q8_TN; r++) acc[m][r] = _mm512_setzero_ps();
+  // One step over the blocks b (and b + 1 unless single): weights and scales of every row, then
+  // every token against them.
+  auto step = [&](int b, bool single) {
+    const size_t at = size_t(b) * kQ8BlockBytes;
+    __m512i wv[Q8_TN];
+    __m512 ws[Q8_TN];
+#pragma GCC unroll 8
+    for (int r = 0; r < Q8_TN; r++) {
+      const uint8_t* pair = w + r * row_bytes + at;
+      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 2));
+      wv[r] = single ? _mm512_zextsi256_si512(lo)
+                     : _mm512_inserti64x4(_mm512_castsi256_si512(lo),
+                                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + kQ8BlockBytes + 2)), 1);
+      ws[r] = scales(scale_bits(pair), single ? 0 : scale_bits(pair + kQ8BlockBytes));
+    }
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; m++) {
+      const int8_t* xb = xq + size_t(m) * K + size_t(b) * kQ8Block;
+      const __m512i xv = single ? _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb)))
+                                : _mm512_loadu_si512(xb);
+      const Q8Step s = q8_step<VNNI>(xv);
+      const float* d = xd + size_t(m) * blocks + b;
+      const __m512 xs = halves(d[0], single ? 0.0f : d[1]);
+#pragma GCC unroll 8
+      for (int r = 0; r < Q8_TN; r++)
+        acc[m][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_bytes<VNNI>(wv[r], s)), _mm512_mul_ps(ws[r], xs), acc[m][r]);
+    }
+  };
+  int b = 0;
+  for (; b + 2 <= blocks; b += 2) step(b, false);
+  if (b < blocks) step(b, true);
+#pragma GCC unroll 8
+  for (int m = 0; m < TM; m++)
+#pragma GCC unroll 8
+    for (int r = 0; r < Q8_TN; r++) {
+      const float s = hsum(acc[m][r]);
+      y[size_t(m) * ldy + r] = bias ? s + bias[r] : s;
+    }
+}
+
+template <bool VNNI>
+void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
+  const Q8Activations a = quantize_activations(x, M, K);
+  const size_t row_bytes = dtype_bytes(DType::Q8_0, size_t(K));
+  const int blocks = K / kQ8Block;
+  int n = n0;
+  for (; n + Q8_TN <= n1; n += Q8_TN) {
+    const uint8_t* w = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+    const float* b = bias ? bias + n : nullptr;
+    int m = 0;
+    for (; m + Q8_TM <= M; m += Q8_TM)
+      q8_tile<VNNI, Q8_TM>(y + size_t(m) * N + n, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, b);
+    for (; m < M; m++)
+      q8_tile<VNNI, 1>(y + size_t(m) * N + n, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, b);
+  }
+  for (int m = 0; m < M && n < n1; m++)  // the last rows of the range, fewer than a tile
+    q8_rows<Avx512Q8<VNNI>, false>(y + size_t(m) * N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, W, bias, K, n, n1);
+}
+
 }  // namespace
 
 const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy};
@@ -334,8 +407,8 @@ void q8_matvec_avx512(float* y, const float* x, const void* W, const float* bias
   q8_matvec_rows<Avx512Q8<false>>(y, x, W, bias, K, n0, n1);
 }
 void q8_gemm_avx512(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
-  if (g_vnni) return q8_gemm_rows<Avx512Q8<true>>(y, x, W, bias, M, K, N, n0, n1);
-  q8_gemm_rows<Avx512Q8<false>>(y, x, W, bias, M, K, N, n0, n1);
+  if (g_vnni) return q8_gemm<true>(y, x, W, bias, M, K, N, n0, n1);
+  q8_gemm<false>(y, x, W, bias, M, K, N, n0, n1);
 }
 
 }  // namespace orion::cpu
