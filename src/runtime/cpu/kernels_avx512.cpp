@@ -131,6 +131,18 @@ void to_f32(float* dst, const void* src, DType dt, size_t n) {
 // like matvec_block's (lane j over k ≡ j mod 16, masked tail, hsum), so y is the same bit for bit.
 constexpr int TM = 4, TN = 6;
 
+// y[i, j] = hsum(acc[i][j]) (+ bias[j]): a tile's sums stored (row stride ldy).
+template <int MT, int NT>
+inline void store_tile(float* y, int ldy, const __m512 (&acc)[MT][NT], const float* bias) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) {
+      const float s = hsum(acc[i][j]);
+      y[size_t(i) * ldy + j] = bias ? s + bias[j] : s;
+    }
+}
+
 // y[i, j] = Σ_k x[i, k]·w[j, k] (+ bias[j]) for i < MT, j < NT.
 //   x: MT rows, stride K;  w: NT fp32 rows, stride K;  y: row stride ldy.
 template <int MT, int NT>
@@ -152,13 +164,7 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
       for (int i = 0; i < MT; i++) acc[i][j] = _mm512_fmadd_ps(wv, xv[i], acc[i][j]);
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MT; i++)
-#pragma GCC unroll 8
-    for (int j = 0; j < NT; j++) {
-      const float s = hsum(acc[i][j]);
-      y[size_t(i) * ldy + j] = bias ? s + bias[j] : s;
-    }
+  store_tile<MT, NT>(y, ldy, acc, bias);
 }
 
 // All M rows against NT fp32 weight rows w (= W[n, :] .. W[n+NT−1, :]): tiles of TM tokens,
@@ -365,13 +371,7 @@ void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const 
   int b = 0;
   for (; b + 2 <= blocks; b += 2) step(b, false);
   if (b < blocks) step(b, true);
-#pragma GCC unroll 8
-  for (int m = 0; m < TM; m++)
-#pragma GCC unroll 8
-    for (int r = 0; r < Q8_TN; r++) {
-      const float s = hsum(acc[m][r]);
-      y[size_t(m) * ldy + r] = bias ? s + bias[r] : s;
-    }
+  store_tile<TM, Q8_TN>(y, ldy, acc, bias);
 }
 
 template <bool VNNI>
