@@ -3,6 +3,7 @@
 // refuses what cannot hold or fit q8_0 with errors that say so.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "base/file.h"
 #include "model/io/gguf_file.h"
 #include "model/io/model_io.h"
+#include "model/transformer.h"
 #include "support.h"
 #include "test_io_util.h"
 
@@ -82,6 +84,32 @@ TEST(ModelIoGgufQ8, IndependentConverterWritesTheSameBlocks) {
     ModelWeights r = load_model(dir + "/ref.gguf");
     EXPECT_EQ(r.matrix_dtype(), DType::Q8_0);
     test::expect_same_weights(w, r, DType::Q8_0);
+  }
+}
+
+// A q8_0 GGUF runs through the transformer: its logits stay close to the fp32 model's, and a token
+// gets the same logits bit for bit whether it went through prefill or decode.
+TEST(ModelIoGgufQ8, Q8ModelLogitsCloseToFp32AndPrefillEqualsDecode) {
+  for (const ModelConfig& c : {test::tiny_llama(false), test::tiny_gpt2(300)}) {
+    SCOPED_TRACE(c.describe());
+    const ModelWeights w = test::random_model(c, 48);
+    const std::string path = temp_path("r.gguf");
+    save_model(w, path, ModelFormat::Gguf, DType::Q8_0);
+    const ModelWeights q = load_model(path);
+    const int tokens[] = {1, 17, 42, 299, 5, 100, 7, 250};
+    const int n = 8, V = c.vocab_size;
+    Transformer tf(w), tq(q), td(q);
+    const float* pf = tf.forward(tokens, n, 0, true);
+    const std::vector<float> ref(pf, pf + size_t(n) * V);
+    const float* pq = tq.forward(tokens, n, 0, true);
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < ref.size(); i++) err += (pq[i] - ref[i]) * (pq[i] - ref[i]), norm += ref[i] * ref[i];
+    EXPECT_LT(std::sqrt(err / norm), 0.03) << "relative RMS error of the q8_0 logits";
+    EXPECT_GT(err, 0) << "the q8_0 weights were used";
+    for (int t = 0; t < n; t++) {
+      const float* d = td.forward(tokens + t, 1, t);
+      EXPECT_EQ(std::memcmp(d, pq + size_t(t) * V, size_t(V) * 4), 0) << "token " << t;
+    }
   }
 }
 
