@@ -1,5 +1,5 @@
 // q8_0 weights: the block format against llama.cpp's definition, and the int8 matmul kernels of
-// every instruction set this CPU has (and AVX-512 with and without VNNI) against a reference
+// every instruction set this CPU has (AVX2 and AVX-512 with and without VNNI) against a reference
 // written here: the activations quantised the same way, then every block's products summed exactly
 // and scaled in double — so the kernels may differ from it only by fp32 rounding of the scaled sums.
 #include <gtest/gtest.h>
@@ -81,7 +81,7 @@ TEST(Q8Format, RoundTripErrorWithinHalfAStepAndConvertDtypeAgrees) {
 
 // --- the kernels -------------------------------------------------------------------------------------
 
-// Every kernel path the CPU has: each ISA, and AVX-512 also without VNNI.
+// Every kernel path the CPU has: each ISA, and AVX2 / AVX-512 with and without VNNI.
 struct Path {
   Isa isa;
   bool vnni;
@@ -92,7 +92,8 @@ std::vector<Path> available_paths() {
   for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512})
     if (set_isa(isa)) {
       out.push_back({isa, false});
-      if (isa == Isa::Avx512 && set_avx512_vnni(true)) out.push_back({isa, true});
+      if ((isa == Isa::Avx2 && set_avx2_vnni(true)) || (isa == Isa::Avx512 && set_avx512_vnni(true)))
+        out.push_back({isa, true});
     }
   set_isa(before);
   return out;
@@ -103,10 +104,11 @@ std::string path_name(const Path& p) { return std::string(isa_name(p.isa)) + (p.
 struct RestorePath {
   Isa isa = active_isa();
   int threads = num_threads();
-  ~RestorePath() { set_isa(isa), set_avx512_vnni(true), set_num_threads(threads); }
+  ~RestorePath() { set_isa(isa), set_avx2_vnni(true), set_avx512_vnni(true), set_num_threads(threads); }
 };
 void use(const Path& p) {
   ASSERT_TRUE(set_isa(p.isa));
+  set_avx2_vnni(p.vnni);
   set_avx512_vnni(p.vnni);
 }
 

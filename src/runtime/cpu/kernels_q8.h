@@ -70,8 +70,10 @@ void q8_gemm_avx2(float* y, const float* x, const void* W, const float* bias, in
 void q8_matvec_avx512(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1);
 void q8_gemm_avx512(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
 
-// The AVX-512 kernels use AVX512-VNNI's vpdpbusd when the CPU has it, else vpmaddubsw + vpmaddwd
-// (the same exact sums). Tests switch it off to check the other path; returns whether it is on.
+// The AVX2 and AVX-512 kernels use vpdpbusd (AVX-VNNI, AVX512-VNNI) when the CPU has it, else
+// vpmaddubsw + vpmaddwd (the same exact sums). Tests switch it off to check the other path; each
+// returns whether it is on.
+bool set_avx2_vnni(bool on);
 bool set_avx512_vnni(bool on);
 
 }  // namespace orion::cpu
