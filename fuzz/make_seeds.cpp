@@ -62,6 +62,9 @@ void model_seeds() {
   save_model(gpt2, seed_path("llmc", "v5_bf16.bin"), ModelFormat::LlmC, DType::BF16);
   save_model(llama, seed_path("gguf", "llama.gguf"), ModelFormat::Gguf);
   save_model(gpt2, seed_path("gguf", "gpt2_f16.gguf"), ModelFormat::Gguf, DType::F16);
+  ModelConfig q8 = tiny(Arch::Llama);
+  q8.dim = 32, q8.hidden_dim = 32;  // q8_0 rows are whole blocks of 32
+  save_model(random_weights(q8, 3), seed_path("gguf", "llama_q8_0.gguf"), ModelFormat::Gguf, DType::Q8_0);
   int i = 0;
   for (auto [w, dtype] : {std::pair{&llama, DType::F32}, {&llama, DType::F16}, {&gpt2, DType::BF16}}) {
     std::string dir = tmp + "/st" + std::to_string(i);

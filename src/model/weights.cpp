@@ -22,7 +22,7 @@ const float* Tensor::f32() const {
 
 const void* Tensor::row(int64_t r) const {
   ORION_CHECK(shape.size() == 2 && r >= 0 && r < shape[0], "row {} of a tensor with {} dims", r, shape.size());
-  return static_cast<const uint8_t*>(data) + size_t(r) * size_t(shape[1]) * dtype_size(dtype);
+  return static_cast<const uint8_t*>(data) + size_t(r) * dtype_bytes(dtype, size_t(shape[1]));
 }
 
 void* ModelWeights::alloc(size_t bytes) {
@@ -142,8 +142,17 @@ void ModelWeights::validate(const std::string& source) const {
       throw_input_error(source, "vectors must be stored as f32 in memory", name);
 }
 
+void ModelWeights::check_fits_q8_0() const {
+  for (auto& [name, t] : named_tensors())
+    if (t->shape.size() == 2 && t->shape[1] % kQ8Block != 0)
+      throw_usage_error(fmt::format("q8_0 stores rows in blocks of {} elements; {} has rows of {}", kQ8Block, name,
+                                    t->shape[1]),
+                        "dtype", "use f16 or bf16 for this model");
+}
+
 void ModelWeights::convert_matrices(DType dtype) {
   bool tied = config.tied_embeddings;
+  if (dtype == DType::Q8_0) check_fits_q8_0();
   for (auto& [name, t] : named_tensors_mut())
     if (t->shape.size() == 2 && t->dtype != dtype) *t = copy_as(*t, dtype);
   if (tied) classifier = tok_emb;
@@ -168,6 +177,9 @@ ModelWeights random_weights(const ModelConfig& c, uint64_t seed, DType dtype) {
   // so the model never holds an fp32 copy of itself (a 0.5B bf16 model stays ~1 GB resident).
   std::vector<float> row;
   auto matrix = [&](int64_t rows, int64_t cols) {
+    if (dtype == DType::Q8_0 && cols % kQ8Block != 0)
+      throw_usage_error(fmt::format("q8_0 stores rows in blocks of {} elements; this config has rows of {}", kQ8Block, cols),
+                        "dtype", "use f16 or bf16 for this model");
     void* p;
     Tensor t = w.alloc_tensor({rows, cols}, dtype, &p);
     row.resize(size_t(cols));
@@ -175,7 +187,8 @@ ModelWeights random_weights(const ModelConfig& c, uint64_t seed, DType dtype) {
       float* q = dtype == DType::F32 ? static_cast<float*>(p) + r * cols : row.data();
       for (int64_t i = 0; i < cols; i++) q[i] = normal(rng);
       if (dtype != DType::F32)
-        convert_dtype(q, DType::F32, static_cast<char*>(p) + size_t(r * cols) * dtype_size(dtype), dtype, size_t(cols));
+        convert_dtype(q, DType::F32, static_cast<char*>(p) + size_t(r) * dtype_bytes(dtype, size_t(cols)), dtype,
+                      size_t(cols));
     }
     return t;
   };

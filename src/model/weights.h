@@ -17,7 +17,7 @@
 // checkpoints permute wq/wk rows (and bq/bk, q_norm/k_norm) for their rotate-half convention; the
 // safetensors reader and writer undo and redo that permutation.
 //
-// Matrices may be f32, f16 or bf16 (the kernels use them in their stored precision); vectors
+// Matrices may be f32, f16, bf16 or q8_0 (the kernels use them in their stored precision); vectors
 // (norms, biases) are always f32. Tensors are views: the memory belongs to `storage` (memory maps
 // of the files read, or buffers owned by this object), so a loaded model is usually zero-copy.
 #pragma once
@@ -38,7 +38,7 @@ struct Tensor {
 
   bool empty() const { return data == nullptr; }
   int64_t numel() const;
-  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype); }
+  size_t nbytes() const { return dtype_bytes(dtype, size_t(numel())); }
   const float* f32() const;  // ORION_CHECKs that dtype is F32
   // Row r of a 2-D tensor (pointer arithmetic in the stored dtype).
   const void* row(int64_t r) const;
@@ -85,6 +85,9 @@ class ModelWeights {
   void validate(const std::string& source) const;
   // Converts every matrix to dtype (vectors stay f32). No-op for matrices already in dtype.
   void convert_matrices(DType dtype);
+  // q8_0 needs matrix rows of a multiple of 32 elements: a Usage error naming the first matrix
+  // whose rows are not (what converting or writing as q8_0 would meet).
+  void check_fits_q8_0() const;
   DType matrix_dtype() const { return tok_emb.dtype; }
   size_t matrix_bytes() const;  // bytes of all matrices (what decode streams per token)
 

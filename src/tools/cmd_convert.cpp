@@ -18,7 +18,7 @@ struct ConvertArgs {
 std::optional<DType> dtype_arg(const std::string& s) {
   if (s.empty()) return std::nullopt;
   auto d = parse_dtype(s);
-  if (!d) throw_usage_error(fmt::format("unknown dtype '{}'", s), "--dtype", "use f32, f16 or bf16");
+  if (!d) throw_usage_error(fmt::format("unknown dtype '{}'", s), "--dtype", "use f32, f16, bf16 or q8_0");
   return d;
 }
 
@@ -63,7 +63,8 @@ void add_convert_command(CLI::App& app) {
       "  llama2c-v1   llama2.c .bin, version 1 (\"ak42\" header), fp32, Llama only\n"
       "  safetensors  Hugging Face model.safetensors + config.json (a folder), f32/f16/bf16, every family\n"
       "  llmc         llm.c gpt2_124M.bin, fp32 (version 3) or bf16 (version 5), GPT-2 only\n"
-      "  gguf         llama.cpp .gguf (version 3; reads 2 and 3), f32/f16/bf16, Llama and GPT-2\n"
+      "  gguf         llama.cpp .gguf (version 3; reads 2 and 3), f32/f16/bf16/q8_0, Llama and GPT-2\n"
+      "q8_0 is llama.cpp's Q8_0 (blocks of 32 int8 weights with an fp16 scale); only gguf stores it.\n"
       "Without --to the output name decides: *.safetensors or a folder → safetensors; *.gguf → gguf;\n"
       "*.bin → llama2c for Llama models, llmc for GPT-2. The input format is detected from the file.\n"
       "Examples:\n"
@@ -71,6 +72,7 @@ void add_convert_command(CLI::App& app) {
       "  orion convert --in gpt2_124M.bin --out gpt2-hf --to safetensors\n"
       "  orion convert --in TinyLlama/ --out tiny.bin\n"
       "  orion convert --in stories15M.bin --out stories15M.gguf --dtype f16\n"
+      "  orion convert --in stories15M.bin --out stories15M-q8.gguf --dtype q8_0\n"
       "  orion convert --config llama3.2-1b --out llama1b-random/ --dtype bf16   (random weights, for benchmarks)");
   auto* in = cmd->add_option("--in", args->in, "Input model: a .bin file, a model.safetensors, or its folder");
   cmd->add_option("--config", args->config, "Instead of --in: random weights of this preset (benchmarks, trying the tools)")
@@ -80,7 +82,7 @@ void add_convert_command(CLI::App& app) {
   cmd->add_option("--out", args->out, "Output file or folder (existing files are replaced atomically)")->required();
   cmd->add_option("--to", args->to, "Output format: llama2c, llama2c-v1, safetensors, llmc, gguf");
   cmd->add_option("--from", args->from, "Input format, to skip detection: llama2c, llama2c-v1, safetensors, llmc, gguf");
-  cmd->add_option("--dtype", args->dtype, "Matrix dtype to write: f32, f16, bf16 (default: as loaded; f32 for .bin)");
+  cmd->add_option("--dtype", args->dtype, "Matrix dtype to write: f32, f16, bf16, q8_0 (gguf only) (default: as loaded; f32 for .bin)");
   cmd->callback([args] { run_convert(*args); });
 }
 

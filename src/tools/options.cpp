@@ -24,13 +24,13 @@ void ThreadOptions::add(CLI::App* cmd) {
 void ThreadOptions::apply() const { cpu::set_num_threads(threads); }
 
 void DTypeOption::add(CLI::App* cmd, const std::string& help) {
-  cmd->add_option("--dtype", name, help)->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  cmd->add_option("--dtype", name, help)->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
 }
 
 std::optional<DType> DTypeOption::get() const {
   if (name.empty()) return std::nullopt;
   auto d = parse_dtype(name);
-  if (!d) throw_usage_error(fmt::format("unknown dtype '{}'", name), "--dtype", "use f32, f16 or bf16");
+  if (!d) throw_usage_error(fmt::format("unknown dtype '{}'", name), "--dtype", "use f32, f16, bf16 or q8_0");
   return d;
 }
 

@@ -58,6 +58,14 @@ inline float through(const Tensor& t, size_t i, DType via) {
     case DType::F32: return v;
     case DType::F16: return f16_to_f32(f32_to_f16(v));
     case DType::BF16: return bf16_to_f32(f32_to_bf16(v));
+    case DType::Q8_0: {  // quantise the element's whole block of 32
+      float block[kQ8Block];
+      const size_t first = i / kQ8Block * kQ8Block;
+      for (int j = 0; j < kQ8Block; j++) block[j] = load_as_f32(t.data, t.dtype, first + j);
+      BlockQ8_0 q;
+      quantize_q8_0(block, &q, kQ8Block);
+      return f16_to_f32(q.d) * float(q.q[i - first]);
+    }
   }
   return v;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "kernel_test_util.h"
 #include "runtime/cpu/kernels.h"
 
 namespace orion::cpu {
@@ -31,13 +32,7 @@ struct RestoreIsa {
   ~RestoreIsa() { set_isa(isa), set_num_threads(threads); }
 };
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (float& f : v) f = u(rng);
-  return v;
-}
+using test::random_floats;
 
 // A weight matrix stored in dtype dt, and the fp32 values the kernels must see (each stored
 // element converted with base/dtype.h, the same conversion the kernels are held to).

@@ -116,7 +116,7 @@ class Cursor {
 
 // Bytes of a tensor of this type and element count; nullopt for types Orion does not size.
 std::optional<size_t> tensor_bytes(uint32_t type, uint64_t numel) {
-  if (auto dt = dtype_of_ggml(type)) return size_t(numel) * dtype_size(*dt);
+  if (auto dt = dtype_of_ggml(type)) return dtype_bytes(*dt, size_t(numel));
   return std::nullopt;
 }
 
@@ -134,6 +134,7 @@ std::optional<DType> dtype_of_ggml(uint32_t type) {
   if (type == kGgmlF32) return DType::F32;
   if (type == kGgmlF16) return DType::F16;
   if (type == kGgmlBF16) return DType::BF16;
+  if (type == kGgmlQ8_0) return DType::Q8_0;
   return std::nullopt;
 }
 
@@ -142,6 +143,7 @@ uint32_t ggml_type_of(DType t) {
     case DType::F32: return kGgmlF32;
     case DType::F16: return kGgmlF16;
     case DType::BF16: return kGgmlBF16;
+    case DType::Q8_0: return kGgmlQ8_0;
   }
   return kGgmlF32;
 }
@@ -199,6 +201,10 @@ GgufFile GgufFile::open(const std::string& path) {
     }
     t.ggml_type = c.pod<uint32_t>(t.name + ".type");
     t.dtype = dtype_of_ggml(t.ggml_type);
+    if (t.dtype == DType::Q8_0 && t.shape.back() % kQ8Block != 0)  // ggml's rule: rows are whole blocks
+      c.fail(t.name + ".ne", fmt::format("a Q8_0 tensor's rows ({} elements) must be a multiple of {}", t.shape.back(),
+                                         kQ8Block),
+             at);
     const uint64_t offset = c.pod<uint64_t>(t.name + ".offset");
     if (offset % alignment != 0)
       c.fail(t.name + ".offset", fmt::format("offset {} is not a multiple of the alignment {}", offset, alignment), at);

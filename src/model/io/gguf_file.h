@@ -28,7 +28,7 @@ namespace orion::io {
 enum class GgufValueType : uint32_t { U8, I8, U16, I16, U32, I32, F32, Bool, String, Array, U64, I64, F64 };
 
 // ggml's element types that Orion computes with; every other type is named in errors (ggml_type_name).
-constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlBF16 = 30;
+constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ8_0 = 8, kGgmlBF16 = 30;
 const char* ggml_type_name(uint32_t type);  // "Q4_K", or "type 77" for a number ggml does not define
 std::optional<DType> dtype_of_ggml(uint32_t type);
 uint32_t ggml_type_of(DType t);

@@ -117,7 +117,7 @@ const GgufTensor& tensor(const GgufFile& f, const std::string& name) {
   const GgufTensor* t = f.find(name);
   if (!t) throw_input_error(f.path(), "tensor missing", name, -1, "the file is not a complete model of its architecture");
   if (!t->dtype)
-    throw_input_error(f.path(), fmt::format("tensor type {} is not supported (Orion reads F32, F16 and BF16)",
+    throw_input_error(f.path(), fmt::format("tensor type {} is not supported (Orion reads F32, F16, BF16 and Q8_0)",
                                             ggml_type_name(t->ggml_type)),
                       name, int64_t(t->file_offset), "convert the model to f16 or bf16 with llama.cpp first");
   return *t;
@@ -220,8 +220,17 @@ GgufOutValue u32_value(const std::string& key, int64_t v) { return {key, {GgufVa
 GgufOutValue f32_value(const std::string& key, float v) { return {key, {GgufValueType::F32, {}, json(v)}}; }
 GgufOutValue string_value(const std::string& key, const std::string& v) { return {key, {GgufValueType::String, {}, v}}; }
 
-// llama.cpp's general.file_type: the dtype most tensors have (LLAMA_FTYPE_ALL_F32, MOSTLY_F16, MOSTLY_BF16).
-int64_t file_type(DType dt) { return dt == DType::F32 ? 0 : dt == DType::F16 ? 1 : 32; }
+// llama.cpp's general.file_type: the dtype most tensors have (LLAMA_FTYPE_ALL_F32, MOSTLY_F16,
+// MOSTLY_Q8_0, MOSTLY_BF16).
+int64_t file_type(DType dt) {
+  switch (dt) {
+    case DType::F32: return 0;
+    case DType::F16: return 1;
+    case DType::Q8_0: return 7;
+    case DType::BF16: return 32;
+  }
+  return 0;
+}
 
 }  // namespace
 

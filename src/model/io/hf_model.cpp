@@ -57,7 +57,7 @@ Tensor stack_rows(ModelWeights& scratch, const std::vector<const Tensor*>& parts
   uint8_t* at = static_cast<uint8_t*>(dst);
   for (auto* p : parts) {
     convert_dtype(p->data, p->dtype, at, dt, size_t(p->numel()));
-    at += size_t(p->numel()) * dtype_size(dt);
+    at += dtype_bytes(dt, size_t(p->numel()));
   }
   return out;
 }

@@ -50,7 +50,7 @@ Tensor hf_unpermute_vector(ModelWeights& w, const Tensor& hf_layout, int n_heads
 // Writes the tensor's elements converted to `dtype` (in chunks; no whole-tensor copy).
 void write_as(FileWriter& out, const Tensor& t, DType dtype);
 // Bytes write_as would write.
-inline size_t bytes_as(const Tensor& t, DType dtype) { return size_t(t.numel()) * dtype_size(dtype); }
+inline size_t bytes_as(const Tensor& t, DType dtype) { return dtype_bytes(dtype, size_t(t.numel())); }
 
 // ---- safetensors container -------------------------------------------------------------------------
 

@@ -99,6 +99,13 @@ void check_can_save(const ModelWeights& w, ModelFormat format, std::optional<DTy
   if (fp32_only && dtype && *dtype != DType::F32)
     throw_usage_error(fmt::format("{} files hold fp32 weights only, not {}", name, dtype_name(*dtype)), "dtype",
                       "drop --dtype, or convert to safetensors, which stores f16 and bf16");
+  // Of Orion's formats only GGUF has a q8_0 tensor type (a q8_0 model goes to the others as f32 or
+  // as --dtype says; safetensors keeps the loaded dtype, so it needs a --dtype then).
+  const bool q8_0 = dtype.value_or(format == ModelFormat::Safetensors ? w.matrix_dtype() : DType::F32) == DType::Q8_0;
+  if (q8_0 && format != ModelFormat::Gguf)
+    throw_usage_error(fmt::format("{} files have no q8_0 tensors", name), "dtype",
+                      "write gguf (--to gguf), or add --dtype f32, f16 or bf16");
+  if (q8_0) w.check_fits_q8_0();
   if (format == ModelFormat::LlmC && dtype && *dtype == DType::F16)
     throw_usage_error("llm.c files hold fp32 (version 3) or bf16 (version 5), not f16", "dtype",
                       "use --dtype f32 or --dtype bf16");

@@ -14,7 +14,7 @@ Tensor view_or_copy(ModelWeights& w, const void* data, DType dtype, std::vector<
   t.data = data;
   t.dtype = dtype;
   t.shape = std::move(shape);
-  if (reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) == 0) return t;
+  if (reinterpret_cast<uintptr_t>(data) % dtype_alignment(dtype) == 0) return t;
   return w.copy_as(t, dtype);  // a same-dtype copy into 64-byte-aligned memory
 }
 
@@ -38,7 +38,8 @@ void transpose_tiles(const E* src, E* dst, int64_t rows, int64_t cols) {
 }  // namespace
 
 Tensor transposed(ModelWeights& w, const Tensor& t) {
-  ORION_CHECK(t.shape.size() == 2, "transpose of a {}-D tensor", t.shape.size());
+  ORION_CHECK(t.shape.size() == 2 && t.dtype != DType::Q8_0, "transpose of a {}-D {} tensor", t.shape.size(),
+              dtype_name(t.dtype));
   const int64_t rows = t.shape[0], cols = t.shape[1];
   void* p;
   Tensor out = w.alloc_tensor({cols, rows}, t.dtype, &p);
@@ -51,7 +52,7 @@ Tensor row_slice(const Tensor& t, int64_t begin, int64_t count) {
   ORION_CHECK(t.shape.size() == 2 && begin >= 0 && begin + count <= t.shape[0], "bad row slice");
   Tensor s = t;
   s.shape = {count, t.shape[1]};
-  s.data = static_cast<const uint8_t*>(t.data) + size_t(begin) * size_t(t.shape[1]) * dtype_size(t.dtype);
+  s.data = static_cast<const uint8_t*>(t.data) + size_t(begin) * dtype_bytes(t.dtype, size_t(t.shape[1]));
   return s;
 }
 
@@ -59,7 +60,7 @@ Tensor vec_slice(const Tensor& t, int64_t begin, int64_t count) {
   ORION_CHECK(t.shape.size() == 1 && begin >= 0 && begin + count <= t.shape[0], "bad vector slice");
   Tensor s = t;
   s.shape = {count};
-  s.data = static_cast<const uint8_t*>(t.data) + size_t(begin) * dtype_size(t.dtype);
+  s.data = static_cast<const uint8_t*>(t.data) + dtype_bytes(t.dtype, size_t(begin));
   return s;
 }
 
@@ -71,7 +72,7 @@ Tensor permute_rows(ModelWeights& w, const Tensor& t, int n_heads, bool to_hf) {
   ORION_CHECK(t.shape.size() == 2 && n_heads > 0 && t.shape[0] % (2 * n_heads) == 0, "q/k permutation of [{}] with {} heads",
               fmt::join(t.shape, ", "), n_heads);
   const int64_t HS = t.shape[0] / n_heads, half = HS / 2;
-  const size_t row_bytes = size_t(t.shape[1]) * dtype_size(t.dtype);
+  const size_t row_bytes = dtype_bytes(t.dtype, size_t(t.shape[1]));
   void* p;
   Tensor out = w.alloc_tensor(t.shape, t.dtype, &p);
   const uint8_t* src = static_cast<const uint8_t*>(t.data);
@@ -108,17 +109,17 @@ Tensor hf_unpermute_vector(ModelWeights& w, const Tensor& v, int n_heads) { retu
 void write_as(FileWriter& out, const Tensor& t, DType dtype) {
   const size_t n = size_t(t.numel());
   if (t.dtype == dtype) {
-    out.write(t.data, n * dtype_size(dtype));
+    out.write(t.data, dtype_bytes(dtype, n));
     return;
   }
   // Convert in chunks of 1M elements so that writing a large model needs no second copy of it.
   constexpr size_t chunk = size_t(1) << 20;
-  std::vector<uint8_t> buf(std::min(n, chunk) * dtype_size(dtype));
+  std::vector<uint8_t> buf(dtype_bytes(dtype, std::min(n, chunk)));
   const uint8_t* src = static_cast<const uint8_t*>(t.data);
   for (size_t at = 0; at < n; at += chunk) {
     size_t k = std::min(chunk, n - at);
-    convert_dtype(src + at * dtype_size(t.dtype), t.dtype, buf.data(), dtype, k);
-    out.write(buf.data(), k * dtype_size(dtype));
+    convert_dtype(src + dtype_bytes(t.dtype, at), t.dtype, buf.data(), dtype, k);  // chunk: whole q8_0 blocks
+    out.write(buf.data(), dtype_bytes(dtype, k));
   }
 }
 

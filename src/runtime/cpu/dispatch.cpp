@@ -118,7 +118,7 @@ void matmul(float* y, const float* x, const void* W, DType wt, const float* bias
   if (M > 1) return matmul_prefill(y, x, W, wt, bias, M, K, N);
   constexpr int BLOCK = 16;  // a multiple of every ISA's row step
   const IsaKernels& ker = *g_kernels;
-  const bool big = size_t(N) * K * dtype_size(wt) >= (64u << 10);  // smaller: not worth waking threads
+  const bool big = dtype_bytes(wt, size_t(N) * K) >= (64u << 10);  // smaller: not worth waking threads
 #pragma omp parallel if (big)
   {
     int n0, n1;

@@ -30,7 +30,7 @@ void matmul_prefill(float* y, const float* x, const void* W, DType wt, const flo
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int n0 = std::min(N, tiles * t / nt * step), n1 = std::min(N, tiles * (t + 1) / nt * step);
-    std::vector<float> scratch(wt == DType::F32 ? 0 : size_t(step) * K);  // step weight rows in fp32
+    std::vector<float> scratch(wt == DType::F32 || wt == DType::Q8_0 ? 0 : size_t(step) * K);  // step weight rows in fp32
     if (n0 < n1) ker.gemm_rows(y, x, W, wt, bias, M, K, N, n0, n1, scratch.data());
   }
 }

@@ -1,9 +1,11 @@
 // CPU kernels: the fp32 numerical reference of Orion and its fast inference path.
 //
 // Conventions: activations are fp32 row-major; x: [M, K] means M rows (tokens) of K channels.
-// Weight matrices are [N, K] (out, in) in their stored dtype (f32, f16 or bf16) and are applied as
-// y = x · Wᵀ. Every kernel is multithreaded with OpenMP (set_num_threads) and vectorised; the
-// instruction set (AVX-512, AVX2, portable C++) is chosen once at start-up (see dispatch.cpp).
+// Weight matrices are [N, K] (out, in) in their stored dtype (f32, f16, bf16 or q8_0) and are
+// applied as y = x · Wᵀ. With q8_0 weights (K a multiple of 32) the activations are quantised to
+// int8 blocks too and the products are summed in integers (kernels_q8.h). Every kernel is
+// multithreaded with OpenMP (set_num_threads) and vectorised; the instruction set (AVX-512, AVX2,
+// portable C++) is chosen once at start-up (see dispatch.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>

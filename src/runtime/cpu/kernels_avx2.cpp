@@ -1,12 +1,14 @@
 // AVX2 + FMA + F16C kernels (8 fp32 lanes). Compiled with -mavx2 -mfma -mf16c (src/CMakeLists.txt)
-// and only called when the CPU has them (dispatch.cpp). Same structure as kernels_avx512.cpp; AVX2
+// and only called when the CPU has them (dispatch.cpp); -mavxvnni too, whose instructions only the
+// q8_0 kernels use, and only when the CPU has AVX-VNNI. Same structure as kernels_avx512.cpp; AVX2
 // has no masked 16-bit loads, so tails are copied into a zero-padded block of 8 first.
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "runtime/cpu/kernels_impl.h"
+#include "runtime/cpu/kernels_q8.h"
 
 namespace orion::cpu {
 namespace {
@@ -89,6 +91,7 @@ void matvec_rows(float* y, const float* x, const void* W, DType wt, const float*
     case DType::F32: return matvec_rows_t<DType::F32>(y, x, W, bias, K, n0, n1);
     case DType::F16: return matvec_rows_t<DType::F16>(y, x, W, bias, K, n0, n1);
     case DType::BF16: return matvec_rows_t<DType::BF16>(y, x, W, bias, K, n0, n1);
+    case DType::Q8_0: return q8_matvec_avx2(y, x, W, bias, K, n0, n1);
   }
 }
 
@@ -99,6 +102,7 @@ void to_f32(float* dst, const void* src, DType dt, size_t n) {
     std::memcpy(dst, src, n * 4);
     return;
   }
+  if (dt == DType::Q8_0) return dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n);
   const uint16_t* s = static_cast<const uint16_t*>(src);
   size_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -165,6 +169,7 @@ void gemm_column_block(float* y, const float* x, const float* w, const float* bi
 
 void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0, int n1,
                float* scratch) {
+  if (wt == DType::Q8_0) return q8_gemm_avx2(y, x, W, bias, M, K, N, n0, n1);
   for (int n = n0; n < n1; n += TN) {
     const int nt = std::min(TN, n1 - n);
     const float* w = static_cast<const float*>(W) + size_t(n) * K;
@@ -194,8 +199,95 @@ void axpy(float* y, float s, const float* x, int n) {
   for (; i < n; i++) y[i] += s * x[i];
 }
 
+// --- q8_0 weights (kernels_q8.h) ------------------------------------------------------------
+//
+// One 32-byte block of a weight row per step; the products are signed × signed bytes.
+//  - AVX-VNNI (vpdpbusd, VEX-encoded): unsigned × signed bytes summed in groups of 4 into 8 int32.
+//    q_w ^ 0x80 is q_w + 128 as an unsigned byte, so starting the sum at −128·Σ q_x (once per block,
+//    shared by all rows) leaves Σ q_w·q_x (kernels_avx512.cpp does the same with 16 lanes).
+//  - plain AVX2: vpmaddubsw multiplies unsigned by signed bytes, so the sign moves onto the
+//    activations: q_w·q_x = |q_w|·(sign(q_w)·q_x), with vpabsb and vpsignb. vpmaddubsw sums
+//    adjacent pairs into int16 (at most 2·127·127 = 32258: it never saturates), and vpmaddwd with
+//    ones sums those pairs into 8 int32.
+// Either way the block's dot product, exact; the AVX-VNNI one is chosen when the CPU has it.
+
+// AVX-VNNI: CPUID leaf 7 subleaf 1, EAX bit 4.
+bool cpu_has_avx_vnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
+}
+bool g_vnni = cpu_has_avx_vnni();
+
+inline float block_scale(const uint8_t* block) {
+  uint16_t d;
+  __builtin_memcpy(&d, block, 2);
+  return _cvtsh_ss(d);
+}
+
+template <bool VNNI>
+struct Avx2Q8 {
+  static constexpr int kRows = 4;
+  template <int R, bool PF>
+  static void block(float* y, const int8_t* xq, const float* xd, const uint8_t* w, size_t row_bytes, int blocks,
+                    const float* bias) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    size_t next_line = 0;  // the next 64-byte line (offset within a row) to prefetch
+    for (int b = 0; b < blocks; b++) {
+      const size_t at = size_t(b) * kQ8BlockBytes;
+      if constexpr (PF)
+        for (; next_line < at + kQ8BlockBytes; next_line += 64)
+#pragma GCC unroll 8
+          for (int r = 0; r < R; r++) {
+            const char* line = reinterpret_cast<const char*>(w + r * row_bytes + next_line);
+            _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+            _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+          }
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + size_t(b) * kQ8Block));
+      __m256i start = _mm256_setzero_si256();  // −128·Σ q_x per group of 4 (VNNI)
+      if constexpr (VNNI)
+        start = _mm256_sub_epi32(start, _mm256_dpbusd_avx_epi32(start, _mm256_set1_epi8(char(0x80)), xv));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const uint8_t* blk = w + r * row_bytes + at;
+        const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+        __m256i sums;
+        if constexpr (VNNI) {
+          sums = _mm256_dpbusd_avx_epi32(start, _mm256_xor_si256(wv, _mm256_set1_epi8(char(0x80))), xv);
+        } else {
+          const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
+          sums = _mm256_madd_epi16(pairs, ones);
+        }
+        const __m256 dot = _mm256_cvtepi32_ps(sums);
+        acc[r] = _mm256_fmadd_ps(dot, _mm256_set1_ps(block_scale(blk) * xd[b]), acc[r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const float s = hsum(acc[r]);
+      y[r] = bias ? s + bias[r] : s;
+    }
+  }
+};
+
 }  // namespace
 
 const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy};
+
+bool set_avx2_vnni(bool on) {
+  g_vnni = on && cpu_has_avx_vnni();
+  return g_vnni;
+}
+
+void q8_matvec_avx2(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
+  if (g_vnni) return q8_matvec_rows<Avx2Q8<true>>(y, x, W, bias, K, n0, n1);
+  q8_matvec_rows<Avx2Q8<false>>(y, x, W, bias, K, n0, n1);
+}
+void q8_gemm_avx2(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
+  if (g_vnni) return q8_gemm_rows<Avx2Q8<true>>(y, x, W, bias, M, K, N, n0, n1);
+  q8_gemm_rows<Avx2Q8<false>>(y, x, W, bias, M, K, N, n0, n1);
+}
 
 }  // namespace orion::cpu

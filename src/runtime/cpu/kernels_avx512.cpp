@@ -12,10 +12,12 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <cstring>
 
-#include "runtime/cpu/kernels_impl.h"
+#include "runtime/cpu/kernels_q8.h"
 
 namespace orion::cpu {
 namespace {
@@ -101,6 +103,7 @@ void matvec_rows(float* y, const float* x, const void* W, DType wt, const float*
     case DType::F32: return matvec_rows_t<DType::F32>(y, x, W, bias, K, n0, n1);
     case DType::F16: return matvec_rows_t<DType::F16>(y, x, W, bias, K, n0, n1);
     case DType::BF16: return matvec_rows_t<DType::BF16>(y, x, W, bias, K, n0, n1);
+    case DType::Q8_0: return q8_matvec_avx512(y, x, W, bias, K, n0, n1);
   }
 }
 
@@ -110,6 +113,7 @@ void to_f32(float* dst, const void* src, DType dt, size_t n) {
     std::memcpy(dst, src, n * 4);
     return;
   }
+  if (dt == DType::Q8_0) return dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n);
   const uint16_t* s = static_cast<const uint16_t*>(src);
   size_t i = 0;
   for (; i < n; i += 16) {
@@ -126,6 +130,18 @@ void to_f32(float* dst, const void* src, DType dt, size_t n) {
 // TM·TN FMAs: 24 FMAs per 10 loads, where matvec does 4 per 5. Each accumulator is summed exactly
 // like matvec_block's (lane j over k ≡ j mod 16, masked tail, hsum), so y is the same bit for bit.
 constexpr int TM = 4, TN = 6;
+
+// y[i, j] = hsum(acc[i][j]) (+ bias[j]): a tile's sums stored (row stride ldy).
+template <int MT, int NT>
+inline void store_tile(float* y, int ldy, const __m512 (&acc)[MT][NT], const float* bias) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) {
+      const float s = hsum(acc[i][j]);
+      y[size_t(i) * ldy + j] = bias ? s + bias[j] : s;
+    }
+}
 
 // y[i, j] = Σ_k x[i, k]·w[j, k] (+ bias[j]) for i < MT, j < NT.
 //   x: MT rows, stride K;  w: NT fp32 rows, stride K;  y: row stride ldy.
@@ -148,13 +164,7 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
       for (int i = 0; i < MT; i++) acc[i][j] = _mm512_fmadd_ps(wv, xv[i], acc[i][j]);
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MT; i++)
-#pragma GCC unroll 8
-    for (int j = 0; j < NT; j++) {
-      const float s = hsum(acc[i][j]);
-      y[size_t(i) * ldy + j] = bias ? s + bias[j] : s;
-    }
+  store_tile<MT, NT>(y, ldy, acc, bias);
 }
 
 // All M rows against NT fp32 weight rows w (= W[n, :] .. W[n+NT−1, :]): tiles of TM tokens,
@@ -169,6 +179,7 @@ void gemm_column_block(float* y, const float* x, const float* w, const float* bi
 
 void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0, int n1,
                float* scratch) {
+  if (wt == DType::Q8_0) return q8_gemm_avx512(y, x, W, bias, M, K, N, n0, n1);
   for (int n = n0; n < n1; n += TN) {
     const int nt = std::min(TN, n1 - n);
     const float* w = static_cast<const float*>(W) + size_t(n) * K;
@@ -199,8 +210,205 @@ void axpy(float* y, float s, const float* x, int n) {
   }
 }
 
+// --- q8_0 weights (kernels_q8.h) ------------------------------------------------------------
+//
+// Two 32-byte blocks of a weight row per 64-byte step.
+//
+// The two blocks' quants (bytes 2..33 and 36..67 of the pair: each block starts with its fp16
+// scale) are loaded into the halves of one zmm; lanes 0–7 of the 16 int32 sums below belong to the
+// first block, lanes 8–15 to the second. The products are signed × signed bytes:
+//  - AVX512-VNNI: vpdpbusd multiplies unsigned by signed bytes and adds groups of 4 into int32.
+//    q_w ^ 0x80 is q_w + 128 as an unsigned byte, so Σ (q_w + 128)·q_x = Σ q_w·q_x + 128·Σ q_x;
+//    starting the sum at −128·Σ q_x (one vpdpbusd per step, shared by all rows) leaves the exact
+//    dot product, for one vpxord + one vpdpbusd per row.
+//  - without VNNI (AVX512BW only): there is no vpsignb, so the weights' sign moves onto the
+//    activations with a mask (negate q_x where q_w < 0), then |q_w|·(±q_x) through vpmaddubsw +
+//    vpmaddwd (pair sums ≤ 2·127·127: no saturation). The same exact sums.
+// The int32 sums become fp32 and are FMAed with d_w·d_x of their block: both fp16 scales of the
+// row's pair widened at once (vcvtph2ps), times the activations' two scales.
+
+// AVX512-VNNI: CPUID leaf 7, ECX bit 11.
+bool cpu_has_avx512_vnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11)) != 0;
+}
+bool g_vnni = cpu_has_avx512_vnni();
+
+
+// The activations' part of a step, the same for every row: the quants x, and −128·Σ x per group of
+// 4 bytes (the start of the VNNI sums).
+struct Q8Step {
+  __m512i x, start;
+};
+template <bool VNNI>
+inline Q8Step q8_step(__m512i x) {
+  if constexpr (!VNNI) return {x, _mm512_setzero_si512()};
+  const __m512i sum128 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(char(0x80)), x);
+  return {x, _mm512_sub_epi32(_mm512_setzero_si512(), sum128)};
+}
+
+// 16 int32: lane j sums the products of bytes 4j .. 4j+3 of w and s.x (signed × signed, exact).
+template <bool VNNI>
+inline __m512i dot_bytes(__m512i w, const Q8Step& s) {
+  if constexpr (VNNI) return _mm512_dpbusd_epi32(s.start, _mm512_xor_si512(w, _mm512_set1_epi8(char(0x80))), s.x);
+  const __m512i aw = _mm512_abs_epi8(w);
+  const __m512i sx = _mm512_mask_sub_epi8(s.x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), s.x);
+  return _mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1));
+}
+
+// The fp16 scales d0 (lanes 0–7) and d1 (lanes 8–15) of two blocks, as fp32.
+inline __m512 scales(uint16_t d0, uint16_t d1) {
+  const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(short(d0))), _mm_set1_epi16(short(d1)), 1);
+  return _mm512_cvtph_ps(h);
+}
+inline uint16_t scale_bits(const uint8_t* block) {
+  uint16_t d;
+  __builtin_memcpy(&d, block, 2);
+  return d;
+}
+// s0 in lanes 0–7, s1 in lanes 8–15.
+inline __m512 halves(float s0, float s1) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(s0)), _mm256_set1_ps(s1), 1);
+}
+
+template <bool VNNI>
+struct Avx512Q8 {
+  static constexpr int kRows = 4;  // measured: 8 rows are slower (register pressure)
+  template <int R, bool PF>
+  static void block(float* y, const int8_t* xq, const float* xd, const uint8_t* w, size_t row_bytes, int blocks,
+                    const float* bias) {
+    __m512 acc[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+    size_t next_line = 0;  // the next 64-byte line (offset within a row) to prefetch
+    int b = 0;
+    for (; b + 2 <= blocks; b += 2) {
+      const size_t at = size_t(b) * kQ8BlockBytes;
+      if constexpr (PF)
+        for (; next_line < at + 2 * kQ8BlockBytes; next_line += 64)
+#pragma GCC unroll 8
+          for (int r = 0; r < R; r++) {
+            const char* line = reinterpret_cast<const char*>(w + r * row_bytes + next_line);
+            _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+            _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+          }
+      const Q8Step s = q8_step<VNNI>(_mm512_loadu_si512(xq + size_t(b) * kQ8Block));
+      const __m512 xs = halves(xd[b], xd[b + 1]);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const uint8_t* pair = w + r * row_bytes + at;
+        const __m512i wv = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 2))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + kQ8BlockBytes + 2)), 1);
+        const __m512 dot = _mm512_cvtepi32_ps(dot_bytes<VNNI>(wv, s));
+        const __m512 scale = _mm512_mul_ps(scales(scale_bits(pair), scale_bits(pair + kQ8BlockBytes)), xs);
+        acc[r] = _mm512_fmadd_ps(dot, scale, acc[r]);
+      }
+    }
+    if (b < blocks) {  // an odd last block: the upper half stays zero (scale 0 there)
+      const size_t at = size_t(b) * kQ8BlockBytes;
+      const Q8Step s = q8_step<VNNI>(
+          _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + size_t(b) * kQ8Block))));
+      const __m512 xs = halves(xd[b], 0.0f);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const uint8_t* blk = w + r * row_bytes + at;
+        const __m512i wv = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)));
+        const __m512 dot = _mm512_cvtepi32_ps(dot_bytes<VNNI>(wv, s));
+        acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scales(scale_bits(blk), 0), xs), acc[r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const float s = hsum(acc[r]);
+      y[r] = bias ? s + bias[r] : s;
+    }
+  }
+};
+
+// Prefill: a tile of TM tokens × 4 weight rows per step, so each weight pair (and its scales) is
+// loaded once for TM tokens and each token's step once for 4 rows. Every (token, row) sum is the
+// same sequence of operations as Avx512Q8::block's, so prefill and decode agree bit for bit.
+constexpr int Q8_TM = 4, Q8_TN = 4;
+
+template <bool VNNI, int TM>
+void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const uint8_t* w, size_t row_bytes,
+             const float* bias) {
+  const int blocks = K / kQ8Block;
+  __m512 acc[TM][Q8_TN];
+#pragma GCC unroll 8
+  for (int m = 0; m < TM; m++)
+#pragma GCC unroll 8
+    for (int r = 0; r < Q8_TN; r++) acc[m][r] = _mm512_setzero_ps();
+  // One step over the blocks b (and b + 1 unless single): weights and scales of every row, then
+  // every token against them.
+  auto step = [&](int b, bool single) {
+    const size_t at = size_t(b) * kQ8BlockBytes;
+    __m512i wv[Q8_TN];
+    __m512 ws[Q8_TN];
+#pragma GCC unroll 8
+    for (int r = 0; r < Q8_TN; r++) {
+      const uint8_t* pair = w + r * row_bytes + at;
+      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 2));
+      wv[r] = single ? _mm512_zextsi256_si512(lo)
+                     : _mm512_inserti64x4(_mm512_castsi256_si512(lo),
+                                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + kQ8BlockBytes + 2)), 1);
+      ws[r] = scales(scale_bits(pair), single ? 0 : scale_bits(pair + kQ8BlockBytes));
+    }
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; m++) {
+      const int8_t* xb = xq + size_t(m) * K + size_t(b) * kQ8Block;
+      const __m512i xv = single ? _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb)))
+                                : _mm512_loadu_si512(xb);
+      const Q8Step s = q8_step<VNNI>(xv);
+      const float* d = xd + size_t(m) * blocks + b;
+      const __m512 xs = halves(d[0], single ? 0.0f : d[1]);
+#pragma GCC unroll 8
+      for (int r = 0; r < Q8_TN; r++)
+        acc[m][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_bytes<VNNI>(wv[r], s)), _mm512_mul_ps(ws[r], xs), acc[m][r]);
+    }
+  };
+  int b = 0;
+  for (; b + 2 <= blocks; b += 2) step(b, false);
+  if (b < blocks) step(b, true);
+  store_tile<TM, Q8_TN>(y, ldy, acc, bias);
+}
+
+template <bool VNNI>
+void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
+  const Q8Activations a = quantize_activations(x, M, K);
+  const size_t row_bytes = dtype_bytes(DType::Q8_0, size_t(K));
+  const int blocks = K / kQ8Block;
+  int n = n0;
+  for (; n + Q8_TN <= n1; n += Q8_TN) {
+    const uint8_t* w = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+    const float* b = bias ? bias + n : nullptr;
+    int m = 0;
+    for (; m + Q8_TM <= M; m += Q8_TM)
+      q8_tile<VNNI, Q8_TM>(y + size_t(m) * N + n, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, b);
+    for (; m < M; m++)
+      q8_tile<VNNI, 1>(y + size_t(m) * N + n, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, b);
+  }
+  for (int m = 0; m < M && n < n1; m++)  // the last rows of the range, fewer than a tile
+    q8_rows<Avx512Q8<VNNI>, false>(y + size_t(m) * N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, W, bias, K, n, n1);
+}
+
 }  // namespace
 
 const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy};
+
+bool set_avx512_vnni(bool on) {
+  g_vnni = on && cpu_has_avx512_vnni();
+  return g_vnni;
+}
+
+void q8_matvec_avx512(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
+  if (g_vnni) return q8_matvec_rows<Avx512Q8<true>>(y, x, W, bias, K, n0, n1);
+  q8_matvec_rows<Avx512Q8<false>>(y, x, W, bias, K, n0, n1);
+}
+void q8_gemm_avx512(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
+  if (g_vnni) return q8_gemm<true>(y, x, W, bias, M, K, N, n0, n1);
+  q8_gemm<false>(y, x, W, bias, M, K, N, n0, n1);
+}
 
 }  // namespace orion::cpu

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/cpu/kernels_impl.h"
+#include "runtime/cpu/kernels_q8.h"
 
 namespace orion::cpu {
 namespace {
@@ -41,12 +41,14 @@ void matvec_rows(float* y, const float* x, const void* W, DType wt, const float*
     case DType::F32: return matvec_rows_t<DType::F32>(y, x, W, bias, K, n0, n1);
     case DType::F16: return matvec_rows_t<DType::F16>(y, x, W, bias, K, n0, n1);
     case DType::BF16: return matvec_rows_t<DType::BF16>(y, x, W, bias, K, n0, n1);
+    case DType::Q8_0: return q8_matvec_generic(y, x, W, bias, K, n0, n1);
   }
 }
 
 // Prefill columns n0 .. n1−1: one matvec per token (the portable path keeps it simple).
 void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0, int n1,
                float*) {
+  if (wt == DType::Q8_0) return q8_gemm_generic(y, x, W, bias, M, K, N, n0, n1);
   for (int m = 0; m < M; m++) matvec_rows(y + size_t(m) * N, x + size_t(m) * K, W, wt, bias, K, n0, n1);
 }
 
@@ -59,6 +61,7 @@ void to_f32(float* dst, const void* src, DType dt, size_t n) {
     case DType::BF16:
       for (size_t i = 0; i < n; i++) dst[i] = bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
       return;
+    case DType::Q8_0: dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n); return;
   }
 }
 
@@ -136,7 +139,7 @@ void softmax_inplace(float* x, int n) {
 // --- embeddings and positions --------------------------------------------------------------------
 
 void embedding_row(float* out, const void* table, DType dt, int64_t id, int C) {
-  const uint8_t* row = static_cast<const uint8_t*>(table) + size_t(id) * C * dtype_size(dt);
+  const uint8_t* row = static_cast<const uint8_t*>(table) + size_t(id) * dtype_bytes(dt, size_t(C));
   isa_kernels().to_f32(out, row, dt, size_t(C));
 }
 

@@ -22,11 +22,12 @@ struct IsaKernels {
   void (*matvec_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1);
   // Prefill columns n0 .. n1−1 of y[M, N] = x[M, K]·W[N, K]ᵀ (+ bias), every element summed in
   // the same order as matvec_rows (so prefill and decode agree bit for bit). `scratch` holds
-  // gemm_rows_step × K floats (f16/bf16 weight rows widened to fp32 once, reused by all M rows).
+  // gemm_rows_step × K floats (f16/bf16 weight rows widened to fp32 once, reused by all M rows;
+  // q8_0 weights stay int8 and need none).
   void (*gemm_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0,
                     int n1, float* scratch);
   int gemm_rows_step;  // weight rows per tile of gemm_rows; threads split N in multiples of it
-  // dst[i] = fp32(src[i]) for i < n (f32, f16 or bf16 source).
+  // dst[i] = fp32(src[i]) for i < n (f32, f16, bf16 or q8_0 source; n a multiple of 32 for q8_0).
   void (*to_f32)(float* dst, const void* src, DType dt, size_t n);
   // Σ_i a[i]·b[i], and y[i] += s·x[i]: the two loops of attention over head_dim.
   float (*dot)(const float* a, const float* b, int n);

@@ -7,9 +7,13 @@ writes a version-3 GGUF the way llama.cpp's convert_hf_to_gguf.py lays a model o
   - Llama: q_proj/k_proj rows are turned back from Hugging Face's rotate-half order into the
     interleaved-pair order of the original checkpoints; names token_embd, blk.N.attn_q, ... ;
   - GPT-2: Conv1D weights ([in, out]) are transposed to [out, in]; c_attn becomes attn_qkv.
-Matrices are written in the dtype given on the command line (f32 or f16); vectors as f32.
+Matrices are written in the dtype given on the command line (f32, f16 or q8_0); vectors as f32.
+q8_0 is ggml's Q8_0 (type 8), from the spec's block definition: each run of 32 elements of a row is
+one 34-byte block, an fp16 scale d = max|x| / 127 then 32 int8 q = round(x / d), rounding half away
+from zero (ggml's reference quantiser, roundf), with 1/d computed in fp32 before the scale is
+rounded to fp16.
 
-usage: hf_to_gguf.py HF_FOLDER OUT.gguf [f32|f16]
+usage: hf_to_gguf.py HF_FOLDER OUT.gguf [f32|f16|q8_0]
 """
 import json
 import struct
@@ -18,7 +22,7 @@ import sys
 import numpy as np
 
 ALIGN = 32
-GGML_F32, GGML_F16 = 0, 1
+GGML_F32, GGML_F16, GGML_Q8_0 = 0, 1, 8
 T_U32, T_F32, T_STRING = 4, 6, 8
 
 
@@ -121,6 +125,21 @@ def gpt2_tensors(cfg, t):
     return arch, kv, out
 
 
+def quantize_q8_0(x):
+    """Rows of x (a multiple of 32 long) as Q8_0 blocks, in fp32 arithmetic like ggml's C."""
+    blocks = x.astype(np.float32).reshape(-1, 32)
+    d = np.abs(blocks).max(axis=1, keepdims=True) / np.float32(127)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    v = blocks * inv
+    # roundf: half away from zero (in float64, where |v| + 0.5 is exact).
+    q = (np.sign(v) * np.floor(np.abs(v).astype(np.float64) + 0.5)).astype(np.int8)
+    out = np.empty((blocks.shape[0], 34), dtype=np.uint8)
+    out[:, :2] = d.astype("<f2").view(np.uint8)
+    out[:, 2:] = q.view(np.uint8)
+    return out.tobytes()
+
+
 def gguf_string(s):
     b = s.encode("utf-8")
     return struct.pack("<Q", len(b)) + b
@@ -150,6 +169,8 @@ def main():
         matrix = x.ndim == 2
         if matrix and dtype == "f16":
             raw, gtype = x.astype("<f2").tobytes(), GGML_F16
+        elif matrix and dtype == "q8_0":
+            raw, gtype = quantize_q8_0(x), GGML_Q8_0
         else:
             raw, gtype = x.astype("<f4").tobytes(), GGML_F32
         ne = list(reversed(x.shape))  # ne[0] is the innermost dimension

@@ -1,0 +1,79 @@
+// Internal to runtime/cpu: q8_0 weights (base/dtype.h), the part every instruction set shares.
+//
+// y = x·Wᵀ with W in q8_0 blocks runs on integers, as llama.cpp's "q8_0 × q8_0" dot does: each row
+// of x is first quantised to the same kind of blocks (an fp32 scale d_x and 32 int8 per block,
+// q = round(x / d_x), d_x = max|x| / 127), then for every block the 32 products q_w·q_x are summed
+// exactly in int32 and scaled by d_w·d_x:
+//   y[n] = Σ_blocks b  (Σ_{i<32} q_w[n, b, i]·q_x[b, i]) · d_w[n, b] · d_x[b]
+// The ISA files differ only in how they compute one block's int32 dot for a few rows at once (the
+// `Ker::block` of the drivers below); the activations are quantised by one portable function, so
+// they are the same int8 on every ISA.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "runtime/cpu/kernels_impl.h"
+
+namespace orion::cpu {
+
+// M rows of K activations quantised: q [M, K] int8, d [M, K/32] fp32 scales.
+struct Q8Activations {
+  const int8_t* q;
+  const float* d;
+};
+// Quantises x [M, K] (K a multiple of 32) into the calling thread's scratch, valid until the
+// thread's next call.
+Q8Activations quantize_activations(const float* x, int M, int K);
+
+// Rows n0 .. n1−1 of y = x·Wᵀ (+ bias) from quantised activations (one row of K). Ker::block<R, PF>
+// computes R consecutive rows (R = Ker::kRows, or 1 for the leftovers); PF says whether it
+// prefetches the rows ahead of the loads (decode streams W from memory; prefill reuses a few rows
+// from cache). A row's sum never depends on R, so any split of the rows gives the same bits.
+//   Ker::block<R, PF>(y, xq, xd, w, row_bytes, blocks, bias): y[r] for rows w + r·row_bytes.
+template <class Ker, bool PF>
+void q8_rows(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K, int n0, int n1) {
+  const size_t row_bytes = dtype_bytes(DType::Q8_0, size_t(K));
+  const uint8_t* w = static_cast<const uint8_t*>(W);
+  const int blocks = K / kQ8Block;
+  auto b = [&](int n) { return bias ? bias + n : nullptr; };
+  int n = n0;
+  for (; n + Ker::kRows <= n1; n += Ker::kRows)
+    Ker::template block<Ker::kRows, PF>(y + n, xq, xd, w + size_t(n) * row_bytes, row_bytes, blocks, b(n));
+  for (; n < n1; n++) Ker::template block<1, PF>(y + n, xq, xd, w + size_t(n) * row_bytes, row_bytes, blocks, b(n));
+}
+
+// Decode: rows n0 .. n1−1 of y = x·Wᵀ (+ bias) for one token.
+template <class Ker>
+void q8_matvec_rows(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
+  const Q8Activations a = quantize_activations(x, 1, K);
+  q8_rows<Ker, true>(y, a.q, a.d, W, bias, K, n0, n1);
+}
+
+// Prefill: columns n0 .. n1−1 of y[M, N]. A tile of Ker::kRows weight rows (a few KB) stays in
+// the L1 cache while every token passes over it; each element is summed exactly as in decode.
+template <class Ker>
+void q8_gemm_rows(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
+  const Q8Activations a = quantize_activations(x, M, K);
+  const int blocks = K / kQ8Block;
+  for (int n = n0; n < n1; n += Ker::kRows) {
+    const int n_end = std::min(n1, n + Ker::kRows);
+    for (int m = 0; m < M; m++)
+      q8_rows<Ker, false>(y + size_t(m) * N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, W, bias, K, n, n_end);
+  }
+}
+
+// The q8_0 entry points of each instruction set (kernels_*.cpp call them for DType::Q8_0).
+void q8_matvec_generic(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1);
+void q8_gemm_generic(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
+void q8_matvec_avx2(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1);
+void q8_gemm_avx2(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
+void q8_matvec_avx512(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1);
+void q8_gemm_avx512(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
+
+// The AVX2 and AVX-512 kernels use vpdpbusd (AVX-VNNI, AVX512-VNNI) when the CPU has it, else
+// vpmaddubsw + vpmaddwd (the same exact sums). Tests switch it off to check the other path; each
+// returns whether it is on.
+bool set_avx2_vnni(bool on);
+bool set_avx512_vnni(bool on);
+
+}  // namespace orion::cpu
