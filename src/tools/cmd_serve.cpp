@@ -1,7 +1,7 @@
 // orion serve: an OpenAI-compatible HTTP server (serve/server.h) for one model and its LoRA
 // adapters, decoding concurrent requests together (serve/engine.h), with a web page at /.
-#include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -29,27 +29,46 @@ struct ServeArgs {
   DTypeOption dtype;
 };
 
-// Blocks SIGINT and SIGTERM in every thread started after it, and waits for one on a thread of its
-// own, which then stops the server: in-flight requests end, listen() returns, the command exits 0.
+// SIGINT and SIGTERM stop the server: in-flight requests end, listen() returns, the command exits 0.
+// The handler (whichever thread the signal lands on) only writes a byte to a pipe; a thread of its
+// own reads it and stops the server outside the signal context.
 class ShutdownOnSignal {
  public:
   ShutdownOnSignal() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    if (pipe(pipe_) != 0) throw_runtime_error("cannot create the shutdown pipe");
+    write_end() = pipe_[1];
+    struct sigaction sa {};
+    sa.sa_handler = [](int sig) {
+      const char c = char(sig);
+      [[maybe_unused]] ssize_t n = ::write(write_end(), &c, 1);
+    };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+  }
+  ~ShutdownOnSignal() {
+    signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+    const char c = 0;  // wakes the watcher if no signal came
+    [[maybe_unused]] ssize_t n = ::write(pipe_[1], &c, 1);
+    if (thread_.joinable()) thread_.join();
+    close(pipe_[0]), close(pipe_[1]);
   }
   void watch(serve::Server& server) {
-    std::thread([set = set_, &server] {
-      int sig = 0;
-      sigwait(&set, &sig);
+    thread_ = std::thread([this, &server] {
+      char sig = 0;
+      if (::read(pipe_[0], &sig, 1) != 1 || sig == 0) return;
       std::fprintf(stderr, "orion serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
       server.stop();
-    }).detach();
+    });
   }
 
  private:
-  sigset_t set_;
+  static int& write_end() {
+    static int fd = -1;
+    return fd;
+  }
+  int pipe_[2] = {-1, -1};
+  std::thread thread_;
 };
 
 void run_serve(const ServeArgs& a) {
@@ -91,8 +110,8 @@ void run_serve(const ServeArgs& a) {
   }
   serve::ServerOptions so = a.server;
   so.runs_dir = a.runs;
-  ShutdownOnSignal signals;  // before the server's threads start, so that they inherit the mask
   serve::Server server(engine, std::move(served), so);
+  ShutdownOnSignal signals;  // after the server: destroyed (watcher joined) before it
   const int port = server.bind();
   std::fprintf(stderr, "orion serve: http://%s:%d/ (%d slots, context %d, %zu adapters%s)\n", so.host.c_str(), port,
                eo.parallel, engine.context(), a.loras.size(), so.api_key.empty() ? "" : ", API key required");
