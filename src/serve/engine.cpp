@@ -1,6 +1,7 @@
 #include "serve/engine.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/error.h"
 
@@ -138,7 +139,7 @@ void Engine::run() {
   // Shutting down: what is running or waiting ends as cancelled.
   std::lock_guard lk(mu_);
   for (auto& job : active_)
-    if (job) job->finish("cancelled"), job = nullptr;
+    if (auto j = std::exchange(job, nullptr)) j->finish("cancelled");  // the slot first, as retire() does
   for (auto& job : queue_) job->finish("cancelled");
   queue_.clear();
 }
@@ -146,8 +147,7 @@ void Engine::run() {
 bool Engine::admit(const std::shared_ptr<Job>& job, int slot) {
   job->slot_ = slot;
   if (job->cancelled()) {
-    job->finish("cancelled");
-    release(job);
+    retire(job, "cancelled");
     return false;
   }
   const std::vector<int>& prompt = job->params.prompt;
@@ -157,13 +157,13 @@ bool Engine::admit(const std::shared_ptr<Job>& job, int slot) {
     const float* lg = decoder_.prefill(slot, prompt.data(), int(prompt.size()), job->adapter_.get(), opt_.lora_scale);
     logits_.assign(lg, lg + decoder_.vocab_size());
   } catch (const Error& e) {
-    job->finish("error", e.message());
-    release(job);
+    retire(job, "error", e.message());
     return false;
   }
   job->pos_ = int(prompt.size());
-  if (take_token(*job, logits_.data())) return true;
-  release(job);
+  const std::string end = take_token(*job, logits_.data());
+  if (end.empty()) return true;
+  retire(job, end);
   return false;
 }
 
@@ -174,8 +174,7 @@ void Engine::decode_step() {
   for (auto& job : active_) {
     if (!job) continue;
     if (job->cancelled() || now > job->deadline_) {  // the client left, or the time limit passed
-      job->finish(job->cancelled() ? "cancelled" : "length");
-      release(std::shared_ptr<Job>(job));
+      retire(std::shared_ptr<Job>(job), job->cancelled() ? "cancelled" : "length");
       continue;
     }
     rows.push_back({job->slot_, job->last_token_, job->pos_, job->adapter_.get(), opt_.lora_scale});
@@ -191,39 +190,33 @@ void Engine::decode_step() {
   for (size_t b = 0; b < jobs.size(); b++) {
     logits_.assign(lg + b * V, lg + (b + 1) * V);
     jobs[b]->pos_++;
-    if (!take_token(*jobs[b], logits_.data())) release(jobs[b]);
+    const std::string end = take_token(*jobs[b], logits_.data());
+    if (!end.empty()) retire(jobs[b], end);
   }
 }
 
-bool Engine::take_token(Job& job, float* logits) {
+std::string Engine::take_token(Job& job, float* logits) {
   const GenerationParams& p = job.params;
   const int id = job.sampler_->sample(logits, decoder_.vocab_size());
-  if (std::find(p.stop_ids.begin(), p.stop_ids.end(), id) != p.stop_ids.end()) {
-    job.finish("stop");
-    return false;
-  }
+  if (std::find(p.stop_ids.begin(), p.stop_ids.end(), id) != p.stop_ids.end()) return "stop";
   job.completion_tokens++;
   const std::string piece = tok_.decode_token(job.prev_token_, id);
   job.prev_token_ = job.last_token_ = id;
-  if (job.push(piece)) {
-    job.finish("stop");
-    return false;
-  }
+  if (job.push(piece)) return "stop";  // a stop string
   // The token just sampled is fed at pos_: there must be room for it, and for what it would produce.
-  if (job.completion_tokens >= p.max_tokens || job.pos_ >= decoder_.max_seq()) {
-    job.finish("length");
-    return false;
-  }
-  return true;
+  if (job.completion_tokens >= p.max_tokens || job.pos_ >= decoder_.max_seq()) return "length";
+  return {};
 }
 
-void Engine::release(const std::shared_ptr<Job>& job) {
-  std::lock_guard lk(mu_);
-  if (job->slot_ >= 0 && active_[size_t(job->slot_)] == job) {
-    active_[size_t(job->slot_)] = nullptr;
+// The slot is freed before the job is marked finished: whoever sees the end sees the slot free.
+void Engine::retire(const std::shared_ptr<Job>& job, const std::string& reason, const std::string& error) {
+  {
+    std::lock_guard lk(mu_);
+    if (job->slot_ >= 0 && active_[size_t(job->slot_)] == job) active_[size_t(job->slot_)] = nullptr;
+    if (reason == "cancelled") stats_.cancelled++;
+    else stats_.completed++;
   }
-  if (job->finish_reason == "cancelled") stats_.cancelled++;
-  else stats_.completed++;
+  job->finish(reason, error);
 }
 
 }  // namespace orion::serve

@@ -112,9 +112,11 @@ class Engine {
   void run();
   bool admit(const std::shared_ptr<Job>& job, int slot);  // prefill; false when it ended already
   void decode_step();
-  // Samples from a row's logits and hands the token to the job; false when the job has ended.
-  bool take_token(Job& job, float* logits);
-  void release(const std::shared_ptr<Job>& job);
+  // Samples from a row's logits and hands the token to the job; "" to go on, else why it ends
+  // ("stop", "length").
+  std::string take_token(Job& job, float* logits);
+  // Frees the job's slot, counts it, and marks it finished.
+  void retire(const std::shared_ptr<Job>& job, const std::string& reason, const std::string& error = {});
 
   const ModelWeights& w_;
   const Tokenizer& tok_;
