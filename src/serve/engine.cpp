@@ -133,8 +133,15 @@ void Engine::run() {
           queue_.pop_front();
         }
     }
-    for (auto& [job, slot] : admitted) admit(job, slot);
-    decode_step();
+    // A failure of the model or the tokenizer (an id the tokenizer lacks) ends the jobs it touched
+    // with an error; the server goes on.
+    try {
+      for (auto& [job, slot] : admitted) admit(job, slot);
+      decode_step();
+    } catch (const std::exception& e) {
+      for (auto& job : active_)
+        if (job) retire(std::shared_ptr<Job>(job), "error", e.what());
+    }
   }
   // Shutting down: what is running or waiting ends as cancelled.
   std::lock_guard lk(mu_);

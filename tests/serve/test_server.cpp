@@ -71,7 +71,9 @@ TEST(Serve, GreedyCompletionEqualsGenerateWithUsage) {
   const int prompt_tokens = int(f.tokenizer->encode("Once upon a time", true).size());
   EXPECT_EQ(r["usage"]["prompt_tokens"], prompt_tokens);
   EXPECT_EQ(r["usage"]["total_tokens"], prompt_tokens + r["usage"]["completion_tokens"].get<int>());
-  if (r["choices"][0]["finish_reason"] == "length") EXPECT_EQ(r["usage"]["completion_tokens"], 12);
+  if (r["choices"][0]["finish_reason"] == "length") {
+    EXPECT_EQ(r["usage"]["completion_tokens"], 12);
+  }
 }
 
 TEST(Serve, AdaptersInOneBatchEachEqualTheirSingleRequest) {
@@ -273,6 +275,28 @@ TEST(Serve, SameSeedSameTextWhenSampling) {
   const std::string body = R"({"model": "base", "prompt": "Once", "max_tokens": 12, "temperature": 1.0, "seed": 7})";
   auto a = f.post("/v1/completions", body).second, b = f.post("/v1/completions", body).second;
   EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+}
+
+TEST(Serve, ATokenTheTokenizerCannotDecodeFailsThatRequestOnly) {
+  // A model whose vocabulary is larger than its tokenizer's: ids past the tokenizer's end fail the
+  // request that sampled them (500 with the reason); the server keeps serving.
+  ModelConfig c = config_preset("stories260k");
+  c.vocab_size = c.padded_vocab = 2048;
+  ModelWeights w = random_weights(c, 4);
+  std::unique_ptr<Tokenizer> tok = load_tokenizer(data_path("tokenizer/spm_stories/tokenizer.bin"));
+  serve::Engine engine(w, *tok, {});
+  int failed = 0;
+  for (uint64_t seed = 0; seed < 8; seed++) {
+    serve::GenerationParams p;
+    p.prompt = {1, 300}, p.max_tokens = 40, p.sampler.seed = seed;
+    auto job = engine.submit(p);
+    job->wait_all();
+    if (job->finish_reason != "error") continue;
+    failed++;
+    EXPECT_NE(job->error.find("vocabulary"), std::string::npos) << job->error;
+  }
+  EXPECT_GT(failed, 0) << "random ids past 512 come up (the test can fail)";
+  EXPECT_EQ(engine.stats().active, 0);
 }
 
 }  // namespace
