@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -88,6 +89,46 @@ TEST(CliServe, ThePythonStandardLibraryClientOfTheDocsStreamsAChat) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(err, m, std::regex(R"(\[(\d+) chunks\])"))) << err;
   EXPECT_GE(std::stoi(m[1]), 2) << "the role chunk and at least one piece of text";
+}
+
+// Control bytes (raw-byte tokens) that `orion generate` leaves out of what it prints.
+std::string printable(std::string s) {
+  std::erase_if(s, [](char ch) { return uint8_t(ch) < 0x20 && ch != '\n' && ch != '\t'; });
+  return s;
+}
+
+TEST(CliServe, ChatUsesTheModelsTemplateAsGenerateChatDoes) {
+  const std::string dir = temp_dir();
+  save_model(random_weights(config_preset("stories260k"), 10), dir + "/m.bin", ModelFormat::Llama2c);
+  std::ofstream(dir + "/tokenizer_config.json")
+      << nlohmann::json{{"chat_template",
+                         "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+                         "{% if add_generation_prompt %}assistant:{% endif %}"}}
+             .dump();
+  auto [pid, port] = start_server(dir, "");
+  ASSERT_GT(port, 0) << read_text(dir + "/serve.log");
+  httplib::Client cli("127.0.0.1", port);
+  const nlohmann::json body = {{"model", "base"}, {"messages", {{{"role", "user"}, {"content", "Tell me"}}}},
+                               {"max_tokens", 10}, {"temperature", 0}};
+  auto res = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  EXPECT_EQ(stop_server(pid), 0);
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+  const nlohmann::json r = nlohmann::json::parse(res->body);
+  const std::string reply = r["choices"][0]["message"]["content"];
+  // The prompt is the template's rendering, encoded without BOS (the template would write one).
+  const auto tok = load_tokenizer(data_path("tokenizer/spm_stories/tokenizer.bin"));
+  EXPECT_EQ(r["usage"]["prompt_tokens"], tok->encode("user: Tell me\nassistant:", false).size());
+  std::string out, err;
+  ASSERT_EQ(run_orion("generate --chat --model " + dir + "/m.bin --tokenizer " +
+                          data_path("tokenizer/spm_stories/tokenizer.bin") + " -p 'Tell me' -n 10 --temperature 0",
+                      &out, &err),
+            0)
+      << err;
+  ASSERT_FALSE(out.empty());
+  out.pop_back();  // generate ends the reply with a newline
+  // JSON carries text: bytes that are not UTF-8 (a random model's raw-byte tokens) arrive as U+FFFD.
+  const std::string as_json = nlohmann::json(out).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  EXPECT_EQ(printable(reply), nlohmann::json::parse(as_json).get<std::string>());
 }
 
 }  // namespace
