@@ -106,8 +106,14 @@ const float* BatchedDecoder::decode(const std::vector<Row>& rows) {
     reserve_lora(r.adapter, 1);
   }
   embed(tokens.data(), positions.data(), B);
-  for (int l = 0; l < layers_; l++) decode_block(l, rows, lora);
   logits_.resize(size_t(B) * w_.config.vocab_size);
+  // One row without an adapter: the family's single-token fast path, as `orion generate` runs it
+  // (a slot's cache has the Transformer's [L, max_seq, NKV·HS] layout).
+  if (B == 1 && !rows[0].adapter &&
+      model_family(w_.config.arch)
+          .decode_token(w_, a_, rows[0].pos, k_cache(rows[0].slot, 0), v_cache(rows[0].slot, 0), max_seq_, logits_.data()))
+    return logits_.data();
+  for (int l = 0; l < layers_; l++) decode_block(l, rows, lora);
   classify(a_.x.data(), B, logits_.data());
   return logits_.data();
 }
