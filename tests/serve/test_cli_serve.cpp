@@ -58,7 +58,7 @@ TEST(CliServe, AnswersThenStopsOnSigtermWithExitCodeZero) {
   auto models = cli.Get("/v1/models", {{"Authorization", "Bearer k1"}});
   EXPECT_EQ(models->status, 200);
   // A request still streaming when the signal comes: the server ends it and exits 0.
-  std::thread streaming([&] {
+  std::thread streaming([port = port] {  // a copy: clang 14 captures no structured binding
     httplib::Client c("127.0.0.1", port);
     c.Post("/v1/completions", {{"Authorization", "Bearer k1"}},
            R"({"model": "base", "prompt": "Once", "max_tokens": 400, "stream": true})", "application/json");
