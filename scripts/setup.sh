@@ -16,6 +16,8 @@ PACKAGES=(
   python3-jinja2           # chat-template goldens: the test re-renders them (tests/model/chat_goldens/)
   clang libgnustep-base-dev  # CI syntax check of the Apple driver's .mm (scripts/check_ane_driver_syntax.sh)
   libclang-rt-14-dev libomp-dev  # sanitizer + libFuzzer runtimes and OpenMP for clang (scripts/sanitize.sh, fuzz.sh)
+  libcpp-httplib-dev       # HTTP server and test client: orion serve (src/serve/, tests/serve/)
+  chromium                 # headless browser that tests orion serve's web page (tests/serve/test_web_page.cpp)
   python3-numpy            # independent references the tests run (tests/model/hf_reference/, gguf_reference/)
 )
 

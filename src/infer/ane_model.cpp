@@ -128,14 +128,7 @@ int AneModel::prepare(int prompt_tokens) {
 // --- forward -------------------------------------------------------------------------------------
 
 void AneModel::check_tokens(const int* tokens, int n, int pos) const {
-  if (n <= 0) throw_usage_error("no tokens to run", "prompt", "give a non-empty prompt");
-  if (pos < 0 || pos + n > max_seq_)
-    throw_usage_error(fmt::format("sequence of {} tokens exceeds the model's context of {}", pos + n, max_seq_), "n",
-                      "ask for fewer tokens or use a shorter prompt");
-  for (int i = 0; i < n; i++)
-    if (tokens[i] < 0 || tokens[i] >= w_.config.vocab_size)
-      throw_usage_error(fmt::format("token id {} is outside the model's vocabulary of {}", tokens[i], w_.config.vocab_size),
-                        "tokens", "the tokenizer does not belong to this model");
+  check_forward_tokens(tokens, n, pos, max_seq_, w_.config.vocab_size);
 }
 
 const float* AneModel::forward(const int* tokens, int n, int pos) {

@@ -5,9 +5,23 @@
 //                     Driver (the ANE on macOS, anesim anywhere), embedding/classifier on the CPU.
 // generate() (infer/generate.h) and `orion bench generate` are written against this interface.
 #pragma once
+#include "base/error.h"
 #include "model/transformer.h"
 
 namespace orion {
+
+// Usage errors for feeding tokens[0..n) at positions pos..pos+n−1 of a context of max_seq tokens
+// when n < 1, the sequence would run past the context, or an id is outside the vocabulary.
+inline void check_forward_tokens(const int* tokens, int n, int pos, int max_seq, int vocab_size) {
+  if (n <= 0) throw_usage_error("no tokens to run", "prompt", "give a non-empty prompt");
+  if (pos < 0 || pos + n > max_seq)
+    throw_usage_error(fmt::format("sequence of {} tokens exceeds the model's context of {}", pos + n, max_seq), "n",
+                      "ask for fewer tokens or use a shorter prompt");
+  for (int i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= vocab_size)
+      throw_usage_error(fmt::format("token id {} is outside the model's vocabulary of {}", tokens[i], vocab_size),
+                        "tokens", "the tokenizer does not belong to this model");
+}
 
 class LanguageModel {
  public:

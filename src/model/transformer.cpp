@@ -79,18 +79,22 @@ void Transformer::set_lora(const LoraAdapter* adapter, float scale_mult) {
   lora_ = adapter;
   lora_layers_.clear();
   if (!adapter) return;
-  adapter->check_fits(w_.config, "adapter");
-  const ModelConfig& c = w_.config;
-  lora_layers_.resize(size_t(c.n_layers));
+  lora_layers_ = lora_layer_refs(w_.config, *adapter, scale_mult);
   size_t max_out = 0;
-  for (const LoraTensor& t : adapter->tensors()) {
-    LoraLayerRef& r = lora_layers_[size_t(t.layer)];
-    r.A[int(t.target)] = adapter->A(t), r.B[int(t.target)] = adapter->B(t);
-    r.rank = adapter->rank(), r.scale = adapter->scale() * scale_mult;
-    max_out = std::max(max_out, size_t(t.out));
-  }
+  for (const LoraTensor& t : adapter->tensors()) max_out = std::max(max_out, size_t(t.out));
   a_.lora_ax.resize(size_t(kChunk) * adapter->rank());
   a_.lora_delta.resize(size_t(kChunk) * max_out);
+}
+
+std::vector<LoraLayerRef> lora_layer_refs(const ModelConfig& c, const LoraAdapter& adapter, float scale_mult) {
+  adapter.check_fits(c, "adapter");
+  std::vector<LoraLayerRef> refs(size_t(c.n_layers));
+  for (const LoraTensor& t : adapter.tensors()) {
+    LoraLayerRef& r = refs[size_t(t.layer)];
+    r.A[int(t.target)] = adapter.A(t), r.B[int(t.target)] = adapter.B(t);
+    r.rank = adapter.rank(), r.scale = adapter.scale() * scale_mult;
+  }
+  return refs;
 }
 
 void lora_add(const LoraLayerRef* lora, LoraTarget target, float* y, const float* x, int n, int in, int out,

@@ -74,6 +74,10 @@ class Transformer {
   std::vector<LoraLayerRef> lora_layers_;  // [L]
 };
 
+// The per-layer pointers into an adapter's matrices as the blocks take them, each scale the
+// adapter's s·scale_mult (checked to fit c first).
+std::vector<LoraLayerRef> lora_layer_refs(const ModelConfig& c, const LoraAdapter& adapter, float scale_mult);
+
 // y [n, out] += scale·(x·A[t]ᵀ)·B[t]ᵀ for target t of the layer's adapter (nothing when lora is null
 // or does not adapt t). x [n, in].
 void lora_add(const LoraLayerRef* lora, LoraTarget t, float* y, const float* x, int n, int in, int out,

@@ -20,6 +20,7 @@ void add_train_command(CLI::App& app);
 void add_data_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
 void add_lora_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 // Builds the whole CLI; main() and the CLI tests share it.
 void add_all_commands(CLI::App& app);

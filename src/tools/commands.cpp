@@ -11,6 +11,7 @@ void add_all_commands(CLI::App& app) {
   add_demo_command(app);
   add_generate_command(app);
   add_chat_command(app);
+  add_serve_command(app);
   add_train_command(app);
   add_lora_command(app);
   add_tokenize_command(app);

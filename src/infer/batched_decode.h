@@ -1,0 +1,62 @@
+// Continuous batching on the CPU: several sequences, each in its own KV-cache slot, decode together
+// so that one pass over the weights serves all of them.
+//
+// A decode step for one sequence is memory-bound: it streams every weight matrix to multiply it by
+// one vector. decode() stacks the next token of B sequences into the rows of one [B, C] activation
+// and runs each projection as one [B, C] × Wᵀ product (the prefill kernel), so the weights are read
+// once for all B rows. What differs per row stays per row: its position (RoPE or learned), its
+// slot's KV cache (written and attended to on its own), its LoRA adapter (each row adds its own
+// s·B·A·x) and, in the caller, its sampler.
+//
+// prefill() feeds a prompt into one slot through the family's own block (ModelFamily::block_forward),
+// the same code the Transformer runs; sequences join a running batch between steps and leave when
+// done: the slots are independent.
+#pragma once
+#include <vector>
+
+#include "model/lora/lora.h"
+#include "model/transformer.h"
+
+namespace orion {
+
+class BatchedDecoder {
+ public:
+  // `slots` sequences of at most max_seq tokens (≤ 0: the model's seq_len). The weights must outlive it.
+  BatchedDecoder(const ModelWeights& weights, int slots, int max_seq = 0);
+
+  // One row of a decode step: feed `token` at position `pos` of slot `slot` (pos = the tokens the
+  // slot holds) with `adapter` (nullptr: the base model) scaled by scale_mult.
+  struct Row {
+    int slot = 0, token = 0, pos = 0;
+    const LoraAdapter* adapter = nullptr;
+    float scale_mult = 1.0f;
+  };
+
+  // Feeds tokens[0..n) at positions 0..n−1 of `slot` (a new sequence). Returns the last token's logits [V],
+  // valid until the next call.
+  const float* prefill(int slot, const int* tokens, int n, const LoraAdapter* adapter, float scale_mult = 1.0f);
+  // One token for each row (distinct slots, at most slots() rows). Returns logits [rows, V].
+  const float* decode(const std::vector<Row>& rows);
+
+  int slots() const { return slots_; }
+  int max_seq() const { return max_seq_; }
+  int vocab_size() const { return w_.config.vocab_size; }
+
+ private:
+  void check_tokens(const int* tokens, int n, int pos) const;
+  void embed(const int* tokens, const int* positions, int n);
+  void classify(const float* x, int rows, float* logits);
+  void decode_block(int layer, const std::vector<Row>& rows, const std::vector<std::vector<LoraLayerRef>>& lora);
+  void reserve_lora(const LoraAdapter* adapter, int rows);
+  float* k_cache(int slot, int layer) { return key_cache_.data() + (size_t(slot) * layers_ + layer) * max_seq_ * kv_dim_; }
+  float* v_cache(int slot, int layer) { return value_cache_.data() + (size_t(slot) * layers_ + layer) * max_seq_ * kv_dim_; }
+
+  const ModelWeights& w_;
+  int slots_, max_seq_, kv_dim_, layers_;
+  Transformer::Activations a_;                  // rows: max(kChunk, slots)
+  std::vector<float> key_cache_, value_cache_;  // [slots, L, max_seq, NKV·HS]
+  std::vector<float> k_rows_, v_rows_;  // [slots, NKV·HS] this step's keys and values before the cache
+  std::vector<float> logits_, rope_freq_;
+};
+
+}  // namespace orion

@@ -1,0 +1,83 @@
+// Continuous batching: B sequences decoded together give, row for row, what each gets alone.
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "infer/batched_decode.h"
+#include "infer/generate.h"
+#include "infer/sampler.h"
+
+namespace orion {
+namespace {
+
+// Greedy tokens of `prompt` alone through the Transformer (the reference), with an adapter or not.
+std::vector<int> alone(const ModelWeights& w, const std::vector<int>& prompt, int n, const LoraAdapter* ad) {
+  Transformer tf(w, 64);
+  tf.set_lora(ad);
+  GenerateOptions o;
+  o.max_new_tokens = n;
+  o.sampler.temperature = 0;
+  std::vector<int> out;
+  generate(tf, prompt, o, [&](int id) { out.push_back(id); });
+  return out;
+}
+
+LoraAdapter random_adapter(const ModelConfig& c, uint64_t seed) {
+  LoraAdapter ad(c, 4, 8.0f, {LoraTarget::Q, LoraTarget::V, LoraTarget::O, LoraTarget::W1, LoraTarget::W2});
+  ad.init(seed);
+  for (size_t i = 0; i < ad.size(); i++) ad.data()[i] += 0.02f * float(int((i * 2654435761u) % 101) - 50) / 50.0f;
+  return ad;
+}
+
+void check_batch_equals_alone(const ModelConfig& c) {
+  ModelWeights w = random_weights(c, 5);
+  LoraAdapter a1 = random_adapter(c, 1), a2 = random_adapter(c, 2);
+  const std::vector<std::vector<int>> prompts = {{1, 5, 6, 7}, {1, 9}, {1, 30, 31, 32, 33, 34}, {1, 5, 6, 7}};
+  const std::vector<const LoraAdapter*> adapters = {nullptr, &a1, &a2, &a1};
+  // The sequences join at different steps and stop after different numbers of tokens.
+  const std::vector<int> joins = {0, 0, 3, 5}, lengths = {12, 7, 9, 6};
+  BatchedDecoder dec(w, 4, 64);
+  const int V = dec.vocab_size();
+  std::vector<std::vector<int>> got(prompts.size());
+  std::vector<int> pos(prompts.size(), 0);
+  for (int step = 0; step < 20; step++) {
+    for (size_t s = 0; s < prompts.size(); s++)
+      if (joins[s] == step) {
+        const float* lg = dec.prefill(int(s), prompts[s].data(), int(prompts[s].size()), adapters[s]);
+        got[s].push_back(argmax(lg, V));
+        pos[s] = int(prompts[s].size());
+      }
+    std::vector<BatchedDecoder::Row> rows;
+    for (size_t s = 0; s < prompts.size(); s++)
+      if (!got[s].empty() && int(got[s].size()) < lengths[s]) rows.push_back({int(s), got[s].back(), pos[s], adapters[s]});
+    if (rows.empty()) continue;
+    const float* lg = dec.decode(rows);
+    for (size_t b = 0; b < rows.size(); b++) {
+      got[size_t(rows[b].slot)].push_back(argmax(lg + b * size_t(V), V));
+      pos[size_t(rows[b].slot)]++;
+    }
+  }
+  for (size_t s = 0; s < prompts.size(); s++) {
+    EXPECT_EQ(got[s], alone(w, prompts[s], lengths[s], adapters[s])) << "sequence " << s;
+  }
+  EXPECT_NE(got[0], got[3]) << "the adapter changes the output (the test can fail)";
+}
+
+TEST(BatchedDecode, LlamaRowsEqualEachSequenceAloneWithTheirOwnAdapters) {
+  check_batch_equals_alone(config_preset("stories260k"));
+}
+
+TEST(BatchedDecode, Gpt2RowsEqualEachSequenceAlone) {
+  ModelConfig c = config_preset("gpt2-tiny");
+  check_batch_equals_alone(c);
+}
+
+TEST(BatchedDecode, RefusesAPositionPastTheContext) {
+  ModelWeights w = random_weights(config_preset("stories260k"), 5);
+  BatchedDecoder dec(w, 2, 16);
+  const std::vector<BatchedDecoder::Row> past_end = {{0, 1, 16, nullptr}}, same_slot = {{0, 1, 3}, {0, 1, 3}};
+  EXPECT_THROW(dec.decode(past_end), Error);
+  EXPECT_THROW(dec.decode(same_slot), Error);
+}
+
+}  // namespace
+}  // namespace orion
