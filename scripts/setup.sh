@@ -17,6 +17,10 @@ PACKAGES=(
   clang libgnustep-base-dev  # CI syntax check of the Apple driver's .mm (scripts/check_ane_driver_syntax.sh)
   libclang-rt-14-dev libomp-dev  # sanitizer + libFuzzer runtimes and OpenMP for clang (scripts/sanitize.sh, fuzz.sh)
   python3-numpy            # independent references the tests run (tests/model/hf_reference/, gguf_reference/)
+  pybind11-dev python3-dev # the Python package `import orion` (python/; built when pybind11 is found)
+  python3-pytest           # its tests (tests/python/, ctest python.pytest)
+  python3-torch            # PyTorch interop and the gradient check against torch autograd (optional at import)
+  python3-venv             # scripts/install-python.sh --venv DIR
 )
 
 missing=()
