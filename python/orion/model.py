@@ -14,16 +14,17 @@ Tokenizer = _core.Tokenizer
 
 
 def load(path: str | os.PathLike, dtype: Optional[str] = None, backend: str = "cpu", tokenizer: Optional[str] = None,
-         chip: str = "m4", max_seq: int = 0) -> "Model":
+         chip: str = "m4", max_seq: int = 0, threads: int = 0) -> "Model":
     """Load a model for inference, as ``orion generate --model PATH`` does.
 
     path: a llama2.c ``.bin``, a Hugging Face folder (safetensors + config.json), an llm.c ``.bin``
     or a GGUF file. dtype: convert the matrices at load ("f32", "f16", "bf16"; default: as stored).
     backend: "cpu" (every layer on the CPU), "anesim" (the transformer blocks as ANE programs on
     the software ANE) or "ane" (macOS). tokenizer: default the one beside the model.
-    max_seq: context to allocate (0: the model's).
+    max_seq: context to allocate (0: the model's). threads: CPU threads of the kernels (0: all
+    cores; like --threads it applies to the whole process).
     """
-    return Model(_core.Model(os.fspath(path), tokenizer or "", dtype or "", backend, chip, max_seq))
+    return Model(_core.Model(os.fspath(path), tokenizer or "", dtype or "", backend, chip, max_seq, threads))
 
 
 class Model:

@@ -50,8 +50,9 @@ std::optional<DType> dtype_from(const std::string& name) {
 class Model {
  public:
   Model(const std::string& path, const std::string& tokenizer, const std::string& dtype, const std::string& backend,
-        const std::string& chip, int max_seq)
+        const std::string& chip, int max_seq, int threads)
       : path_(path) {
+    tools::ThreadOptions{threads}.apply();  // the kernels' thread count, as --threads (0: all cores)
     if (backend != "cpu" && backend != "anesim" && backend != "ane")
       throw_usage_error(fmt::format("unknown backend '{}'", backend), "backend", "use cpu, anesim or ane");
     if (!std::filesystem::exists(path))
@@ -209,7 +210,7 @@ class Model {
       a = &it->second;
     }
     if (tf_) tf_->set_lora(a, scale);
-    if (ane_) ane_->set_lora(a, scale);
+    if (ane_ && (a || ane_->lora_slot() > 0)) ane_->set_lora(a, scale);  // no slot: the programs have no adapter
   }
 
   std::string path_, backend_;
@@ -240,9 +241,9 @@ void bind_model(py::module_& m) {
 
   py::class_<Model>(m, "Model", "A model loaded for inference (see orion.load).")
       .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&, const std::string&,
-                    int>(),
+                    int, int>(),
            py::arg("path"), py::arg("tokenizer") = "", py::arg("dtype") = "", py::arg("backend") = "cpu",
-           py::arg("chip") = "m4", py::arg("max_seq") = 0)
+           py::arg("chip") = "m4", py::arg("max_seq") = 0, py::arg("threads") = 0)
       .def("generate", &Model::generate, py::arg("prompt"), py::arg("max_tokens") = 256, py::arg("temperature") = 1.0f,
            py::arg("top_p") = 0.9f, py::arg("top_k") = 0, py::arg("seed") = 0, py::arg("adapter") = py::none(),
            py::arg("add_bos") = true, py::arg("lora_scale") = 1.0f, py::arg("on_piece") = py::none())

@@ -25,15 +25,22 @@ def test_compile_returns_the_cli_programs(tmp_path):
             assert f.read() == p["mil"], p["name"]
 
 
-def test_mil_check_of_a_compiled_program_and_a_broken_one():
-    progs = orion.compile(config="stories260k", chip="m1", seq=16)  # its folder lives as long as progs
+def test_mil_check_passes_a_compiled_program_and_names_a_broken_rule():
+    progs = orion.compile(config="stories260k", chip="m4", seq=16)  # its folder lives as long as progs
     p = progs[0]
     weights = {}
     for name in p["blobs"]:
         with open(os.path.join(p["dir"], "weights", name), "rb") as f:
             weights[name] = f.read()
-    ok = orion.mil_check(p["mil"], chip="m1", weights=weights)
+    ok = orion.mil_check(p["mil"], chip="m4", weights=weights)
     assert ok["ok"] and ok["nodes"] > 0
+    # rsqrt instead of pow(x, -0.5): valid on M4, rule C17 on M1 (the node named).
+    assert "pow(x = add, y = neg_half)" in p["mil"]
+    bad = p["mil"].replace("pow(x = add, y = neg_half)", "rsqrt(x = add)")
+    assert orion.mil_check(bad, chip="m4", weights=weights)["ok"]
+    r = orion.mil_check(bad, chip="m1", weights=weights)
+    errors = [d for d in r["diagnostics"] if d["level"] == "error"]
+    assert not r["ok"] and [(d["rule"], d["node"]) for d in errors] == [("C17", "attn_norm_rrms")]
     with pytest.raises(orion.InputError):
         orion.mil_check("program(1.3) { this is not MIL", chip="m4")
 

@@ -73,3 +73,14 @@ def test_ctrl_c_interrupts_generation(model):
     with pytest.raises(KeyboardInterrupt):
         for _ in range(200):  # long enough to still be generating when the signal arrives
             model.generate("Once upon a time", max_tokens=60, seed=1)
+
+
+@pytest.mark.skipif(not os.environ.get("ORION_SLOW_TESTS"), reason="minutes on anesim (the tiny model's attention "
+                    "programs need the 1024-token bucket); ORION_SLOW_TESTS=1 runs it")
+def test_anesim_backend_follows_the_cpu(model, tiny_run):
+    ane = orion.load(os.path.join(tiny_run, "model.bin"), backend="anesim")
+    ids = model.tokenizer.encode("Once upon a time", add_bos=True)
+    np.testing.assert_allclose(ane.logits(ids), model.logits(ids), atol=5e-3)  # fp16 programs
+    cli = run_cli("generate", "--model", os.path.join(tiny_run, "model.bin"), "--backend", "anesim", "-n", "6",
+                  "--seed", "2").stdout
+    assert cli == "Once upon a time" + ane.generate("Once upon a time", max_tokens=6, seed=2) + "\n"
