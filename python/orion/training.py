@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 
 from . import _core
+from ._core import UsageError
 
 Callback = Callable[[dict], Any]
 
@@ -25,8 +26,10 @@ def _flags(options: dict) -> list[str]:
             out.append(flag)
         elif isinstance(value, (list, tuple)):
             out += [flag, ",".join(str(v) for v in value)]
+        elif isinstance(value, float):
+            out += [flag, repr(value)]  # the shortest text that reads back as the same number
         else:
-            out += [flag, os.fspath(value) if isinstance(value, os.PathLike) else repr(value) if isinstance(value, float) else str(value)]
+            out += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
     return out
 
 
@@ -160,5 +163,3 @@ class Trainer:
         """The gradients of the last step by the same names (before clipping)."""
         return self._ensure().gradients()
 
-
-UsageError = _core.UsageError

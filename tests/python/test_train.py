@@ -89,6 +89,7 @@ def test_step_on_numpy_tokens_and_gradients(tmp_path, tiny_config_file):
         t.step(tokens[:, :20])
     assert t.step()["step"] == 1  # the data's own next batch
     assert t.evaluate() > 0 and os.path.exists(t.save())
+    assert t.fit(steps=4)["steps_done"] == 4  # a new total after hand-written steps
 
 
 def test_lora_fit_and_adapter_generation(tmp_path, tiny_run):
@@ -105,3 +106,13 @@ def test_lora_fit_and_adapter_generation(tmp_path, tiny_run):
     name = m.load_adapter(out)
     assert name == "lora" and m.adapters == ["lora"]
     assert m.generate("Once upon a time", max_tokens=8, seed=1, adapter="lora")
+
+
+def test_lora_resume_through_python_is_bit_identical(tmp_path, tiny_run):
+    base = os.path.join(tiny_run, "model.bin")
+    options = dict(lora=dict(rank=4, targets=["q", "v"]), progress=False, data="builtin:200", batch=4, seq=32, steps=4)
+    straight, chained = str(tmp_path / "straight"), str(tmp_path / "chained")
+    orion.Trainer(base, out=straight, **options).fit()
+    orion.Trainer(base, out=chained, stop_after=2, **options).fit()
+    assert orion.Trainer.resume(chained, lora_base=base, out=chained, progress=False).fit()["steps_done"] == 4
+    assert metrics_losses(chained) == metrics_losses(straight)
