@@ -145,6 +145,10 @@ class Trainer {
     if (tokens.ndim() != 2 && tokens.ndim() != 3)
       throw_usage_error("must be [B, T+1] or [accum, B, T+1] token ids", "tokens");
     const std::vector<int> ids = token_vector(tokens, "tokens");  // row-major: [accum,] B, T+1
+    const int V = full_ ? full_->params().config().vocab_size : lora_->base().config.vocab_size;
+    for (int id : ids)  // the model's embedding rows are all there is (the data readers check the same)
+      if (id < 0 || id >= V)
+        throw_usage_error(fmt::format("token id {} is outside the model's vocabulary of {}", id, V), "tokens");
     const int n = tokens.ndim() == 3 ? int(tokens.shape(0)) : 1;
     const int B = int(tokens.shape(tokens.ndim() - 2)), T = int(tokens.shape(tokens.ndim() - 1)) - 1;
     std::vector<data::Batch> out(static_cast<size_t>(n));

@@ -87,6 +87,8 @@ def test_step_on_numpy_tokens_and_gradients(tmp_path, tiny_config_file):
     assert not np.array_equal(before["layers.0.wq"], after["layers.0.wq"])  # AdamW moved them
     with pytest.raises(orion.UsageError, match="4 rows of 32 tokens"):
         t.step(tokens[:, :20])
+    with pytest.raises(orion.UsageError, match="token id 300 is outside"):
+        t.step(np.full((4, 33), 300))
     assert t.step()["step"] == 1  # the data's own next batch
     assert t.evaluate() > 0 and os.path.exists(t.save())
     assert t.fit(steps=4)["steps_done"] == 4  # a new total after hand-written steps
