@@ -1,5 +1,5 @@
-"""PyTorch interop and the independent check of Orion's backward pass: for a tiny GPT-2 and a tiny
-Llama built from one state_dict, Orion's loss and every parameter gradient equal torch autograd's on
+"""PyTorch interop and the independent check of Orion's backward pass: for a tiny GPT-2, Llama and
+Qwen2 (q/k/v biases, tied classifier) built from one state_dict, Orion's loss and every parameter gradient equal torch autograd's on
 tests/python/torch_reference.py within 1e-4 relative; the same for a LoRA adapter's gradients;
 logits equal the torch forward within 1e-5; state_dicts go in and out unchanged."""
 import os
@@ -12,7 +12,8 @@ import orion  # noqa: E402
 import torch_reference as ref  # noqa: E402
 
 FAMILIES = {"gpt2": (ref.GPT2_CONFIG, ref.random_gpt2_state, ref.gpt2_logits),
-            "llama": (ref.LLAMA_CONFIG, ref.random_llama_state, ref.llama_logits)}
+            "llama": (ref.LLAMA_CONFIG, ref.random_llama_state, ref.llama_logits),
+            "qwen2": (ref.QWEN2_CONFIG, ref.random_qwen2_state, ref.llama_logits)}
 B, T = 2, 16
 
 

@@ -48,6 +48,21 @@ def random_llama_state(seed=0, std=0.1):
     return sd
 
 
+QWEN2_CONFIG = dict(LLAMA_CONFIG, model_type="qwen2", tie_word_embeddings=True)
+
+
+def random_qwen2_state(seed=0, std=0.1):
+    """Qwen2: Llama with biases on q, k and v (here with a tied classifier: no lm_head)."""
+    sd = random_llama_state(seed, std)
+    del sd["lm_head.weight"]
+    g = torch.Generator().manual_seed(seed + 1000)
+    for i in range(QWEN2_CONFIG["num_hidden_layers"]):
+        for proj in ("q_proj", "k_proj", "v_proj"):
+            w = sd[f"model.layers.{i}.self_attn.{proj}.weight"]
+            sd[f"model.layers.{i}.self_attn.{proj}.bias"] = torch.randn(w.shape[0], generator=g) * std
+    return sd
+
+
 def causal_attention(q, k, v):
     """q [B, NH, T, HS], k/v [B, NKV, T, HS] (groups of NH/NKV query heads share a kv head)."""
     rep = q.shape[1] // k.shape[1]
@@ -98,7 +113,8 @@ def llama_logits(sd, tokens, lora=None, lora_scale=1.0):
         if lora and f"layers.{i}.{key}" in lora:
             A, Bm = lora[f"layers.{i}.{key}"]
             w = w + lora_scale * Bm @ A
-        return x @ w.T
+        bias = sd.get(f"model.layers.{i}.{name}.bias")  # Qwen2's q, k, v
+        return x @ w.T + (bias if bias is not None else 0)
 
     for i in range(c["num_hidden_layers"]):
         h = rms(x, sd[f"model.layers.{i}.input_layernorm.weight"])
@@ -111,7 +127,8 @@ def llama_logits(sd, tokens, lora=None, lora_scale=1.0):
         h = rms(x, sd[f"model.layers.{i}.post_attention_layernorm.weight"])
         x = x + linear(F.silu(linear(h, i, "mlp.gate_proj", "w1")) * linear(h, i, "mlp.up_proj", "w3"), i,
                        "mlp.down_proj", "w2")
-    return rms(x, sd["model.norm.weight"]) @ sd["lm_head.weight"].T
+    classifier = sd.get("lm_head.weight", sd["model.embed_tokens.weight"])  # tied when there is no lm_head
+    return rms(x, sd["model.norm.weight"]) @ classifier.T
 
 
 def loss_of(logits, tokens):
