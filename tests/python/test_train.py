@@ -92,6 +92,10 @@ def test_step_on_numpy_tokens_and_gradients(tmp_path, tiny_config_file):
     assert t.step()["step"] == 1  # the data's own next batch
     assert t.evaluate() > 0 and os.path.exists(t.save())
     assert t.fit(steps=4)["steps_done"] == 4  # a new total after hand-written steps
+    run = str(tmp_path / "run")
+    exported = orion.load(t.export(str(tmp_path / "exported.bin")), tokenizer=os.path.join(run, "tokenizer.bin"))
+    final = orion.load(os.path.join(run, "model.bin"))  # what fit() exported at its end
+    np.testing.assert_array_equal(exported.logits([1, 5, 9]), final.logits([1, 5, 9]))
 
 
 def test_lora_fit_and_adapter_generation(tmp_path, tiny_run):
