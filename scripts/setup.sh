@@ -19,6 +19,10 @@ PACKAGES=(
   libcpp-httplib-dev       # HTTP server and test client: orion serve (src/serve/, tests/serve/)
   chromium                 # headless browser that tests orion serve's web page (tests/serve/test_web_page.cpp)
   python3-numpy            # independent references the tests run (tests/model/hf_reference/, gguf_reference/)
+  pybind11-dev python3-dev # the Python package `import orion` (python/; built when pybind11 is found)
+  python3-pytest           # its tests (tests/python/, ctest python.pytest)
+  python3-torch            # PyTorch interop and the gradient check against torch autograd (optional at import)
+  python3-venv             # scripts/install-python.sh --venv DIR
 )
 
 missing=()

@@ -77,12 +77,7 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   write_file_atomic(path, [&](FileWriter& w) { w.write_str(text); });
 }
 
-struct CompileArgs {
-  std::string model, config, ir_file, out, chip = "m4";
-  int seq = 64;
-  std::string use = "generate";
-  uint64_t seed = 1;
-};
+using CompileArgs = CompileRequest;
 
 // Compiles programs into one output folder and collects their manifests.
 struct ProgramWriter {
@@ -161,7 +156,9 @@ void compile_model(const ModelWeights& w, int seq, const std::string& use, Progr
   summary["seq_buckets"] = buckets;
 }
 
-void run_compile(const CompileArgs& a) {
+}  // namespace
+
+nlohmann::json compile_programs(const CompileRequest& a) {
   const compiler::ChipProfile& chip = compiler::chip_profile(a.chip);
   int sources = !a.model.empty() + !a.config.empty() + !a.ir_file.empty();
   if (sources != 1) throw_usage_error("give exactly one of --model, --config or --ir", "--model");
@@ -183,23 +180,23 @@ void run_compile(const CompileArgs& a) {
   summary["programs"] = out.all;
   summary["compile_ms"] = out.total_ms;
   write_json((fs::path(a.out) / "manifest.json").string(), summary);
+  summary["warnings"] = out.warnings;
+  return summary;
+}
+
+namespace {
+
+void run_compile(const CompileArgs& a) {
+  const nlohmann::json summary = compile_programs(a);
   std::printf("compiled %zu program(s) for %s in %.1f ms (passes + MIL, excluding weight I/O); %zu warning(s); wrote %s\n",
-              out.all.size(), chip.name.c_str(), out.total_ms, out.warnings, a.out.c_str());
+              summary["programs"].size(), summary["chip"].get<std::string>().c_str(), summary["compile_ms"].get<double>(),
+              summary["warnings"].get<size_t>(), a.out.c_str());
 }
 
 struct MilCheckArgs {
   std::string file, weights, chip = "m4";
 };
 
-// The file is checked as written: only annotate-sram (for the C20 warning) and validate-ane run.
-// The standard pipeline would first legalize it — rewriting rsqrt for M1, expanding gelu, padding
-// buffers — and so hide exactly the rules the file breaks.
-std::vector<compiler::Diagnostic> check_as_written(ir::Graph& g, const compiler::ChipProfile& chip) {
-  compiler::PassContext ctx;
-  ctx.chip = &chip;
-  compiler::run_pipeline(g, {"annotate-sram", "validate-ane"}, ctx);
-  return ctx.diagnostics;
-}
 
 void run_mil_check(const MilCheckArgs& a) {
   const compiler::ChipProfile& chip = compiler::chip_profile(a.chip);
@@ -250,6 +247,16 @@ void print_passes() {
 }
 
 }  // namespace
+
+// The file is checked as written: only annotate-sram (for the C20 warning) and validate-ane run.
+// The standard pipeline would first legalize it — rewriting rsqrt for M1, expanding gelu, padding
+// buffers — and so hide exactly the rules the file breaks.
+std::vector<compiler::Diagnostic> check_as_written(ir::Graph& g, const compiler::ChipProfile& chip) {
+  compiler::PassContext ctx;
+  ctx.chip = &chip;
+  compiler::run_pipeline(g, {"annotate-sram", "validate-ane"}, ctx);
+  return ctx.diagnostics;
+}
 
 void add_compile_command(CLI::App& app) {
   auto a = std::make_shared<CompileArgs>();

@@ -24,7 +24,8 @@ struct LoraArgs {
   DTypeOption dtype;
 };
 
-void run_lora_train(LoraArgs& a, CLI::App* cmd, train::dist::Communicator& comm) {
+// After parsing, on every rank: threads, progress, what --resume continues, the data and its tokenizer.
+void resolve_lora_train_args(LoraArgs& a, CLI::App* cmd) {
   train::LoraTrainOptions& o = a.train;
   a.train_flags.apply(o.train, ProgressStyle::Lora);
   o.resume = cmd->count("--resume") > 0;  // bare: the newest checkpoint of --ckpt-dir (default OUT/checkpoints)
@@ -43,7 +44,11 @@ void run_lora_train(LoraArgs& a, CLI::App* cmd, train::dist::Communicator& comm)
     else if (!fs::is_directory(o.train.data) && !o.train.data.ends_with(".bin"))
       o.train.tokenizer = find_tokenizer_beside(o.model);
   }
-  train::LoraTrainer t(o, &comm);
+}
+
+void run_lora_train(LoraArgs& a, CLI::App* cmd, train::dist::Communicator& comm) {
+  resolve_lora_train_args(a, cmd);
+  train::LoraTrainer t(a.train, &comm);
   train::TrainResult r = t.run();
   if (comm.rank() == 0)
     std::printf("adapter: %s (%s)\nloss %.4f -> %.4f%s | %.0f tok/s\n", r.model.c_str(), t.adapter().describe().c_str(),
@@ -78,35 +83,29 @@ void run_lora_info(const LoraArgs& a) {
   std::printf("%s\n", load_lora(a.lora, c).describe().c_str());
 }
 
-}  // namespace
-
-void add_lora_command(CLI::App& app) {
-  CLI::App* lora =
-      app.add_subcommand("lora", "LoRA adapters: fine-tune one on a frozen model, merge it in, convert to/from PEFT");
-  lora->require_subcommand(1);
-  auto a = std::make_shared<LoraArgs>();
-  train::TrainOptions& t = a->train.train;
-
-  CLI::App* tr = lora->add_subcommand(
+// The subcommand `train` of `lora` with every flag of `orion lora train`, parsed into a.
+CLI::App* add_lora_train_flags(CLI::App& lora, LoraArgs& a) {
+  train::TrainOptions& t = a.train.train;
+  CLI::App* tr = lora.add_subcommand(
       "train",
       "train a LoRA adapter on a frozen base model (CPU, or the ANE path with --backend).\n"
       "The adapter (A random, B = 0, so training starts from the base model exactly) learns the data; the base weights are "
       "never changed. Checkpoints go to OUT/checkpoints (--resume continues bit for bit; Ctrl-C or SIGUSR1 writes one and stops); the adapter is written to OUT as "
       "adapter.olora and/or the Hugging Face PEFT files (adapter_model.safetensors + adapter_config.json).\n"
       "Data parallel: mpirun -np 2 orion lora train … (--batch is per rank; only the adapter's gradients are all-reduced).");
-  tr->add_option("--model,-m", a->train.model, "base model (any format `orion generate` reads)")->required();
-  tr->add_option("--rank,-r", a->train.rank, "adapter rank r")->capture_default_str()->check(CLI::Range(1, 4096));
-  tr->add_option("--alpha", a->train.alpha, "adapter alpha (the update is scaled by alpha/r)")->capture_default_str();
-  tr->add_option("--targets", a->train.targets, "projections to adapt: q,k,v,o,w1 (gate),w2 (down),w3 (up) or all")
+  tr->add_option("--model,-m", a.train.model, "base model (any format `orion generate` reads)")->required();
+  tr->add_option("--rank,-r", a.train.rank, "adapter rank r")->capture_default_str()->check(CLI::Range(1, 4096));
+  tr->add_option("--alpha", a.train.alpha, "adapter alpha (the update is scaled by alpha/r)")->capture_default_str();
+  tr->add_option("--targets", a.train.targets, "projections to adapt: q,k,v,o,w1 (gate),w2 (down),w3 (up) or all")
       ->capture_default_str();
-  tr->add_option("--format", a->train.format, "adapter files written at the end: orion, peft or both")
+  tr->add_option("--format", a.train.format, "adapter files written at the end: orion, peft or both")
       ->capture_default_str()
       ->check(CLI::IsMember({"orion", "peft", "both"}));
-  tr->add_option("--base-dtype", a->train.base_dtype,
+  tr->add_option("--base-dtype", a.train.base_dtype,
                  "keep the frozen base's block matrices in f16 or bf16 (half the memory; CPU backend), or f32")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
-  a->train_flags.add(
+  a.train_flags.add(
       tr, t,
       {.data = "a folder from `orion data prepare`, a token file, or text (files, folders, builtin:N) to tokenize",
        .out = "output folder: the adapter, checkpoints/, metrics.jsonl, data/ (text data tokenized)",
@@ -114,6 +113,18 @@ void add_lora_command(CLI::App& app) {
                  "else OUT/checkpoints) with the run's data and numeric options, bit for bit (--steps: a new total)"});
   tr->get_option("--data")->default_str("");  // no default: the data to fine-tune on (required unless --resume)
   tr->get_option("--out")->capture_default_str();
+  return tr;
+}
+
+}  // namespace
+
+void add_lora_command(CLI::App& app) {
+  CLI::App* lora =
+      app.add_subcommand("lora", "LoRA adapters: fine-tune one on a frozen model, merge it in, convert to/from PEFT");
+  lora->require_subcommand(1);
+  auto a = std::make_shared<LoraArgs>();
+
+  CLI::App* tr = add_lora_train_flags(*lora, *a);
   tr->callback([a, tr] {
     run_data_parallel(tr, a->train_flags.threads, [&](train::dist::Communicator& c) { run_lora_train(*a, tr, c); });
   });
@@ -139,6 +150,16 @@ void add_lora_command(CLI::App& app) {
   in->add_option("--model,-m", a->model, "the base model")->required();
   in->add_option("--lora", a->lora, "adapter")->required();
   in->callback([a] { run_lora_info(*a); });
+}
+
+train::LoraTrainOptions parse_lora_train_flags(const std::vector<std::string>& flags) {
+  CLI::App app;
+  CLI::App* lora = app.add_subcommand("lora");
+  LoraArgs a;
+  CLI::App* tr = add_lora_train_flags(*lora, a);
+  parse_subcommand_flags(app, "lora train", flags);
+  resolve_lora_train_args(a, tr);
+  return a.train;
 }
 
 }  // namespace orion::tools

@@ -20,8 +20,8 @@ struct TrainArgs {
   bool plain = false;
 };
 
-// Data parallel under mpirun: every rank runs this (tools/options.h: run_data_parallel).
-void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm) {
+// After parsing, on every rank: threads, progress, --plain, and what --resume continues.
+void resolve_train_args(TrainArgs& a, CLI::App* cmd) {
   a.flags.apply(a.o, ProgressStyle::Train);
   if (a.plain) a.o.plain();
   if (cmd->count("--resume") > 0 && a.o.resume.empty())  // bare --resume: the checkpoints folder in use
@@ -30,6 +30,11 @@ void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm
     note_flags_ignored_on_resume(cmd, "train");
     if (cmd->count("--steps") == 0) a.o.steps = 0;  // 0: the checkpoint's total
   }
+}
+
+// Data parallel under mpirun: every rank runs this (tools/options.h: run_data_parallel).
+void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm) {
+  resolve_train_args(a, cmd);
   if (!a.flags.no_progress && comm.rank() == 0)
     std::fprintf(stderr, "train: %s, %d CPU threads%s\n",
                  a.o.backend == "cpu" ? "CPU backend" : ("blocks on " + a.o.backend + " (ANE programs)").c_str(),
@@ -43,9 +48,11 @@ void train_one_rank(TrainArgs& a, CLI::App* cmd, train::dist::Communicator& comm
 
 }  // namespace
 
-void add_train_command(CLI::App& app) {
-  auto a = std::make_shared<TrainArgs>();
-  train::TrainOptions& o = a->o;
+namespace {
+
+// The subcommand `train` of app with every flag of `orion train`, parsed into a.
+CLI::App* add_train_flags(CLI::App& app, TrainArgs& a) {
+  train::TrainOptions& o = a.o;
   o.out.clear();  // "": orion-train, or the resumed run's folder
   CLI::App* cmd = app.add_subcommand(
       "train",
@@ -67,7 +74,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--vocab", o.vocab, "vocabulary of the trained tokenizer")
       ->capture_default_str()
       ->check(CLI::Range(260, 32000));
-  cmd->add_flag("--plain", a->plain,
+  cmd->add_flag("--plain", a.plain,
                 "llm.c's plain settings: constant lr, no warmup, no clipping, no weight decay, sequential");
   cmd->add_option("--export-format", o.export_format,
                   "format of the final model: llama2c, llama2c-v1, safetensors, llmc or none "
@@ -76,15 +83,32 @@ void add_train_command(CLI::App& app) {
                   "tokens of the greedy sample printed at the end, and (≤ 32) at every evaluation (0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
-  a->flags.add(
+  a.flags.add(
       cmd, o,
       {.data = "builtin[:STORIES[:SEED]], a folder from `orion data prepare`, or a token file",
        .out = "run folder: tokenizer, data, checkpoints/, metrics.jsonl, model (default orion-train)",
        .resume =
            "continue from a run folder, its checkpoints/, a --ckpt-dir or a ckpt_*.ckpt file (bare: --ckpt-dir, else --out)"});
+  return cmd;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto a = std::make_shared<TrainArgs>();
+  CLI::App* cmd = add_train_flags(app, *a);
   cmd->callback([a, cmd] {
     run_data_parallel(cmd, a->flags.threads, [&](train::dist::Communicator& c) { train_one_rank(*a, cmd, c); });
   });
+}
+
+train::TrainOptions parse_train_flags(const std::vector<std::string>& flags) {
+  CLI::App app;
+  TrainArgs a;
+  CLI::App* cmd = add_train_flags(app, a);
+  parse_subcommand_flags(app, "train", flags);
+  resolve_train_args(a, cmd);
+  return a.o;
 }
 
 }  // namespace orion::tools

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "base/error.h"
@@ -151,6 +152,19 @@ void TrainingFlags::apply(train::TrainOptions& o, ProgressStyle style) const {
   if (sequential) o.shuffle = false;
   o.progress = !no_progress;
   if (o.progress) o.on_progress = progress_printer(style);
+}
+
+void parse_subcommand_flags(CLI::App& app, const std::string& path, const std::vector<std::string>& flags) {
+  // CLI11 takes the arguments last first: the flags reversed, then the words of `path` reversed.
+  std::vector<std::string> args(flags.rbegin(), flags.rend()), words;
+  std::istringstream in(path);
+  for (std::string w; in >> w;) words.push_back(w);
+  args.insert(args.end(), words.rbegin(), words.rend());
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    throw_usage_error(e.what(), {}, fmt::format("run `orion {} --help`", path));
+  }
 }
 
 std::optional<std::string> tokenizer_beside(const std::string& model_path) {

@@ -63,6 +63,10 @@ struct TrainingFlags {
 // --chip, --overlap-dw.
 void add_ane_train_options(CLI::App* cmd, train::AneTrainOptions& o);
 
+// Parses `flags` as the flags of app's subcommand `path` ("train", "lora train"); a parse error
+// becomes the Usage error whose line the CLI prints for it.
+void parse_subcommand_flags(CLI::App& app, const std::string& path, const std::vector<std::string>& flags);
+
 // The tokenizer that sits beside a model file (llama2.c and Hugging Face layouts); Usage error
 // naming --tokenizer when there is none. tokenizer_beside: the same lookup, nullopt when there is none.
 std::string find_tokenizer_beside(const std::string& model_path);

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,7 @@ namespace orion {
 class Tokenizer;
 namespace data {
 class TokenDataset;
+struct Batch;
 }
 namespace train::dist {
 class Communicator;
@@ -49,6 +51,8 @@ class Trainer {
 
   TrainResult run() { return loop_->run(); }
   StepStats step() { return loop_->step(); }      // one optimisation step (guarded)
+  StepStats step_on(const std::vector<data::Batch>& batches) { return loop_->step_on(batches); }  // given tokens
+  void set_total_steps(int64_t steps) { loop_->set_total_steps(steps); }
   float evaluate() { return loop_->evaluate(); }  // mean validation loss (−1 without validation data)
   std::string save() { return loop_->save(); }    // a checkpoint of the current state; returns its path
   std::string export_model(const std::string& path_or_empty = "");
@@ -62,6 +66,7 @@ class Trainer {
 
   const TrainOptions& options() const { return opt_; }
   const Params& params() const { return *params_; }
+  const Grads& grads() const { return *grads_; }  // of the last step (before clipping)
   const AdamW& optimizer() const { return *opt_adam_; }
   const CheckpointState& state() const { return state_; }
   int64_t step_index() const { return state_.step; }

@@ -87,25 +87,42 @@ void TrainingLoop::emit(ProgressEvent e) const {
 
 StepStats TrainingLoop::step() {
   Timer timer;
+  // This rank's rows of the step's micro-batches.
+  std::vector<data::Batch> batches;
+  for (int a = 0; a < opt_.accum; ++a) batches.push_back(train_.next());
+  return step_batches(batches, timer);
+}
+
+StepStats TrainingLoop::step_on(const std::vector<data::Batch>& batches) {
+  for (const data::Batch& b : batches)
+    if (b.B != opt_.batch || b.T != opt_.seq || b.inputs.size() != size_t(b.B) * size_t(b.T) ||
+        b.targets.size() != b.inputs.size())
+      throw_usage_error(fmt::format("a batch must be {} rows of {} tokens (--batch × --seq), not {} × {}", opt_.batch,
+                                    opt_.seq, b.B, b.T),
+                        "batch");
+  if (batches.empty()) throw_usage_error("a step needs at least one batch", "batch");
+  return step_batches(batches, Timer());
+}
+
+StepStats TrainingLoop::step_batches(const std::vector<data::Batch>& batches, const Timer& timer) {
   StepStats s;
   s.step = state_.step;
   s.lr = opt_.lr_at(state_.step);
   trained_.zero_grads();
-  // This rank's rows of the step's micro-batches; with several ranks each micro-batch's loss and
-  // gradient are weighted by this rank's share of its counted targets (dist/data_parallel.h).
-  std::vector<data::Batch> batches;
+  // With several ranks each micro-batch's loss and gradient are weighted by this rank's share of
+  // its counted targets (dist/data_parallel.h).
+  const int accum = int(batches.size());
   std::vector<int64_t> counts;
-  for (int a = 0; a < opt_.accum; ++a)
-    batches.push_back(train_.next()), counts.push_back(dist::counted_targets(batches.back().targets));
+  for (const data::Batch& b : batches) counts.push_back(dist::counted_targets(b.targets));
   const std::vector<double> weight = dist::micro_batch_weights(comm_, counts);
   double loss_sum = 0;
   bool finite = true;
-  for (int a = 0; a < opt_.accum; ++a) {  // gradient accumulation: grads average over the micro-batches
+  for (int a = 0; a < accum; ++a) {  // gradient accumulation: grads average over the micro-batches
     const data::Batch& b = batches[size_t(a)];
     const float loss = model_.forward(b.inputs.data(), b.targets.data());
     loss_sum += weight[size_t(a)] * loss;
     finite = finite && std::isfinite(loss);
-    if (finite) model_.backward(float(weight[size_t(a)]) * (1.0f / float(opt_.accum)));
+    if (finite) model_.backward(float(weight[size_t(a)]) * (1.0f / float(accum)));
   }
   if (finite) trained_.gradients_done();
   if (comm_.world() > 1) {  // the global loss (a NaN on any rank makes every rank skip the step)
@@ -115,7 +132,7 @@ StepStats TrainingLoop::step() {
     loss_sum = total[0] / comm_.world(), finite = total[1] == 0;
     s.comm_seconds += comm_timer.seconds();
   }
-  s.loss = float(loss_sum / opt_.accum);
+  s.loss = float(loss_sum / accum);
   if (after_backward) after_backward(state_.step);
   if (comm_.world() > 1 && finite) {  // every rank ends with the same mean gradient of what is trained
     Timer comm_timer;

@@ -20,13 +20,16 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "train/loop/train_options.h"
 #include "train/loop/trainable.h"
 
 namespace orion {
+class Timer;
 namespace data {
 class TokenDataset;
+struct Batch;
 }
 namespace train {
 class AneBlocks;
@@ -60,6 +63,10 @@ class TrainingLoop {
 
   TrainResult run();
   StepStats step();    // one optimisation step (guarded)
+  // The same step on given micro-batches (each --batch × --seq tokens; their number is the step's
+  // accumulation) instead of the data's next ones: a hand-written loop over the caller's tokens.
+  StepStats step_on(const std::vector<data::Batch>& batches);
+  void set_total_steps(int64_t steps) { opt_.steps = steps; }  // the schedule's S; run() stops there
   float evaluate();    // mean validation loss over eval_batches (−1 without validation data)
   std::string save();  // a checkpoint of the current state; its path on rank 0, "" on the others
 
@@ -78,6 +85,7 @@ class TrainingLoop {
   void report_step(const StepStats& s, float val);
   void append_metrics(const StepStats& s, float val);
   bool interrupted();
+  StepStats step_batches(const std::vector<data::Batch>& batches, const Timer& timer);
 
   TrainOptions& opt_;
   dist::Communicator& comm_;

@@ -68,6 +68,7 @@ class LoraTraining : public AdapterGradSink {
   LoraAdapter& adapter() { return adapter_; }
   const LoraAdapter& adapter() const { return adapter_; }
   float* grads() { return grads_.data(); }  // the adapter buffer's layout
+  const float* grads() const { return grads_.data(); }
   void zero_grads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
   // dA, dB from the model's gradients (after backward), written (not accumulated).
   void gather(const Grads& g);
@@ -121,6 +122,8 @@ class LoraTrainer {
 
   TrainResult run() { return loop_->run(); }  // steps until opt.train.steps; the adapter in TrainResult::model
   StepStats step() { return loop_->step(); }
+  StepStats step_on(const std::vector<data::Batch>& batches) { return loop_->step_on(batches); }  // given tokens
+  void set_total_steps(int64_t steps) { loop_->set_total_steps(steps); }
   float evaluate() { return loop_->evaluate(); }  // mean validation loss (−1 without validation data)
   std::string save() { return loop_->save(); }    // a checkpoint; returns its path
   std::string export_adapter();
