@@ -100,6 +100,7 @@ void AneModel::set_lora(const LoraAdapter* a, float scale_mult) {
                         "load the adapter of the highest rank first (the slot is the largest rank given)");
   }
   lora_inputs_.assign(size_t(c.n_layers), {});
+  if (lora_slot_ == 0) return;  // no adapter, and the programs have no slot to feed: nothing to do
   for (int l = 0; l < c.n_layers; l++) {
     const LoraTensor* q = a ? a->find(l, LoraTarget::Q) : nullptr;
     const LoraTensor* v = a ? a->find(l, LoraTarget::V) : nullptr;

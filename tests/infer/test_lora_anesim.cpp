@@ -110,6 +110,18 @@ INSTANTIATE_TEST_SUITE_P(Arch, lora_anesim, ::testing::Values(Arch::GPT2, Arch::
 
 // The adapter inputs at the program boundary: each declared at least the minimum buffer (C7), every
 // input surface of one allocation size (C13), bound in alphabetical order (C6).
+// Clearing the adapter of a model whose programs have no adapter slot is a no-op (it once divided
+// by the slot's rank, 0, and killed the process).
+TEST(lora_anesim, ClearingTheAdapterWithoutASlotIsANoOp) {
+  const ModelConfig c = small(Arch::Llama);
+  const ModelWeights w = random_weights(c, 63);
+  AneRuntime rt("anesim");
+  AneModel ane(w, rt.cache, {"lora-none"});
+  ane.set_lora(nullptr);
+  ane.set_lora(nullptr, 0.5f);
+  SUCCEED();
+}
+
 TEST(lora_anesim, AdapterInputsFollowTheBoundaryRules) {
   const ModelConfig c = small(Arch::GPT2);
   const ModelWeights w = random_weights(c, 62);
