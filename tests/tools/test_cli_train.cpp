@@ -91,6 +91,19 @@ TEST(CliTrain, ActivationCheckpointingTrainsTheSameModel) {
   EXPECT_NE(err.find("CPU backend"), std::string::npos) << err;
 }
 
+// Each metrics.jsonl row says how many tokens its step trained on (batch × seq × accum × ranks), so a
+// reader (orion serve's runs view) can plot tokens/s.
+TEST(CliTrain, MetricsRecordTheTokensOfEachStep) {
+  const std::string work = temp_dir(), flags = common_flags(work);
+  std::string err;
+  ASSERT_EQ(run_orion("train " + flags + " --steps 2 --accum 2 --out " + work + "/r", nullptr, &err), 0) << err;
+  std::istringstream in(orion::test::read_text(work + "/r/metrics.jsonl"));
+  int rows = 0;
+  for (std::string line; std::getline(in, line); rows++)
+    EXPECT_EQ(nlohmann::json::parse(line)["tokens"].get<int64_t>(), 4 * 32 * 2) << line;
+  EXPECT_EQ(rows, 2);
+}
+
 TEST(CliTrain, DamagedCheckpointIsOneClearLine) {
   const std::string work = temp_dir(), run = work + "/run";
   std::string err;

@@ -205,6 +205,8 @@ void TrainingLoop::append_metrics(const StepStats& s, float val) {
   }
   nlohmann::json j = {{"step", state_.step},      {"loss", s.loss},           {"lr", s.lr},
                       {"grad_norm", s.grad_norm}, {"ms", s.seconds * 1000.0}, {"skipped", s.skipped}};
+  // Tokens the step trained on, over every rank: what a reader of this file needs for tokens/s.
+  j["tokens"] = int64_t(opt_.batch) * opt_.seq * opt_.accum * comm_.world();
   if (val >= 0) j["val_loss"] = val;
   // The floats are stored as doubles and printed to round-trip: losses compare bit for bit after a
   // resume. Non-finite values print as null.
