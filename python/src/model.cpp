@@ -210,7 +210,7 @@ class Model {
       a = &it->second;
     }
     if (tf_) tf_->set_lora(a, scale);
-    if (ane_ && (a || ane_->lora_slot() > 0)) ane_->set_lora(a, scale);  // no slot: the programs have no adapter
+    if (ane_) ane_->set_lora(a, scale);
   }
 
   std::string path_, backend_;

@@ -142,12 +142,18 @@ void ModelWeights::validate(const std::string& source) const {
       throw_input_error(source, "vectors must be stored as f32 in memory", name);
 }
 
+namespace {
+// Usage error unless a matrix whose rows hold `cols` elements can be stored in q8_0 blocks.
+void require_q8_0_rows(int64_t cols, const std::string& what) {
+  if (cols % kQ8Block != 0)
+    throw_usage_error(fmt::format("q8_0 stores rows in blocks of {} elements; {} has rows of {}", kQ8Block, what, cols),
+                      "dtype", "use f16 or bf16 for this model");
+}
+}  // namespace
+
 void ModelWeights::check_fits_q8_0() const {
   for (auto& [name, t] : named_tensors())
-    if (t->shape.size() == 2 && t->shape[1] % kQ8Block != 0)
-      throw_usage_error(fmt::format("q8_0 stores rows in blocks of {} elements; {} has rows of {}", kQ8Block, name,
-                                    t->shape[1]),
-                        "dtype", "use f16 or bf16 for this model");
+    if (t->shape.size() == 2) require_q8_0_rows(t->shape[1], name);
 }
 
 void ModelWeights::convert_matrices(DType dtype) {
@@ -177,9 +183,7 @@ ModelWeights random_weights(const ModelConfig& c, uint64_t seed, DType dtype) {
   // so the model never holds an fp32 copy of itself (a 0.5B bf16 model stays ~1 GB resident).
   std::vector<float> row;
   auto matrix = [&](int64_t rows, int64_t cols) {
-    if (dtype == DType::Q8_0 && cols % kQ8Block != 0)
-      throw_usage_error(fmt::format("q8_0 stores rows in blocks of {} elements; this config has rows of {}", kQ8Block, cols),
-                        "dtype", "use f16 or bf16 for this model");
+    if (dtype == DType::Q8_0) require_q8_0_rows(cols, "this config");
     void* p;
     Tensor t = w.alloc_tensor({rows, cols}, dtype, &p);
     row.resize(size_t(cols));
