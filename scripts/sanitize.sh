@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 gen=()
 command -v ninja >/dev/null && [ ! -f build-asan/CMakeCache.txt ] && gen=(-G Ninja)
 cmake -S . -B build-asan "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DORION_FUZZ=ON -DORION_BUILD_BENCH=OFF -DORION_TEST_EVERY_ISA=OFF >/dev/null
+  -DORION_FUZZ=ON -DORION_BUILD_BENCH=OFF -DORION_TEST_EVERY_ISA=OFF -DORION_ONEDNN=OFF >/dev/null
 cmake --build build-asan --parallel "$(nproc)"
 cd build-asan
 # halt_on_error and exit codes make any report fail its test; leaks are reported at exit.

@@ -31,6 +31,7 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
   r.threads = cpu::num_threads();
   r.prompt_tokens = opt.prompt_tokens, r.decode_tokens = opt.decode_tokens;
   r.backend = opt.backend;
+  r.prefill_gemm = cpu::prefill_gemm_name(cpu::prefill_gemm());
   if (opt.backend != "cpu") return measure_ane_generation_speed(opt, std::move(r), on_progress);
 
   say(fmt::format("making random {} weights ({}, {:.1f}M parameters)", opt.config, r.dtype, r.config.num_params() / 1e6));
@@ -62,6 +63,13 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
     r.bound_tok_s = r.stream_triad_gb_s * 1e9 / r.bytes_per_token;
     r.bandwidth_efficiency = r.decode_tok_s / r.bound_tok_s;
   }
+  if (opt.measure_gemm) {
+    say("measuring the fp32 GEMM peak (a prompt-shaped product, each GEMM path)");
+    const cpu::GemmPeak peak = cpu::measure_gemm_peak(opt.prompt_tokens, r.config.dim, r.config.hidden_dim, 5);
+    r.gemm_orion_gflops = peak.orion_flops / 1e9, r.gemm_library_gflops = peak.library_flops / 1e9;
+    r.prefill_bound_tok_s = peak.best_flops / (2.0 * double(r.config.num_params()));
+    r.prefill_efficiency = r.prefill_tok_s / r.prefill_bound_tok_s;
+  }
   return r;
 }
 
@@ -80,6 +88,11 @@ std::string SpeedReport::to_json() const {
                       {"stream_triad_gb_s", stream_triad_gb_s},
                       {"bandwidth_bound_tok_s", bound_tok_s},
                       {"bandwidth_efficiency", bandwidth_efficiency},
+                      {"prefill_gemm", prefill_gemm},
+                      {"gemm_orion_gflops", gemm_orion_gflops},
+                      {"gemm_library_gflops", gemm_library_gflops},
+                      {"prefill_bound_tok_s", prefill_bound_tok_s},
+                      {"prefill_efficiency", prefill_efficiency},
                       {"peak_rss_bytes", peak_rss_bytes},
                       {"backend", backend}};
   if (backend != "cpu") {
@@ -126,6 +139,13 @@ std::string SpeedReport::to_text() const {
   if (stream_triad_gb_s > 0)
     s += fmt::format("  memory:  {:.1f} GB/s STREAM triad → bound {:.1f} tok/s; decode reaches {:.0f}% of it\n",
                      stream_triad_gb_s, bound_tok_s, 100 * bandwidth_efficiency);
+  if (prefill_bound_tok_s > 0) {
+    const std::string library = gemm_library_gflops > 0 ? fmt::format(", oneDNN {:.0f}", gemm_library_gflops) : "";
+    s += fmt::format(
+        "  compute: fp32 GEMM {:.0f} GFLOP/s (Orion {:.0f}{}) → bound {:.1f} tok/s; prefill ({}) reaches {:.0f}% of it\n",
+        std::max(gemm_orion_gflops, gemm_library_gflops), gemm_orion_gflops, library, prefill_bound_tok_s, prefill_gemm,
+        100 * prefill_efficiency);
+  }
   return s;
 }
 

@@ -17,6 +17,7 @@ struct SpeedOptions {
   int decode_tokens = 128;
   int repeat = 3;                 // best of this many runs
   bool measure_bandwidth = true;  // CPU backend only
+  bool measure_gemm = true;       // CPU backend only: the GEMM peak behind the prefill bound
   uint64_t seed = 1;
   std::string backend = "cpu";  // "cpu", "anesim", or "ane" (macOS)
   std::string chip = "m4";      // the ANE generation anesim models
@@ -51,6 +52,11 @@ struct SpeedReport {
   double stream_triad_gb_s = 0;     // measured in the same run (0 if not measured)
   double bound_tok_s = 0;           // stream_triad / bytes_per_token
   double bandwidth_efficiency = 0;  // decode_tok_s / bound_tok_s
+  // Prefill against the compute bound: 2·params FLOPs per token at the best fp32 GEMM rate this
+  // run measured (Orion's kernels or the library's, on a prompt-shaped product [prompt, C]·[H, C]ᵀ).
+  std::string prefill_gemm;               // the path prompt products took: "orion" or "onednn"
+  double gemm_orion_gflops = 0, gemm_library_gflops = 0;  // 0: not measured / not built
+  double prefill_bound_tok_s = 0, prefill_efficiency = 0;
   uint64_t peak_rss_bytes = 0;      // the process's peak resident memory after the runs
   std::string backend = "cpu";
   AneSpeed ane;  // backend != "cpu"

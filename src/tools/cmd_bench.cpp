@@ -4,6 +4,7 @@
 #include "base/error.h"
 #include "infer/speed.h"
 #include "model/config.h"
+#include "runtime/cpu/kernels.h"
 #include "tools/command.h"
 #include "tools/options.h"
 
@@ -14,13 +15,19 @@ struct BenchGenerateArgs {
   SpeedOptions speed;
   ThreadOptions threads;
   DTypeOption dtype;
-  bool json = false, no_bandwidth = false;
+  bool json = false, no_bandwidth = false, no_gemm = false;
+  std::string gemm;  // empty: the default path (cpu::prefill_gemm)
 };
 
 void run_bench_generate(BenchGenerateArgs& a) {
   a.threads.apply();
   a.speed.dtype = a.dtype.get().value_or(DType::F32);
   a.speed.measure_bandwidth = !a.no_bandwidth && a.speed.backend == "cpu";
+  a.speed.measure_gemm = !a.no_gemm && a.speed.backend == "cpu";
+  if (!a.gemm.empty() &&
+      !cpu::set_prefill_gemm(a.gemm == "onednn" ? cpu::PrefillGemm::OneDnn : cpu::PrefillGemm::Orion))
+    throw_usage_error("this build has no oneDNN", "--gemm",
+                      "install libdnnl-dev (scripts/setup.sh) and rebuild, or use --gemm orion");
   auto progress = a.json ? nullptr : +[](const char* s) { std::fprintf(stderr, "… %s\n", s); };
   SpeedReport r = measure_generation_speed(a.speed, progress);
   std::string out = a.json ? r.to_json() + "\n" : r.to_text();
@@ -58,6 +65,10 @@ void add_bench_command(CLI::App& app) {
   gen->add_option("--chip", a->speed.chip, "ANE generation anesim models (m1 … m5)")->capture_default_str();
   gen->add_flag("--json", a->json, "print the figures as one JSON object");
   gen->add_flag("--no-bandwidth", a->no_bandwidth, "skip the STREAM-triad bandwidth measurement");
+  gen->add_flag("--no-gemm-peak", a->no_gemm, "skip the GEMM-peak measurement behind the prefill bound");
+  gen->add_option("--gemm", a->gemm,
+                  "prompt GEMMs through Orion's kernels (bit-identical to decode) or oneDNN (default when built in)")
+      ->check(CLI::IsMember({"orion", "onednn"}));
   a->threads.add(gen);
   gen->callback([a] { run_bench_generate(*a); });
 }

@@ -54,6 +54,24 @@ TEST(Cli, BenchGenerateJson) {
   // The weights were resident, so the peak is at least their size; and nowhere near 24 GB.
   EXPECT_GE(j["peak_rss_bytes"].get<double>(), j["weight_bytes"].get<double>());
   EXPECT_LT(j["peak_rss_bytes"].get<double>(), 4e9);
+  // The prefill bound: the GEMM peak measured in the same run, Orion's path always, and the
+  // prefill tok/s set against it.
+  EXPECT_GT(j["gemm_orion_gflops"].get<double>(), 0);
+  EXPECT_GT(j["prefill_bound_tok_s"].get<double>(), 0);
+  EXPECT_NEAR(j["prefill_efficiency"].get<double>(),
+              j["prefill_tok_s"].get<double>() / j["prefill_bound_tok_s"].get<double>(), 1e-9);
+}
+
+TEST(Cli, BenchGenerateGemmPathIsChosenAndReported) {
+  std::string out, err;
+  ASSERT_EQ(run_orion("bench generate --config stories260k --prompt-len 70 --decode-len 2 --repeat 1 --no-bandwidth "
+                      "--no-gemm-peak --gemm orion --json",
+                      &out, &err),
+            0)
+      << err;
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["prefill_gemm"], "orion");
+  EXPECT_EQ(j["prefill_bound_tok_s"].get<double>(), 0) << "--no-gemm-peak skips it";
 }
 
 TEST(Cli, DemoRunsWithNoFiles) {

@@ -115,6 +115,7 @@ void matvec_range(float* y, const float* x, const void* W, DType wt, const float
 // contiguous range per thread, in units of BLOCK rows, so each thread streams its own part of W
 // exactly once. Which thread computes a row never changes how the row is summed.
 void matmul(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N) {
+  if (use_library_gemm(wt, M)) return matmul_library(y, x, W, wt, bias, M, K, N);
   if (M > 1) return matmul_prefill(y, x, W, wt, bias, M, K, N);
   constexpr int BLOCK = 16;  // a multiple of every ISA's row step
   const IsaKernels& ker = *g_kernels;

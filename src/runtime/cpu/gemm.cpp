@@ -22,16 +22,23 @@
 
 namespace orion::cpu {
 
+// Weight rows per panel: as many fp32 rows as fit in kPanelBytes (a quarter of a 1 MB L2), in
+// multiples of the kernel's row step. Each tile of tokens sweeps a whole panel while its x rows sit
+// in L1, so a panel is read from L2 once per tile instead of from memory.
+constexpr size_t kPanelBytes = 256u << 10;
+
+int panel_rows(int K, int step) { return std::max(step, int(kPanelBytes / (size_t(K) * 4)) / step * step); }
+
 void matmul_prefill(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N) {
   const IsaKernels& ker = isa_kernels();
-  const int step = ker.gemm_rows_step, tiles = (N + step - 1) / step;
+  const int step = ker.gemm_rows_step, tiles = (N + step - 1) / step, panel = panel_rows(K, step);
   const bool big = double(M) * K * N >= 1e6;  // smaller: not worth waking threads
 #pragma omp parallel if (big)
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int n0 = std::min(N, tiles * t / nt * step), n1 = std::min(N, tiles * (t + 1) / nt * step);
-    std::vector<float> scratch(wt == DType::F32 || wt == DType::Q8_0 ? 0 : size_t(step) * K);  // step weight rows in fp32
-    if (n0 < n1) ker.gemm_rows(y, x, W, wt, bias, M, K, N, n0, n1, scratch.data());
+    std::vector<float> scratch(wt == DType::F32 || wt == DType::Q8_0 ? 0 : size_t(panel) * K);  // a panel in fp32
+    for (int p = n0; p < n1; p += panel) ker.gemm_rows(y, x, W, wt, bias, M, K, N, p, std::min(n1, p + panel), scratch.data());
   }
 }
 

@@ -33,6 +33,27 @@ const std::string& isa_request_refused();
 // M > 1 is prefill (compute-bound: each weight row is reused across the M tokens).
 void matmul(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N);
 
+// Which code computes prompt-sized products (M ≥ kLibraryGemmMinRows tokens, f32/f16/bf16 weights):
+// Orion's register tiles, summed in the decode matvec's order (prefill rows bit-identical to
+// decode), or oneDNN's sgemm when the build found it (faster on prompts; its own summation order,
+// so those rows agree with decode to rounding, ~1e-6, not bit for bit). Decode, batched decode
+// steps (fewer rows) and q8_0 weights always use Orion's kernels; either way the result does not
+// depend on the thread count. Default: oneDNN when built in; ORION_GEMM=orion at start-up or
+// set_prefill_gemm (false if that path is not built) chooses.
+enum class PrefillGemm { Orion, OneDnn };
+constexpr int kLibraryGemmMinRows = 64;
+bool prefill_gemm_available(PrefillGemm g);
+bool set_prefill_gemm(PrefillGemm g);
+PrefillGemm prefill_gemm();
+const char* prefill_gemm_name(PrefillGemm g);  // "orion", "onednn"
+
+// The GEMM rate this machine reaches, measured now with all threads on y[M, N] = x[M, K]·W[N, K]ᵀ
+// in fp32 (best of `reps`): Orion's kernels, the library's (0 without one), and the better of both.
+struct GemmPeak {
+  double orion_flops = 0, library_flops = 0, best_flops = 0;
+};
+GemmPeak measure_gemm_peak(int M, int K, int N, int reps);
+
 // --- normalisation --------------------------------------------------------------------------------
 // y[m, :] = x[m, :] / sqrt(mean(x[m, :]²) + eps) ⊙ w          x, y: [M, C]; w: [C]
 void rmsnorm(float* y, const float* x, const float* w, int M, int C, float eps);

@@ -167,30 +167,28 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
   store_tile<MT, NT>(y, ldy, acc, bias);
 }
 
-// All M rows against NT fp32 weight rows w (= W[n, :] .. W[n+NT−1, :]): tiles of TM tokens,
-// then single leftover tokens.
-template <int NT>
-void gemm_column_block(float* y, const float* x, const float* w, const float* bias, int M, int K, int N, int n) {
-  const float* b = bias ? bias + n : nullptr;
-  int m = 0;
-  for (; m + TM <= M; m += TM) gemm_tile<TM, NT>(y + size_t(m) * N + n, N, x + size_t(m) * K, w, b, K);
-  for (; m < M; m++) gemm_tile<1, NT>(y + size_t(m) * N + n, N, x + size_t(m) * K, w, b, K);
+// One tile of MT tokens (x: MT rows, kept in L1) against the fp32 weight rows n0 .. n1−1 of a panel
+// (w: its first row; the panel stays in L2): TN rows at a time, then single leftover rows.
+template <int MT>
+void gemm_tile_row(float* y, int N, const float* x, const float* w, const float* bias, int K, int n0, int n1) {
+  int n = n0;
+  for (; n + TN <= n1; n += TN) gemm_tile<MT, TN>(y + n, N, x, w + size_t(n - n0) * K, bias ? bias + n : nullptr, K);
+  for (; n < n1; n++) gemm_tile<MT, 1>(y + n, N, x, w + size_t(n - n0) * K, bias ? bias + n : nullptr, K);
 }
 
+// Columns n0 .. n1−1 of y (a panel the caller sized to fit L2): the panel's weight rows widened to
+// fp32 once, then every tile of TM tokens sweeps the whole panel.
 void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0, int n1,
                float* scratch) {
   if (wt == DType::Q8_0) return q8_gemm_avx512(y, x, W, bias, M, K, N, n0, n1);
-  for (int n = n0; n < n1; n += TN) {
-    const int nt = std::min(TN, n1 - n);
-    const float* w = static_cast<const float*>(W) + size_t(n) * K;
-    if (wt != DType::F32) {  // widen the nt weight rows to fp32 once; all M tokens reuse them
-      to_f32(scratch, static_cast<const uint8_t*>(W) + size_t(n) * K * dtype_size(wt), wt, size_t(nt) * K);
-      w = scratch;
-    }
-    if (nt == TN) gemm_column_block<TN>(y, x, w, bias, M, K, N, n);
-    else
-      for (int j = 0; j < nt; j++) gemm_column_block<1>(y, x, w + size_t(j) * K, bias, M, K, N, n + j);
+  const float* w = static_cast<const float*>(W) + size_t(n0) * K;
+  if (wt != DType::F32) {
+    to_f32(scratch, static_cast<const uint8_t*>(W) + size_t(n0) * K * dtype_size(wt), wt, size_t(n1 - n0) * K);
+    w = scratch;
   }
+  int m = 0;
+  for (; m + TM <= M; m += TM) gemm_tile_row<TM>(y + size_t(m) * N, N, x + size_t(m) * K, w, bias, K, n0, n1);
+  for (; m < M; m++) gemm_tile_row<1>(y + size_t(m) * N, N, x + size_t(m) * K, w, bias, K, n0, n1);
 }
 
 float dot(const float* a, const float* b, int n) {

@@ -22,8 +22,8 @@ struct IsaKernels {
   void (*matvec_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1);
   // Prefill columns n0 .. n1−1 of y[M, N] = x[M, K]·W[N, K]ᵀ (+ bias), every element summed in
   // the same order as matvec_rows (so prefill and decode agree bit for bit). `scratch` holds
-  // gemm_rows_step × K floats (f16/bf16 weight rows widened to fp32 once, reused by all M rows;
-  // q8_0 weights stay int8 and need none).
+  // (n1 − n0) × K floats (f16/bf16 weight rows widened to fp32 once, reused by all M rows; q8_0
+  // weights stay int8 and need none).
   void (*gemm_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0,
                     int n1, float* scratch);
   int gemm_rows_step;  // weight rows per tile of gemm_rows; threads split N in multiples of it
@@ -44,5 +44,11 @@ const IsaKernels& isa_kernels();
 
 // Prefill: y[M, N] = x[M, K]·W[N, K]ᵀ (+ bias) for M > 1, split over threads (gemm.cpp).
 void matmul_prefill(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N);
+// Weight rows per L2-sized panel of K fp32 columns, in multiples of `step` (gemm.cpp).
+int panel_rows(int K, int step);
+// The GEMM library's prompt path (gemm_library.cpp): whether matmul() hands this product to it, and
+// the product itself (Orion's matmul_prefill when the build has no library).
+bool use_library_gemm(DType wt, int M);
+void matmul_library(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N);
 
 }  // namespace orion::cpu
