@@ -1,7 +1,7 @@
-// A bounded load test of the server: 64 requests from 8 concurrent clients to 127.0.0.1 finish by
-// themselves, none fails, no slot stays busy; p50/p95 latency and aggregate tokens/s are printed,
-// not asserted. Speed — including 8 streams against one on Stories110M — is measured by
-// scripts/bench_serve.py (docs/serving.md), never asserted here.
+// A bounded load test of the server: 64 requests from 8 concurrent clients to 127.0.0.1 (9 from 3
+// on anesim) finish by themselves, none fails, no slot stays busy; p50/p95 latency and aggregate
+// tokens/s are printed, not asserted. Speed — including 8 streams against one on Stories110M — is
+// measured by scripts/bench_serve.py (docs/serving.md), never asserted here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,6 +69,20 @@ TEST(ServeLoad, SixtyFourRequestsFromEightClientsAllSucceedAndFreeEverySlot) {
   std::printf("load: 64 requests, 8 clients: p50 %.1f ms, p95 %.1f ms, %.0f tok/s aggregate, mean batch %.2f rows\n",
               1e3 * percentile(r.latencies, 0.5), 1e3 * percentile(r.latencies, 0.95), double(r.tokens) / r.seconds,
               stats["decoded_rows"].get<double>() / std::max(1.0, stats["decode_steps"].get<double>()));
+}
+
+// The same on the ANE path (anesim), smaller: base and adapter requests alternate across the slots.
+TEST(ServeLoad, AnesimRequestsFromThreeClientsAllSucceedAndFreeEverySlot) {
+  ServeFixtureOptions o;
+  o.anesim = true, o.parallel = 3, o.ctx = 64, o.timeout_s = 600;
+  ServeFixture f(o);
+  const LoadResult r = run_load([&](const std::string& b) { return f.post("/v1/completions", b); }, 3, 3, 4);
+  EXPECT_EQ(r.failed, 0);
+  EXPECT_EQ(r.latencies.size(), 9u);
+  const json health = f.get("/health").second;
+  EXPECT_EQ(health["active"], 0);
+  EXPECT_EQ(health["queued"], 0);
+  EXPECT_EQ(f.get("/v1/stats").second["completed"], 9);
 }
 
 }  // namespace
