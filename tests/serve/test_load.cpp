@@ -55,16 +55,26 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::min(sorted.size() - 1, size_t(p * double(sorted.size())))];
 }
 
+// Runs `clients` × `per_client` requests of max_tokens tokens against f and checks the outcome: none
+// failed, every one completed, no slot busy and nothing queued afterwards. Returns the result.
+LoadResult load_and_check(const ServeFixture& f, int clients, int per_client, int max_tokens) {
+  const LoadResult r = run_load([&](const std::string& b) { return f.post("/v1/completions", b); }, clients, per_client,
+                                max_tokens);
+  const size_t requests = size_t(clients) * size_t(per_client);
+  EXPECT_EQ(r.failed, 0);
+  EXPECT_EQ(r.latencies.size(), requests);
+  const json health = f.get("/health").second;
+  EXPECT_EQ(health["active"], 0);
+  EXPECT_EQ(health["queued"], 0);
+  EXPECT_EQ(f.get("/v1/stats").second["completed"], requests);
+  return r;
+}
+
 TEST(ServeLoad, SixtyFourRequestsFromEightClientsAllSucceedAndFreeEverySlot) {
   ServeFixtureOptions o;
   o.parallel = 8;
   ServeFixture f(o);
-  const LoadResult r = run_load([&](const std::string& b) { return f.post("/v1/completions", b); }, 8, 8, 16);
-  EXPECT_EQ(r.failed, 0);
-  EXPECT_EQ(r.latencies.size(), 64u);
-  const json health = f.get("/health").second;
-  EXPECT_EQ(health["active"], 0);
-  EXPECT_EQ(health["queued"], 0);
+  const LoadResult r = load_and_check(f, 8, 8, 16);
   const json stats = f.get("/v1/stats").second;
   std::printf("load: 64 requests, 8 clients: p50 %.1f ms, p95 %.1f ms, %.0f tok/s aggregate, mean batch %.2f rows\n",
               1e3 * percentile(r.latencies, 0.5), 1e3 * percentile(r.latencies, 0.95), double(r.tokens) / r.seconds,
@@ -76,13 +86,7 @@ TEST(ServeLoad, AnesimRequestsFromThreeClientsAllSucceedAndFreeEverySlot) {
   ServeFixtureOptions o;
   o.anesim = true, o.parallel = 3, o.ctx = 64, o.timeout_s = 600;
   ServeFixture f(o);
-  const LoadResult r = run_load([&](const std::string& b) { return f.post("/v1/completions", b); }, 3, 3, 4);
-  EXPECT_EQ(r.failed, 0);
-  EXPECT_EQ(r.latencies.size(), 9u);
-  const json health = f.get("/health").second;
-  EXPECT_EQ(health["active"], 0);
-  EXPECT_EQ(health["queued"], 0);
-  EXPECT_EQ(f.get("/v1/stats").second["completed"], 9);
+  load_and_check(f, 3, 3, 4);
 }
 
 }  // namespace
