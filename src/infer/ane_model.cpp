@@ -85,19 +85,22 @@ void AneModel::enable_lora(int rank_slot) {
   set_lora(nullptr);
 }
 
+void AneModel::check_lora(const LoraAdapter& a) const {
+  a.check_fits(w_.config, "adapter");
+  for (LoraTarget t : a.targets())
+    if (t != LoraTarget::Q && t != LoraTarget::V)
+      throw_usage_error(fmt::format("the ANE path applies adapters on q and v; this one also adapts {}", lora_target_name(t)),
+                        "--lora", "use --backend cpu, or fold the adapter in with `orion lora merge`");
+  if (a.rank() > lora_slot_)
+    throw_usage_error(fmt::format("adapter rank {} is above the compiled rank slot {}", a.rank(), lora_slot_), "--lora",
+                      "load the adapter of the highest rank first (the slot is the largest rank given)");
+}
+
 void AneModel::set_lora(const LoraAdapter* a, float scale_mult) {
   const ModelConfig& c = w_.config;
   if (a) {
     if (lora_slot_ == 0) enable_lora(a->rank());
-    a->check_fits(c, "adapter");
-    for (LoraTarget t : a->targets())
-      if (t != LoraTarget::Q && t != LoraTarget::V)
-        throw_usage_error(fmt::format("the ANE path applies adapters on q and v; this one also adapts {}",
-                                      lora_target_name(t)),
-                          "--lora", "use --backend cpu, or fold the adapter in with `orion lora merge`");
-    if (a->rank() > lora_slot_)
-      throw_usage_error(fmt::format("adapter rank {} is above the compiled rank slot {}", a->rank(), lora_slot_), "--lora",
-                        "load the adapter of the highest rank first (the slot is the largest rank given)");
+    check_lora(*a);
   }
   lora_inputs_.assign(size_t(c.n_layers), {});
   if (lora_slot_ == 0) return;  // no adapter, and the programs have no slot to feed: nothing to do

@@ -81,6 +81,8 @@ class AneModel final : public LanguageModel {
   // above the slot or with targets other than q and v (use the CPU backend, or merge it).
   void enable_lora(int rank_slot);
   void set_lora(const LoraAdapter* adapter, float scale_mult = 1.0f);
+  // The usage errors set_lora() would raise for `adapter` with the rank slot compiled now.
+  void check_lora(const LoraAdapter& adapter) const;
   int lora_slot() const { return lora_slot_; }
 
  private:

@@ -14,33 +14,28 @@
 #pragma once
 #include <vector>
 
+#include "infer/slot_decoder.h"
 #include "model/lora/lora.h"
 #include "model/transformer.h"
 
 namespace orion {
 
-class BatchedDecoder {
+class BatchedDecoder final : public SlotDecoder {
  public:
   // `slots` sequences of at most max_seq tokens (≤ 0: the model's seq_len). The weights must outlive it.
   BatchedDecoder(const ModelWeights& weights, int slots, int max_seq = 0);
 
-  // One row of a decode step: feed `token` at position `pos` of slot `slot` (pos = the tokens the
-  // slot holds) with `adapter` (nullptr: the base model) scaled by scale_mult.
-  struct Row {
-    int slot = 0, token = 0, pos = 0;
-    const LoraAdapter* adapter = nullptr;
-    float scale_mult = 1.0f;
-  };
+  // Row (infer/slot_decoder.h): one sequence's token, position, slot and adapter in a decode step.
 
   // Feeds tokens[0..n) at positions 0..n−1 of `slot` (a new sequence). Returns the last token's logits [V],
   // valid until the next call.
-  const float* prefill(int slot, const int* tokens, int n, const LoraAdapter* adapter, float scale_mult = 1.0f);
+  const float* prefill(int slot, const int* tokens, int n, const LoraAdapter* adapter, float scale_mult = 1.0f) override;
   // One token for each row (distinct slots, at most slots() rows). Returns logits [rows, V].
-  const float* decode(const std::vector<Row>& rows);
+  const float* decode(const std::vector<Row>& rows) override;
 
-  int slots() const { return slots_; }
-  int max_seq() const { return max_seq_; }
-  int vocab_size() const { return w_.config.vocab_size; }
+  int slots() const override { return slots_; }
+  int max_seq() const override { return max_seq_; }
+  int vocab_size() const override { return w_.config.vocab_size; }
 
  private:
   void check_tokens(const int* tokens, int n, int pos) const;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "infer/batched_decode.h"
 
 namespace orion::serve {
 
@@ -44,10 +45,14 @@ void Job::finish(const std::string& reason, const std::string& why) {
 
 // ---- Engine ----
 
-Engine::Engine(const ModelWeights& weights, const Tokenizer& tokenizer, EngineOptions options)
-    : w_(weights), tok_(tokenizer), opt_(options), decoder_(weights, options.parallel, options.ctx) {
-  active_.resize(size_t(options.parallel));
-  stats_.slots = options.parallel;
+Engine::Engine(const ModelWeights& weights, const Tokenizer& tokenizer, EngineOptions options,
+               std::unique_ptr<SlotDecoder> decoder)
+    : w_(weights),
+      tok_(tokenizer),
+      opt_(options),
+      decoder_(decoder ? std::move(decoder) : std::make_unique<BatchedDecoder>(weights, options.parallel, options.ctx)) {
+  active_.resize(size_t(decoder_->slots()));
+  stats_.slots = decoder_->slots();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -88,6 +93,7 @@ void Engine::shutdown() {
 
 void Engine::add_adapter(const std::string& name, std::shared_ptr<const LoraAdapter> adapter) {
   adapter->check_fits(w_.config, name);
+  decoder_->check_adapter(*adapter, name);
   std::lock_guard lk(mu_);
   adapters_[name] = std::move(adapter);
 }
@@ -114,6 +120,7 @@ EngineStats Engine::stats() const {
   EngineStats s = stats_;
   s.active = int(std::count_if(active_.begin(), active_.end(), [](auto& j) { return j != nullptr; }));
   s.queued = int(queue_.size());
+  s.compiles = decoder_->program_compiles();
   return s;
 }
 
@@ -161,8 +168,8 @@ bool Engine::admit(const std::shared_ptr<Job>& job, int slot) {
   job->prompt_tokens = int(prompt.size());
   job->prev_token_ = prompt.back();
   try {
-    const float* lg = decoder_.prefill(slot, prompt.data(), int(prompt.size()), job->adapter_.get(), opt_.lora_scale);
-    logits_.assign(lg, lg + decoder_.vocab_size());
+    const float* lg = decoder_->prefill(slot, prompt.data(), int(prompt.size()), job->adapter_.get(), opt_.lora_scale);
+    logits_.assign(lg, lg + decoder_->vocab_size());
   } catch (const Error& e) {
     retire(job, "error", e.message());
     return false;
@@ -175,7 +182,7 @@ bool Engine::admit(const std::shared_ptr<Job>& job, int slot) {
 }
 
 void Engine::decode_step() {
-  std::vector<BatchedDecoder::Row> rows;
+  std::vector<SlotDecoder::Row> rows;
   std::vector<std::shared_ptr<Job>> jobs;
   const auto now = std::chrono::steady_clock::now();
   for (auto& job : active_) {
@@ -188,8 +195,8 @@ void Engine::decode_step() {
     jobs.push_back(job);
   }
   if (rows.empty()) return;
-  const float* lg = decoder_.decode(rows);
-  const size_t V = size_t(decoder_.vocab_size());
+  const float* lg = decoder_->decode(rows);
+  const size_t V = size_t(decoder_->vocab_size());
   {
     std::lock_guard lk(mu_);
     stats_.decode_steps++, stats_.decoded_rows += int64_t(rows.size());
@@ -204,14 +211,14 @@ void Engine::decode_step() {
 
 std::string Engine::take_token(Job& job, float* logits) {
   const GenerationParams& p = job.params;
-  const int id = job.sampler_->sample(logits, decoder_.vocab_size());
+  const int id = job.sampler_->sample(logits, decoder_->vocab_size());
   if (std::find(p.stop_ids.begin(), p.stop_ids.end(), id) != p.stop_ids.end()) return "stop";
   job.completion_tokens++;
   const std::string piece = tok_.decode_token(job.prev_token_, id);
   job.prev_token_ = job.last_token_ = id;
   if (job.push(piece)) return "stop";  // a stop string
   // The token just sampled is fed at pos_: there must be room for it, and for what it would produce.
-  if (job.completion_tokens >= p.max_tokens || job.pos_ >= decoder_.max_seq()) return "length";
+  if (job.completion_tokens >= p.max_tokens || job.pos_ >= decoder_->max_seq()) return "length";
   return {};
 }
 

@@ -1,12 +1,14 @@
 // The scheduler behind `orion serve`: one model in memory, many LoRA adapters, up to `parallel`
-// requests decoding together (continuous batching, infer/batched_decode.h).
+// requests decoding together (continuous batching) through a SlotDecoder (infer/slot_decoder.h):
+// on the CPU one pass over the weights per step for all rows (infer/batched_decode.h); on the ANE
+// path the rows of a step one after another through batch-1 programs (infer/ane_slot_decoder.h).
 //
 // HTTP threads submit() a Job and read its text as it grows; one scheduler thread owns the model.
 // Each turn of its loop
 //   1. admits queued jobs into free slots, prefilling each prompt (with the job's adapter) and
 //      sampling its first token;
-//   2. runs ONE decode step for every active job — one pass over the weights for all of them, each
-//      row with its own position, KV-cache slot, adapter and sampler;
+//   2. runs ONE decode step for every active job (on the CPU one pass over the weights for all of
+//      them), each row with its own position, KV-cache slot, adapter and sampler;
 //   3. retires jobs that stopped (stop token or string, max_tokens, context full), ran past their
 //      time limit, or were cancelled (the client went away): their slots are free for the next turn.
 #pragma once
@@ -21,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "infer/batched_decode.h"
+#include "infer/slot_decoder.h"
 #include "infer/sampler.h"
 #include "model/lora/lora.h"
 #include "model/tokenizer/tokenizer.h"
@@ -85,12 +87,16 @@ struct EngineStats {
   int slots = 0, active = 0, queued = 0;
   int64_t decode_steps = 0, decoded_rows = 0;  // rows / steps = the mean batch size
   int64_t completed = 0, cancelled = 0;
+  int compiles = -1;  // programs compiled in this process (the ANE path); −1: none (the CPU)
 };
 
 class Engine {
  public:
-  // The weights and tokenizer must outlive the engine. Starts the scheduler thread.
-  Engine(const ModelWeights& weights, const Tokenizer& tokenizer, EngineOptions options);
+  // The weights and tokenizer must outlive the engine. `decoder` runs the model (nullptr: the CPU's
+  // BatchedDecoder with options.parallel slots of options.ctx tokens); its slots are the engine's.
+  // Starts the scheduler thread.
+  Engine(const ModelWeights& weights, const Tokenizer& tokenizer, EngineOptions options,
+         std::unique_ptr<SlotDecoder> decoder = nullptr);
   ~Engine();  // cancels what is left and joins the scheduler
 
   // Queues a job. Usage error (field "prompt") when the prompt leaves no room for a token; an
@@ -100,12 +106,13 @@ class Engine {
   void shutdown();
 
   // Adapters by name, usable by the next request; a running request keeps the adapter it started with.
+  // add_adapter() raises a usage error for one the model or the decoder cannot run.
   void add_adapter(const std::string& name, std::shared_ptr<const LoraAdapter> adapter);
   bool remove_adapter(const std::string& name);
   std::vector<std::string> adapter_names() const;
   bool has_model(const std::string& name) const;  // "base" or an adapter
 
-  int context() const { return decoder_.max_seq(); }
+  int context() const { return decoder_->max_seq(); }
   EngineStats stats() const;
 
  private:
@@ -121,7 +128,7 @@ class Engine {
   const ModelWeights& w_;
   const Tokenizer& tok_;
   EngineOptions opt_;
-  BatchedDecoder decoder_;
+  std::unique_ptr<SlotDecoder> decoder_;
   mutable std::mutex mu_;  // guards queue_, adapters_, stopping_, stats_
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;

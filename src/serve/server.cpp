@@ -218,12 +218,16 @@ void Server::Impl::routes() {
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     const EngineStats s = engine.stats();
-    reply(res, 200, {{"status", "ok"}, {"slots", s.slots}, {"active", s.active}, {"queued", s.queued}});
+    json body = {{"status", "ok"}, {"slots", s.slots}, {"active", s.active}, {"queued", s.queued}};
+    if (s.compiles >= 0) body["compiles"] = s.compiles;  // the ANE path: programs compiled so far
+    reply(res, 200, body);
   });
   http.Get("/v1/stats", [this](const httplib::Request&, httplib::Response& res) {
     const EngineStats s = engine.stats();
-    reply(res, 200, {{"slots", s.slots}, {"active", s.active}, {"queued", s.queued}, {"decode_steps", s.decode_steps},
-                     {"decoded_rows", s.decoded_rows}, {"completed", s.completed}, {"cancelled", s.cancelled}});
+    json body = {{"slots", s.slots}, {"active", s.active}, {"queued", s.queued}, {"decode_steps", s.decode_steps},
+                 {"decoded_rows", s.decoded_rows}, {"completed", s.completed}, {"cancelled", s.cancelled}};
+    if (s.compiles >= 0) body["compiles"] = s.compiles;
+    reply(res, 200, body);
   });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     json data = json::array({{{"id", "base"}, {"object", "model"}, {"created", 0}, {"owned_by", "orion"}}});

@@ -3,12 +3,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
 
 #include "base/error.h"
 #include "base/file.h"
+#include "infer/ane_slot_decoder.h"
 #include "model/io/model_io.h"
 #include "model/lora/lora_io.h"
 #include "serve/server.h"
@@ -20,7 +22,8 @@ namespace orion::tools {
 namespace {
 
 struct ServeArgs {
-  std::string model, tokenizer, backend = "cpu", runs;
+  std::string model, tokenizer, backend = "cpu", chip = "m4", runs;
+  int lora_rank = 0;  // the ANE path's adapter rank slot (0: the highest rank of --lora)
   std::vector<std::string> loras;  // NAME=PATH
   float lora_scale = 1.0f;
   serve::ServerOptions server;
@@ -72,9 +75,6 @@ class ShutdownOnSignal {
 };
 
 void run_serve(const ServeArgs& a) {
-  if (a.backend != "cpu")
-    throw_usage_error("orion serve decodes on the CPU only for now", "--backend",
-                      "use --backend cpu (batched decoding through ANE programs is not built yet)");
   a.threads.apply();
   if (!file_exists(a.model))
     throw_input_error(a.model, "no such file or folder", {}, -1, "pass the path of a model file (--model)");
@@ -99,25 +99,42 @@ void run_serve(const ServeArgs& a) {
     return std::make_shared<const LoraAdapter>(load_lora(path, config));
   };
 
-  serve::EngineOptions eo = a.engine;
-  eo.lora_scale = a.lora_scale;
-  serve::Engine engine(w, *tokenizer, eo);
+  std::vector<std::pair<std::string, std::shared_ptr<const LoraAdapter>>> adapters;
+  int max_rank = 0;
   for (const std::string& spec : a.loras) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       throw_usage_error(fmt::format("'{}' is not NAME=PATH", spec), "--lora", "e.g. --lora shakespeare=runs/sh/adapter.olora");
-    engine.add_adapter(spec.substr(0, eq), served.load_adapter(spec.substr(eq + 1)));
+    adapters.emplace_back(spec.substr(0, eq), served.load_adapter(spec.substr(eq + 1)));
+    max_rank = std::max(max_rank, adapters.back().second->rank());
   }
+
+  serve::EngineOptions eo = a.engine;
+  eo.lora_scale = a.lora_scale;
+  // anesim / ane: the transformer blocks as ANE programs through the driver, one AneModel per slot
+  // over one program cache; the adapter rank slot is fixed now, so adapters come and go without a
+  // compile (infer/ane_slot_decoder.h).
+  std::unique_ptr<AneRuntime> rt;
+  std::unique_ptr<SlotDecoder> decoder;
+  if (a.backend != "cpu") {
+    rt = std::make_unique<AneRuntime>(a.backend, a.chip);
+    const int rank_slot = a.lora_rank > 0 ? a.lora_rank : max_rank;
+    decoder = std::make_unique<AneSlotDecoder>(w, rt->cache, eo.parallel, eo.ctx, rank_slot,
+                                               std::filesystem::path(a.model).stem().string());
+  }
+  serve::Engine engine(w, *tokenizer, eo, std::move(decoder));
+  for (auto& [name, adapter] : adapters) engine.add_adapter(name, std::move(adapter));
   serve::ServerOptions so = a.server;
   so.runs_dir = a.runs;
   serve::Server server(engine, std::move(served), so);
   ShutdownOnSignal signals;  // after the server: destroyed (watcher joined) before it
   const int port = server.bind();
-  std::fprintf(stderr, "orion serve: http://%s:%d/ (%d slots, context %d, %zu adapters%s)\n", so.host.c_str(), port,
-               eo.parallel, engine.context(), a.loras.size(), so.api_key.empty() ? "" : ", API key required");
+  std::fprintf(stderr, "orion serve: http://%s:%d/ (%s, %d slots, context %d, %zu adapters%s)\n", so.host.c_str(), port,
+               a.backend.c_str(), eo.parallel, engine.context(), a.loras.size(),
+               so.api_key.empty() ? "" : ", API key required");
   signals.watch(server);
   server.listen();
-  std::fprintf(stderr, "orion serve: stopped\n");
+  std::fprintf(stderr, "orion serve: stopped%s\n", rt ? (" (" + rt->summary() + ")").c_str() : "");
 }
 
 }  // namespace
@@ -134,7 +151,15 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer file (default: one found beside the model)");
   cmd->add_option("--lora", a->loras, "NAME=PATH: a LoRA adapter requests pick with \"model\": \"NAME\" (repeat)");
   cmd->add_option("--lora-scale", a->lora_scale, "multiplies every adapter's update alpha/r")->capture_default_str();
-  cmd->add_option("--backend", a->backend, "where the model runs (cpu)")->capture_default_str()->check(CLI::IsMember({"cpu", "anesim", "ane"}));
+  cmd->add_option("--backend", a->backend,
+                  "where the model runs: cpu (rows of a step in one pass over the weights), anesim or ane (the blocks "
+                  "as ANE programs, the rows of a step one after another; docs/serving.md)")
+      ->capture_default_str()->check(CLI::IsMember({"cpu", "anesim", "ane"}));
+  cmd->add_option("--chip", a->chip, "anesim / ane: the chip the programs are compiled for")->capture_default_str();
+  cmd->add_option("--lora-rank", a->lora_rank,
+                  "anesim / ane: the highest adapter rank to serve, fixed at start so that adapters added at run time "
+                  "compile nothing (default: the highest rank of --lora; none: no adapters)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--host", a->server.host, "address to listen on (loopback by default; 0.0.0.0: every interface)")->capture_default_str();
   cmd->add_option("--port", a->server.port, "port to listen on (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", a->server.api_key, "require \"Authorization: Bearer KEY\" on every endpoint but /health and /")

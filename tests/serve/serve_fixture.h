@@ -1,6 +1,10 @@
 // A server started in-process on a free loopback port: a tiny random Llama (stories260k shape,
 // V = 512 as the SentencePiece tokenizer in testdata), one LoRA adapter "a1", and an httplib
 // client; plus the reference outputs the tests compare against (generate() on the Transformer).
+// With `anesim` the engine decodes through ANE programs on anesim (infer/ane_slot_decoder.h): the
+// Llama is the small GQA one of tests/infer/test_anesim_generate.cpp (its attention fits a
+// 256-column bucket, where stories260k's needs 1024), "a1" adapts q and v only (what the ANE path
+// runs) with a rank slot of 4, and the references are generate() on an AneModel with that slot.
 #pragma once
 #include <httplib.h>
 
@@ -9,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "infer/ane_slot_decoder.h"
 #include "infer/generate.h"
 #include "model/lora/lora_io.h"
 #include "model/tokenizer/tokenizer.h"
@@ -22,20 +27,51 @@ struct ServeFixtureOptions {
   std::string api_key, runs_dir;
   size_t max_body = 64 << 10;
   double timeout_s = 30;
+  bool anesim = false;
 };
+
+// The rank slot of the anesim fixture's programs (a1's rank).
+constexpr int kFixtureLoraRank = 4;
+
+inline ModelConfig fixture_config(bool anesim) {
+  ModelConfig c = config_preset("stories260k");
+  if (anesim) c.dim = 192, c.hidden_dim = 512, c.n_heads = 6, c.n_kv_heads = 3, c.n_layers = 2, c.seq_len = 128;
+  return c;
+}
+
+// A rank-4 adapter with weights large enough to change the greedy text (`shift` varies their pattern).
+inline std::shared_ptr<LoraAdapter> fixture_adapter(const ModelConfig& c, std::vector<LoraTarget> targets, uint64_t seed,
+                                                    size_t shift = 0) {
+  auto a = std::make_shared<LoraAdapter>(c, kFixtureLoraRank, 8.0f, std::move(targets));
+  a->init(seed);
+  for (size_t i = 0; i < a->size(); i++) a->data()[i] += 0.5f * float(int((i + shift) % 13) - 6) / 6.0f;
+  return a;
+}
+
+// `text` as a JSON reply carries it: bytes that are not UTF-8 (a random model's raw-byte tokens)
+// arrive as U+FFFD.
+inline std::string as_json_text(const std::string& text) {
+  const std::string dumped = nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json::parse(dumped).get<std::string>();
+}
 
 class ServeFixture {
  public:
-  explicit ServeFixture(ServeFixtureOptions o = {}) {
-    ModelConfig c = config_preset("stories260k");
+  explicit ServeFixture(ServeFixtureOptions o = {}) : ctx(o.ctx) {
+    ModelConfig c = fixture_config(o.anesim);
     weights = random_weights(c, 21);
     tokenizer = load_tokenizer(data_path("tokenizer/spm_stories/tokenizer.bin"));
-    adapter = std::make_shared<LoraAdapter>(c, 4, 8.0f, std::vector<LoraTarget>{LoraTarget::Q, LoraTarget::V, LoraTarget::W2});
-    adapter->init(3);
-    for (size_t i = 0; i < adapter->size(); i++) adapter->data()[i] += 0.5f * float(int(i % 13) - 6) / 6.0f;
+    adapter = o.anesim ? fixture_adapter(c, {LoraTarget::Q, LoraTarget::V}, 3)
+                       : fixture_adapter(c, {LoraTarget::Q, LoraTarget::V, LoraTarget::W2}, 3);
     serve::EngineOptions eo;
     eo.parallel = o.parallel, eo.ctx = o.ctx, eo.timeout_s = o.timeout_s;
-    engine = std::make_unique<serve::Engine>(weights, *tokenizer, eo);
+    std::unique_ptr<SlotDecoder> decoder;
+    if (o.anesim) {
+      runtime = std::make_unique<AneRuntime>("anesim");
+      reference_runtime = std::make_unique<AneRuntime>("anesim");
+      decoder = std::make_unique<AneSlotDecoder>(weights, runtime->cache, o.parallel, o.ctx, kFixtureLoraRank, "served");
+    }
+    engine = std::make_unique<serve::Engine>(weights, *tokenizer, eo, std::move(decoder));
     engine->add_adapter("a1", adapter);
     serve::ServedModel served;
     served.tokenizer = tokenizer.get();
@@ -55,7 +91,7 @@ class ServeFixture {
 
   httplib::Client client() const {
     httplib::Client cli("127.0.0.1", port);
-    cli.set_read_timeout(30);
+    cli.set_read_timeout(120);  // anesim on a loaded machine is slow
     return cli;
   }
   // POSTs a JSON body; returns the status and the parsed body (null when it is not JSON).
@@ -71,10 +107,19 @@ class ServeFixture {
     return {res->status, nlohmann::json::parse(res->body, nullptr, false)};
   }
 
-  // What `orion generate` prints for prompt (greedy, n tokens, stopping at eos/bos), with an adapter or not.
+  // What `orion generate` prints for prompt (greedy, n tokens, stopping at eos/bos), with an adapter
+  // or not: on the Transformer, or (anesim) on one AneModel with the served rank slot.
   std::string reference(const std::string& prompt, int n, const LoraAdapter* ad = nullptr) const {
     Transformer tf(weights, 96);
     tf.set_lora(ad);
+    std::unique_ptr<AneModel> ane;
+    if (reference_runtime) {
+      ane = std::make_unique<AneModel>(weights, reference_runtime->cache, AneModelOptions{"reference", ctx});
+      ane->enable_lora(kFixtureLoraRank);
+      ane->set_lora(ad);
+    }
+    CpuLanguageModel cpu(tf);
+    LanguageModel& model = ane ? static_cast<LanguageModel&>(*ane) : cpu;
     GenerateOptions go;
     go.max_new_tokens = n;
     go.sampler.temperature = 0;
@@ -82,14 +127,16 @@ class ServeFixture {
     const std::vector<int> ids = tokenizer->encode(prompt, true);
     std::string text;
     int prev = ids.back();
-    generate(tf, ids, go, [&](int id) {
+    generate(model, ids, go, [&](int id) {
       text += tokenizer->decode_token(prev, id);
       prev = id;
     });
     return text;
   }
 
+  int ctx;
   ModelWeights weights;
+  std::unique_ptr<AneRuntime> runtime, reference_runtime;  // anesim: the server's, the references'
   std::unique_ptr<Tokenizer> tokenizer;
   std::shared_ptr<LoraAdapter> adapter;
   std::unique_ptr<serve::Engine> engine;

@@ -126,9 +126,36 @@ TEST(CliServe, ChatUsesTheModelsTemplateAsGenerateChatDoes) {
       << err;
   ASSERT_FALSE(out.empty());
   out.pop_back();  // generate ends the reply with a newline
-  // JSON carries text: bytes that are not UTF-8 (a random model's raw-byte tokens) arrive as U+FFFD.
-  const std::string as_json = nlohmann::json(out).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  EXPECT_EQ(printable(reply), nlohmann::json::parse(as_json).get<std::string>());
+  EXPECT_EQ(printable(reply), as_json_text(out));
+}
+
+// --backend anesim: the blocks run as ANE programs on anesim; a greedy completion is the text
+// `orion generate --backend anesim` prints, and /health counts the programs compiled.
+TEST(CliServe, AnesimCompletionEqualsGenerateOnAnesim) {
+  const std::string dir = temp_dir();
+  save_model(random_weights(fixture_config(/*anesim=*/true), 11), dir + "/m.bin", ModelFormat::Llama2c);
+  auto [pid, port] = start_server(dir, "--backend anesim --parallel 2");
+  ASSERT_GT(port, 0) << read_text(dir + "/serve.log");
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(300);
+  const nlohmann::json body = {{"model", "base"}, {"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}};
+  auto res = cli.Post("/v1/completions", body.dump(), "application/json");
+  auto health = cli.Get("/health");
+  EXPECT_EQ(stop_server(pid), 0);
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer") << read_text(dir + "/serve.log");
+  ASSERT_TRUE(health);
+  EXPECT_GT(nlohmann::json::parse(health->body)["compiles"].get<int>(), 0);
+  const std::string reply = nlohmann::json::parse(res->body)["choices"][0]["text"];
+  std::string out, err;
+  ASSERT_EQ(run_orion("generate --backend anesim --no-echo --model " + dir + "/m.bin --tokenizer " +
+                          data_path("tokenizer/spm_stories/tokenizer.bin") + " -p 'Once upon a time' -n 8 --temperature 0",
+                      &out, &err),
+            0)
+      << err;
+  ASSERT_FALSE(out.empty());
+  out.pop_back();  // generate ends the text with a newline
+  EXPECT_FALSE(printable(reply).empty());
+  EXPECT_EQ(printable(reply), as_json_text(out));
 }
 
 }  // namespace

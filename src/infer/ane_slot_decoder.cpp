@@ -1,0 +1,57 @@
+#include "infer/ane_slot_decoder.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "model/lora/lora.h"
+
+namespace orion {
+
+AneSlotDecoder::AneSlotDecoder(const ModelWeights& w, runtime::ProgramCache& cache, int slots, int max_seq,
+                               int lora_rank_slot, const std::string& model_name)
+    : cache_(cache), lora_slot_(lora_rank_slot) {
+  if (slots < 1) throw_usage_error(fmt::format("{} slots: at least 1 is needed", slots), "--parallel");
+  for (int s = 0; s < slots; s++) {
+    models_.push_back(std::make_unique<AneModel>(w, cache, AneModelOptions{model_name, max_seq}));
+    if (lora_slot_ > 0) models_.back()->enable_lora(lora_slot_);
+  }
+  in_use_.resize(size_t(slots));
+  logits_.resize(size_t(slots) * size_t(vocab_size()));
+  count_compiles();
+}
+
+void AneSlotDecoder::check_adapter(const LoraAdapter& adapter, const std::string& name) const {
+  if (lora_slot_ == 0)
+    throw_usage_error(fmt::format("adapter '{}': the ANE programs were compiled without an adapter slot", name), "--lora",
+                      "start orion serve with --lora-rank R (the highest rank to serve) or a --lora adapter");
+  models_.front()->check_lora(adapter);
+}
+
+void AneSlotDecoder::set_adapter(int slot, const LoraAdapter* adapter, float scale_mult) {
+  if (adapter) check_adapter(*adapter, "request");  // never let set_lora() enable a slot: that would compile
+  models_[size_t(slot)]->set_lora(adapter, scale_mult);
+  in_use_[size_t(slot)] = {adapter, scale_mult};
+}
+
+const float* AneSlotDecoder::prefill(int slot, const int* tokens, int n, const LoraAdapter* adapter, float scale_mult) {
+  // Always set: a new sequence's adapter may sit at the address of one freed since.
+  set_adapter(slot, adapter, scale_mult);
+  const float* lg = models_[size_t(slot)]->forward(tokens, n, 0);
+  count_compiles();
+  return lg;
+}
+
+const float* AneSlotDecoder::decode(const std::vector<Row>& rows) {
+  const size_t V = size_t(vocab_size());
+  for (size_t b = 0; b < rows.size(); b++) {
+    const Row& r = rows[b];
+    const InUse& now = in_use_[size_t(r.slot)];
+    if (now.adapter != r.adapter || now.scale_mult != r.scale_mult) set_adapter(r.slot, r.adapter, r.scale_mult);
+    const float* lg = models_[size_t(r.slot)]->forward(&r.token, 1, r.pos);
+    std::copy(lg, lg + V, logits_.begin() + std::ptrdiff_t(b * V));
+  }
+  count_compiles();
+  return logits_.data();
+}
+
+}  // namespace orion

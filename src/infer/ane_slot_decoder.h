@@ -1,0 +1,63 @@
+// Serving on the ANE path (anesim, or the ANE through the same Driver interface): `slots`
+// sequences, each an AneModel of its own — its own KV cache — over ONE program cache, so every
+// program is compiled once for all of them.
+//
+// What this is and is not. A decode step runs its rows one after another through the batch-1
+// decode programs of AneModel (infer/ane_model.h): the scheduler still interleaves the sequences
+// (continuous batching: they join and leave between steps), but the weights are streamed once per
+// row, not once per step as the CPU's BatchedDecoder does. Batch-shaped decode programs (one per
+// batch-size bucket, per-row adapters as inputs) would share the pass; they are not built.
+//
+// Adapters. The attention programs take the LoRA matrices as inputs (a rank slot fixed at
+// construction), so switching a slot's adapter — per request, or to one added at run time —
+// replaces host tensors only: the compile count does not move. With a rank slot of 0 the programs
+// have no adapter inputs (the same programs `orion generate --backend anesim` runs without --lora)
+// and check_adapter() refuses every adapter.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "infer/ane_model.h"
+#include "infer/slot_decoder.h"
+
+namespace orion {
+
+class AneSlotDecoder final : public SlotDecoder {
+ public:
+  // The weights and the cache (with its driver) must outlive the decoder. max_seq ≤ 0: the
+  // model's seq_len; lora_rank_slot 0: no adapters. Compiles nothing yet (programs compile on
+  // first use: one set per prefill bucket, one for decode).
+  AneSlotDecoder(const ModelWeights& w, runtime::ProgramCache& cache, int slots, int max_seq, int lora_rank_slot,
+                 const std::string& model_name);
+
+  const float* prefill(int slot, const int* tokens, int n, const LoraAdapter* adapter, float scale_mult) override;
+  const float* decode(const std::vector<Row>& rows) override;
+
+  int slots() const override { return int(models_.size()); }
+  int max_seq() const override { return models_.front()->max_seq(); }
+  int vocab_size() const override { return models_.front()->vocab_size(); }
+
+  void check_adapter(const LoraAdapter& adapter, const std::string& name) const override;
+  int program_compiles() const override { return compiles_.load(); }
+
+ private:
+  // Points slot's model at `adapter`. decode() calls it only when a row's adapter differs from the
+  // slot's (within a sequence the adapter stays alive and in place: its address identifies it).
+  void set_adapter(int slot, const LoraAdapter* adapter, float scale_mult);
+  void count_compiles() { compiles_ = cache_.driver().counters().compiles; }
+
+  runtime::ProgramCache& cache_;
+  int lora_slot_;
+  std::vector<std::unique_ptr<AneModel>> models_;  // [slots]
+  struct InUse {
+    const LoraAdapter* adapter = nullptr;
+    float scale_mult = 1.0f;
+  };
+  std::vector<InUse> in_use_;  // [slots]: what each model's adapter inputs hold
+  std::vector<float> logits_;  // [rows, V]
+  std::atomic<int> compiles_{0};
+};
+
+}  // namespace orion
