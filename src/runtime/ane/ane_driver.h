@@ -10,4 +10,12 @@ namespace orion::runtime {
 
 std::unique_ptr<Driver> make_ane_driver(const DriverOptions& options);
 
+namespace ane {
+class Framework;
+// The process's connection to the framework, which every "ane" driver shares (defined with the
+// Objective-C half, so only where it is built: macOS, or Linux with ORION_ANE_FAKE; tests call it to
+// make the framework calls directly). Throws DriverError(NotAvailable) as make_ane_driver does.
+std::shared_ptr<Framework> framework_connection();
+}  // namespace ane
+
 }  // namespace orion::runtime

@@ -280,4 +280,11 @@ DriverError framework_error(Phase phase, const std::string& program, const std::
   return DriverError(status, msg, hint);
 }
 
+DriverError not_available_off_macos() {
+  return DriverError(DriverStatus::NotAvailable,
+                     "the 'ane' driver is not available on this platform: the Apple Neural Engine is reached "
+                     "through macOS's private AppleNeuralEngine.framework",
+                     "use --backend anesim (the software ANE, same programs and rules) or --backend cpu");
+}
+
 }  // namespace orion::runtime::ane

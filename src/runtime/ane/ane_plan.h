@@ -37,6 +37,9 @@ inline constexpr const char* kWeightsDirName = "weights";
 // Keys of one weight dictionary value: {kWeightOffsetKey: 0, kWeightDataKey: NSData}.
 inline constexpr const char* kWeightOffsetKey = "offset";
 inline constexpr const char* kWeightDataKey = "data";
+// Tests point the driver at a fake of the framework with this environment variable (off macOS it is
+// the only framework there is; tests/ane_driver/).
+inline constexpr const char* kFrameworkPathEnv = "ORION_ANE_FRAMEWORK";
 inline constexpr int kLoadAttempts = 2;  // a load may fail while the ANE reclaims a slot
 inline constexpr int kLoadRetryDelayMs = 100;
 
@@ -117,6 +120,10 @@ SurfaceSpec surface_spec(size_t alloc_bytes);
 // (C7), or too small for the packed data (C14).
 void check_surfaces(const IoPlan& io, const std::vector<size_t>& input_bytes, const std::vector<size_t>& output_bytes,
                     const compiler::ChipProfile& chip, const std::string& program);
+
+// ---- availability ------------------------------------------------------------------------------
+// The NotAvailable error off macOS (no framework, and no fake named by kFrameworkPathEnv).
+DriverError not_available_off_macos();
 
 // ---- statuses ----------------------------------------------------------------------------------
 enum class Phase { Compile, Load, Evaluate, Unload };
