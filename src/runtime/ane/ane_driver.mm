@@ -218,8 +218,10 @@ class MacModel final : public FrameworkModel {
   ~MacModel() override { bound_.release(); }
 
   std::string hex_identifier() override {
-    const char* s = [[model_ hexStringIdentifier] UTF8String];
-    return s ? s : "";
+    @autoreleasepool {
+      const char* s = [[model_ hexStringIdentifier] UTF8String];
+      return s ? s : "";
+    }
   }
   CallResult compile(unsigned qos) override {
     @autoreleasepool {

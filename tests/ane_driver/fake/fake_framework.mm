@@ -25,9 +25,8 @@
 #include <mutex>
 #include <sstream>
 
-#include "compiler/chip.h"
+#include "fake_hardware.h"
 #include "fake_surface.h"
-#include "runtime/anesim/anesim_driver.h"
 
 namespace rt = orion::runtime;
 
@@ -42,17 +41,6 @@ constexpr const char* kDataMagic = "FAKEANE-COMPILED\n";  // first bytes of the 
 std::mutex misuse_lock;
 std::string last_misuse;
 std::atomic<int> compiles{0};
-
-// The hardware: anesim on the default chip, without a budget of its own (the fake counts compiles).
-rt::Driver& hardware() {
-  static orion::compiler::ChipProfile chip = [] {
-    orion::compiler::ChipProfile c = orion::compiler::default_chip();
-    c.compile_budget = 1 << 30;
-    return c;
-  }();
-  static std::unique_ptr<rt::Driver> d = rt::anesim::make_anesim_driver({&chip, false});
-  return *d;
-}
 
 NSError* failure(const std::string& text) {
   NSDictionary* info = @{NSLocalizedDescriptionKey: [NSString stringWithUTF8String:text.c_str()]};
@@ -324,12 +312,8 @@ std::string folder_mismatch(const FakeModel& m) {
 }
 
 BOOL compile_program(FakeModel& m, const rt::WeightDict& weights, NSError** error) {
-  try {
-    m.program = hardware().compile(m.descriptor->mil, weights, m.hex);
-    return YES;
-  } catch (const std::exception& e) {
-    return refuse(error, std::string("_ANECompiler : ANECCompile() FAILED: ") + e.what());
-  }
+  HardwareAnswer a = hardware_compile(m.descriptor->mil, weights, m.hex, m.program);
+  return a.error.empty() ? YES : refuse(error, "_ANECompiler : ANECCompile() FAILED: " + a.error);
 }
 
 }  // namespace
@@ -390,11 +374,7 @@ BOOL compile_program(FakeModel& m, const rt::WeightDict& weights, NSError** erro
       return misused(error, "load of a model neither compiled nor with a compiled data file in " + folder_of(*m_));
     if (!compile_program(*m_, weights, error)) return NO;
   }
-  try {
-    hardware().load(*m_->program);
-  } catch (const std::exception& e) {
-    return refuse(error, e.what());
-  }
+  if (HardwareAnswer a = hardware_load(*m_->program); !a.error.empty()) return refuse(error, a.error);
   m_->phase = FakeModel::Phase::Loaded;
   m_->loads++;
   return YES;
@@ -403,7 +383,7 @@ BOOL compile_program(FakeModel& m, const rt::WeightDict& weights, NSError** erro
 - (BOOL)unloadWithQoS:(unsigned int)qos error:(NSError**)error {
   if (!call_ok("unloadWithQoS:error:", qos, nil, false, error)) return NO;
   if (m_->phase != FakeModel::Phase::Loaded) return misused(error, "unload of a model that is not loaded");
-  hardware().unload(*m_->program);
+  if (HardwareAnswer a = hardware_unload(*m_->program); !a.error.empty()) return refuse(error, a.error);
   m_->phase = FakeModel::Phase::Unloaded;
   return YES;
 }
@@ -438,16 +418,11 @@ BOOL compile_program(FakeModel& m, const rt::WeightDict& weights, NSError** erro
   };
   if (!gather(r.inputs, ins) || !gather(r.outputs, outs))
     return misused(error, "evaluate: a surface is freed or still locked");
-  std::vector<rt::Surface*> in_ptrs, out_ptrs;
-  for (auto& s : ins) in_ptrs.push_back(&s);
-  for (auto& s : outs) out_ptrs.push_back(&s);
-  try {
-    hardware().evaluate(*m_->program, in_ptrs, out_ptrs);
-  } catch (const rt::DriverError& e) {
-    if (e.status() == rt::DriverStatus::BadSurfaces)  // as the hardware words it
-      return refuse(error, std::string("ANEProgramProcessRequestDirect() Failed with status=0x1d : statusType=0x9: "
-                                       "Program Inference error (") + e.what() + ")");
-    return refuse(error, e.what());
+  if (HardwareAnswer a = hardware_evaluate(*m_->program, ins, outs); !a.error.empty()) {
+    if (a.bad_surfaces)  // as the hardware words it
+      return refuse(error, "ANEProgramProcessRequestDirect() Failed with status=0x1d : statusType=0x9: "
+                           "Program Inference error (" + a.error + ")");
+    return refuse(error, a.error);
   }
   for (size_t i = 0; i < outs.size(); i++) write_surface(r.outputs[i], outs[i].data(), outs[i].alloc_bytes());
   return YES;

@@ -155,3 +155,14 @@ void CFRelease(CFTypeRef cf) {
 }
 
 }  // extern "C"
+
+// For tests: a flat surface of `bytes` bytes, made as the driver makes them.
+extern "C" IOSurfaceRef orion_fake_ane_create_surface(size_t bytes) {
+  @autoreleasepool {
+    NSDictionary* props = @{
+      (id)kIOSurfaceWidth: @(bytes), (id)kIOSurfaceHeight: @1, (id)kIOSurfaceBytesPerElement: @1,
+      (id)kIOSurfaceBytesPerRow: @(bytes), (id)kIOSurfaceAllocSize: @(bytes), (id)kIOSurfacePixelFormat: @0,
+    };
+    return IOSurfaceCreate((CFDictionaryRef)props);
+  }
+}
