@@ -74,8 +74,20 @@ struct ModelDir {
 ModelDir model_dir_layout(const std::string& tmp_dir, const std::string& hex_identifier);
 // Writes model.mil and every weight file (each crash-safely), creating the folders.
 void write_model_dir(const ModelDir& dir, const std::string& mil_text, const std::vector<WeightEntry>& weights);
-// Overwrites the weight files only (the delta-reload path: unload → rewrite → load, C10).
+// Overwrites the weight files only.
 void write_weight_files(const ModelDir& dir, const std::vector<WeightEntry>& weights);
+
+// ---- the delta reload (C10) -------------------------------------------------------------------
+// unload → rewrite weights/*.bin → load leaves the old weights: the descriptor keeps them in memory.
+// What takes new weights without a compile is a new descriptor and model for them, loaded (never
+// compiled) from a folder that holds the compiled model's `data` file with the weights patched in.
+inline constexpr const char* kCompiledDataFileName = "data";
+// `data` with every weight's blob data replaced: each MILBlob data segment of the old images is
+// found in `data` (in key order, each after the previous one) and overwritten with the same segment
+// of the new image. `old_images` and `new_images` pair up by index. Throws DriverError(LoadFailed)
+// naming the weight file when a segment is missing from `data` or the two images differ in layout.
+std::string patch_compiled_data(std::string data, const std::vector<WeightEntry>& old_images,
+                                const std::vector<WeightEntry>& new_images, const std::string& program);
 void remove_model_dir(const ModelDir& dir) noexcept;
 
 // Two compiles of the same program get the same hexStringIdentifier and so the same folder: the
