@@ -5,6 +5,8 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 namespace orion::test {
@@ -17,6 +19,11 @@ inline bool use_fake_framework() {
   return false;
 #endif
 }
+
+// Programs are identified by their text and weights, and two processes that compile the same one
+// share its folder under the temporary directory (ctest -j runs test processes side by side): tests
+// that remove or inspect folders scale their weights by this, different in each process.
+inline float process_scale() { return 1.0f + float(getpid() % 997) / 4096.0f; }
 
 }  // namespace orion::test
 

@@ -3,6 +3,7 @@
 // token and every loss must equal the --backend anesim run of the same command.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -32,6 +33,13 @@ TEST(AneDriverCli, GenerateThroughTheDriverEqualsAnesim) {
   EXPECT_EQ(ane_out.rfind("Hello world", 0), 0u) << ane_out;
   EXPECT_GT(ane_out.size(), std::string("Hello world\n").size());
   EXPECT_EQ(ane_out, sim_out);
+
+  // The run went through the driver's dlopen of the named framework: another path fails to load.
+  const std::string fake = std::getenv("ORION_ANE_FRAMEWORK");
+  setenv("ORION_ANE_FRAMEWORK", "/nonexistent/AppleNeuralEngine", 1);
+  EXPECT_NE(run_orion(base + "ane", &ane_out, &err), 0);
+  setenv("ORION_ANE_FRAMEWORK", fake.c_str(), 1);
+  EXPECT_NE(err.find("cannot load /nonexistent/AppleNeuralEngine"), std::string::npos) << err;
 }
 
 TEST(AneDriverCli, FiveTrainingStepsThroughTheDriverEqualAnesim) {

@@ -31,6 +31,8 @@ struct FakeLibrary {
   int (*unlock)(void*, uint32_t, uint32_t*) = nullptr;
   void* (*base_address)(void*) = nullptr;
   int (*compiles)() = nullptr;  // this process's compile calls so far
+  // Commits one misuse the driver cannot be made to (fake/fake_probes.mm); returns what the fake recorded.
+  const char* (*probe)(const char* which, const char* mil, size_t in_bytes, size_t out_bytes) = nullptr;
 };
 
 FakeLibrary fake_library() {
@@ -48,6 +50,7 @@ FakeLibrary fake_library() {
   find(f.unlock, "IOSurfaceUnlock");
   find(f.base_address, "IOSurfaceGetBaseAddress");
   find(f.compiles, "orion_fake_ane_compiles");
+  find(f.probe, "orion_fake_ane_probe");
 #endif
   return f;
 }
@@ -71,7 +74,7 @@ class AneDriverMisuse : public ::testing::Test {
     framework = framework_connection();
     fake = fake_library();
     fake.clear_misuse();
-    prog = conv_program();
+    prog = conv_program(test::process_scale());
     entries = plan_weight_entries(prog.weights, "conv");
     in.resize(prog.inputs.alloc_bytes);
     out.resize(prog.outputs.alloc_bytes);
@@ -226,6 +229,35 @@ TEST_F(AneDriverMisuse, CompilesPastTheBudgetFailSilently) {
     EXPECT_NE(std::string(e.what()).find("C9"), std::string::npos) << e.what();
   }
   EXPECT_EQ(last_misuse(), "");  // silent: NO without an error, and not a misuse
+}
+
+// What the driver hard-codes cannot be changed through its interface: a client of the fake's classes
+// commits each of these instead.
+TEST_F(AneDriverMisuse, ValuesTheDriverHardCodesAreCheckedToo) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"plist", "the options plist is not nil"},
+      {"mil_string", "the MIL text is not NSData"},
+      {"options", "the options are not an empty dictionary"},
+      {"weights_buffer", "weightsBuffer is not nil"},
+      {"perf_stats", "perfStats is not nil"},
+      {"procedure", "the procedure index is not @0"},
+      {"surface_shape", "not a flat buffer"},
+  };
+  for (const auto& [which, expected] : cases) {
+    const std::string got = fake.probe(which, "", 0, 0);
+    EXPECT_NE(got.find(expected), std::string::npos) << which << ": " << got;
+  }
+}
+
+// The driver makes a new request (and new surface objects) at each load — ADriverRunCommitsNone…
+// shows it across unload/load; a client that keeps one across a reload is refused.
+TEST_F(AneDriverMisuse, ARequestKeptAcrossAReloadIsRefused) {
+  ir::Graph g("relu");
+  g.add_output("y", g.add_node(ir::Op::Relu, {g.input("x", {ElemType::F16, {1, 64, 1, 384}})}, {}, "y"));
+  const compiler::CompiledProgram relu = compiler::emit_mil(g, compiler::default_chip());
+  const std::string got =
+      fake.probe("request_reuse", relu.mil_text.c_str(), size_t(relu.inputs.alloc_bytes), size_t(relu.outputs.alloc_bytes));
+  EXPECT_NE(got.find("a request made for another load of a model"), std::string::npos) << got;
 }
 
 TEST_F(AneDriverMisuse, SurfaceMemoryFaultsOutsideALock) {

@@ -25,7 +25,7 @@ compiler::CompiledProgram scaled_conv(float scale) {
   ir::Graph g("conv");
   Value x = g.input("x", {ElemType::F16, {1, 64, 1, 384}});
   std::vector<float> w(64 * 64);
-  for (size_t i = 0; i < w.size(); i++) w[i] = scale * 0.01f * float(i % 13);
+  for (size_t i = 0; i < w.size(); i++) w[i] = test::process_scale() * scale * 0.01f * float(i % 13);
   g.add_output("y", g.add_node(ir::Op::Conv1x1, {x, g.constant_f32("w", {64, 64, 1, 1}, w)}, {}, "proj"));
   return compiler::emit_mil(g, compiler::default_chip());
 }

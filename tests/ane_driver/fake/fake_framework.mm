@@ -20,11 +20,13 @@
 // compiling (the path that takes new weights).
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
 
+#include "fake_classes.h"
 #include "fake_hardware.h"
 #include "fake_surface.h"
 
@@ -126,12 +128,6 @@ struct FakeDescriptor {
   rt::WeightDict weights;  // key "@model_path/weights/<f>.bin" → file image
 };
 
-@interface _ANEInMemoryModelDescriptor : NSObject {
- @public
-  FakeDescriptor* d_;
-}
-+ (id)modelWithMILText:(NSData*)milText weights:(NSDictionary*)weights optionsPlist:(NSData*)optionsPlist;
-@end
 
 @implementation _ANEInMemoryModelDescriptor
 + (id)modelWithMILText:(NSData*)milText weights:(NSDictionary*)weights optionsPlist:(NSData*)optionsPlist {
@@ -172,12 +168,6 @@ struct FakeDescriptor {
 
 // ---- surface objects and requests ---------------------------------------------------------------------
 
-@interface _ANEIOSurfaceObject : NSObject {
- @public
-  IOSurfaceRef surface_;
-}
-+ (id)objectWithIOSurface:(IOSurfaceRef)surface;
-@end
 
 @implementation _ANEIOSurfaceObject
 + (id)objectWithIOSurface:(IOSurfaceRef)surface {
@@ -199,18 +189,6 @@ struct FakeRequest {
   int load = -1;       // … during that model's load number `load`
 };
 
-@interface _ANERequest : NSObject {
- @public
-  FakeRequest* r_;
-}
-+ (id)requestWithInputs:(NSArray*)inputs
-           inputIndices:(NSArray*)inputIndices
-                outputs:(NSArray*)outputs
-          outputIndices:(NSArray*)outputIndices
-          weightsBuffer:(id)weightsBuffer
-              perfStats:(id)perfStats
-         procedureIndex:(NSNumber*)procedureIndex;
-@end
 
 namespace fake_ane {
 namespace {
@@ -319,17 +297,6 @@ BOOL compile_program(FakeModel& m, const rt::WeightDict& weights, NSError** erro
 }  // namespace
 }  // namespace fake_ane
 
-@interface _ANEInMemoryModel : NSObject {
- @public
-  FakeModel* m_;
-}
-+ (id)inMemoryModelWithDescriptor:(id)descriptor;
-- (NSString*)hexStringIdentifier;
-- (BOOL)compileWithQoS:(unsigned int)qos options:(NSDictionary*)options error:(NSError**)error;
-- (BOOL)loadWithQoS:(unsigned int)qos options:(NSDictionary*)options error:(NSError**)error;
-- (BOOL)evaluateWithQoS:(unsigned int)qos options:(NSDictionary*)options request:(id)request error:(NSError**)error;
-- (BOOL)unloadWithQoS:(unsigned int)qos error:(NSError**)error;
-@end
 
 @implementation _ANEInMemoryModel
 + (id)inMemoryModelWithDescriptor:(id)descriptor {
