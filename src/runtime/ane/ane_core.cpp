@@ -135,6 +135,31 @@ void AneDriver::unload(DriverProgram& dp) {
   if (!r.ok) throw framework_error(Phase::Unload, p.name_, r.error, *chip_, counters().compiles);
 }
 
+namespace {
+
+// The weight files of a model folder, by dictionary key.
+WeightDict read_weight_files(const ModelDir& dir, const std::vector<std::string>& keys) {
+  WeightDict out;
+  for (const std::string& key : keys) {
+    const std::string bytes = read_text_file(dir.root + "/" + key.substr(std::strlen(kModelPathPrefix)));
+    out[key] = std::vector<uint8_t>(bytes.begin(), bytes.end());
+  }
+  return out;
+}
+
+// The folder's compiled `data` file with `before`'s values replaced by `after`'s (patch_compiled_data).
+std::string patched_data_file(const ModelDir& dir, const std::vector<WeightEntry>& before,
+                              const std::vector<WeightEntry>& after, const std::string& program) {
+  const std::string path = dir.root + "/" + kCompiledDataFileName;
+  if (!file_exists(path))
+    throw DriverError(DriverStatus::LoadFailed,
+                      fmt::format("program '{}': the framework left no compiled data file at {}", program, path),
+                      "update the weights by recompiling or with weights as inputs");
+  return patch_compiled_data(read_text_file(path), before, after, program);
+}
+
+}  // namespace
+
 // C10 (ane_plan.h): a new descriptor and model for the new weights, in a folder of their own that
 // holds model.mil, weights/ and the compiled `data` file patched with the new values; the next load
 // loads that model without compiling. The program's old folder — which an identical program may
@@ -148,24 +173,17 @@ void AneDriver::replace_weight_files(DriverProgram& dp, const WeightDict& weight
                         fmt::format("its weight files: {}", fmt::join(p.weight_keys_, ", ")));
   unload(p);  // a no-op when the caller unloaded it already
 
-  // Every weight file, old and new (a file the caller left out keeps its value), read back from the folder.
-  WeightDict current;
-  for (const std::string& key : p.weight_keys_) {
-    const std::string text = read_text_file(p.dir_.root + "/" + key.substr(std::strlen(kModelPathPrefix)));
-    current[key] = std::vector<uint8_t>(text.begin(), text.end());
-  }
+  // Every weight file, old and new (a file the caller left out keeps its value).
+  const WeightDict current = read_weight_files(p.dir_, p.weight_keys_);
   WeightDict next = current;
   for (const WeightEntry& e : changed) next[e.key] = *e.data;
-  const std::vector<WeightEntry> before = plan_weight_entries(current, p.name_), after = plan_weight_entries(next, p.name_);
-  const std::string data_path = p.dir_.root + "/" + kCompiledDataFileName;
-  if (!file_exists(data_path))
-    throw DriverError(DriverStatus::LoadFailed,
-                      fmt::format("program '{}': the framework left no compiled data file at {}", p.name_, data_path),
-                      "update the weights by recompiling or with weights as inputs");
-  const std::string data = patch_compiled_data(read_text_file(data_path), before, after, p.name_);
+  const std::vector<WeightEntry> after = plan_weight_entries(next, p.name_);
+  const std::string data = patched_data_file(p.dir_, plan_weight_entries(current, p.name_), after, p.name_);
 
   std::unique_ptr<FrameworkModel> model = state_->framework->create_model(p.mil_text_, after);
-  if (!model) throw framework_error(Phase::Load, p.name_, "the framework refused to create the in-memory model", *chip_, counters().compiles);
+  if (!model)
+    throw framework_error(Phase::Load, p.name_, "the framework refused to create the in-memory model", *chip_,
+                          counters().compiles);
   ModelDir dir = model_dir_layout(state_->framework->temp_dir(), model->hex_identifier());
   state_->dirs.acquire(dir.root);
   try {

@@ -9,6 +9,8 @@ namespace orion::runtime {
 
 std::unique_ptr<Driver> make_ane_driver(const DriverOptions&) { throw ane::not_available_off_macos(); }
 
+std::shared_ptr<ane::Framework> ane::framework_connection() { throw not_available_off_macos(); }
+
 }  // namespace orion::runtime
 
 #endif
