@@ -16,6 +16,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   python3-jinja2           # chat-template goldens: the test re-renders them (tests/model/chat_goldens/)
   clang libgnustep-base-dev  # CI syntax check of the Apple driver's .mm (scripts/check_ane_driver_syntax.sh)
+  libobjc-12-dev           # GCC's Objective-C runtime: the Apple driver runs in ctest against a fake framework (tests/ane_driver/)
   libclang-rt-14-dev libomp-dev  # sanitizer + libFuzzer runtimes and OpenMP for clang (scripts/sanitize.sh, fuzz.sh)
   libcpp-httplib-dev       # HTTP server and test client: orion serve (src/serve/, tests/serve/)
   chromium                 # headless browser that tests orion serve's web page (tests/serve/test_web_page.cpp)

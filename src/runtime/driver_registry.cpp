@@ -6,7 +6,7 @@
 namespace orion::runtime {
 
 // ---- factories of the backends (each defined in its own folder) ---------------------------------
-#ifdef __APPLE__
+#if defined(__APPLE__) || defined(ORION_ANE_DRIVER_BUILT)  // macOS, or Linux against the test fake
 std::unique_ptr<Driver> make_ane_driver(const DriverOptions& options);  // runtime/ane/
 #endif
 namespace anesim {
@@ -20,10 +20,12 @@ struct Backend {
   std::unique_ptr<Driver> (*make)(const DriverOptions&);
 };
 
-// The software ANE exists everywhere, the Apple driver only on macOS.
+// The software ANE exists everywhere, the Apple driver on macOS (and in Linux builds against the
+// test fake of its framework, ORION_ANE_FAKE, where make_ane_driver says it is unavailable unless
+// ORION_ANE_FRAMEWORK names the fake).
 const Backend kBackends[] = {
     {"anesim", &anesim::make_anesim_driver},
-#ifdef __APPLE__
+#if defined(__APPLE__) || defined(ORION_ANE_DRIVER_BUILT)  // macOS, or Linux against the test fake
     {"ane", &make_ane_driver},
 #endif
     {nullptr, nullptr},  // end marker (keeps the array non-empty whatever is compiled in)

@@ -302,11 +302,16 @@ struct FakeLog {
 
 class FakeModel final : public FrameworkModel {
  public:
-  FakeModel(FakeLog& log, std::string hex) : log_(log), hex_(std::move(hex)) {}
+  FakeModel(FakeLog& log, std::string hex, std::string folder, std::string compiled)
+      : log_(log), hex_(std::move(hex)), folder_(std::move(folder)), compiled_(std::move(compiled)) {}
   std::string hex_identifier() override { return hex_; }
+  // Like the framework, a compile leaves the compiled model's `data` file in the model folder: here
+  // a tag and every weight file image.
   CallResult compile(unsigned qos) override {
     log_.calls.push_back("compile " + std::to_string(qos));
-    return log_.compile_error.empty() ? CallResult{} : CallResult::failure(log_.compile_error);
+    if (!log_.compile_error.empty()) return CallResult::failure(log_.compile_error);
+    std::ofstream(folder_ + "/data", std::ios::binary) << compiled_;
+    return {};
   }
   CallResult load(unsigned qos) override {
     log_.calls.push_back("load " + std::to_string(qos));
@@ -332,7 +337,7 @@ class FakeModel final : public FrameworkModel {
 
  private:
   FakeLog& log_;
-  std::string hex_;
+  std::string hex_, folder_, compiled_;
 };
 
 class FakeFramework final : public Framework {
@@ -350,8 +355,15 @@ class FakeFramework final : public Framework {
     }
     log_.weight_keys.push_back(keys);
     log_.weight_offsets.push_back(offsets);
-    // Like the framework: the identifier is a function of the program (same text → same folder).
-    return std::make_unique<FakeModel>(log_, fmt::format("{:016X}", std::hash<std::string>{}(mil)));
+    // Like the framework: the identifier is a function of the program, text and weights (same
+    // program → same folder).
+    std::string program = mil, compiled = "compiled:";
+    for (const WeightEntry& e : w) {
+      program += e.key + std::string(e.data->begin(), e.data->end());
+      compiled += std::string(e.data->begin(), e.data->end());
+    }
+    const std::string hex = fmt::format("{:016X}", std::hash<std::string>{}(program));
+    return std::make_unique<FakeModel>(log_, hex, tmp_ + "/" + hex, compiled);
   }
   std::string temp_dir() override { return tmp_; }
 
@@ -459,25 +471,42 @@ TEST(AneDriver_anesim, CompileCountIsTheProcesssNotTheDrivers) {
   EXPECT_EQ(a.counters().failed_compiles, 0);
 }
 
-// Identical programs share one folder (the identifier is a function of the program): a delta
-// reload of one would rewrite the other's weight files. It is refused while they share it.
-TEST(AneDriver_anesim, DeltaReloadIsRefusedWhileAnIdenticalProgramSharesTheFolder) {
+// The delta reload (C10): a new model for the new weights, in its own folder with model.mil, the
+// weight files and the compiled `data` file patched with the new values, loaded without a compile.
+// Identical programs share one folder (the identifier is a function of the program): the reload of
+// one leaves the other's untouched.
+TEST(AneDriver_anesim, DeltaReloadLoadsANewModelFromThePatchedDataFile) {
   FakeDriver f;
   auto prog = two_io_program();
   auto p1 = f.driver.compile(prog.mil_text, prog.weights, "first");
   auto p2 = f.driver.compile(prog.mil_text, prog.weights, "second");
   std::vector<fs::path> dirs(fs::directory_iterator(f.tmp), fs::directory_iterator{});
   ASSERT_EQ(dirs.size(), 1u);
-  const std::string w_path = (dirs[0] / "weights" / "w.bin").string(), original = read_all(w_path);
+  const fs::path shared = dirs[0];
+  const std::string original = read_all((shared / "weights" / "w.bin").string());
   WeightDict changed = prog.weights;
-  changed.begin()->second.back() ^= 0x01;
-  DriverError e = driver_error([&] { f.driver.replace_weight_files(*p1, changed); });
-  EXPECT_EQ(e.status(), DriverStatus::LoadFailed);
-  EXPECT_NE(std::string(e.what()).find("shares its model folder"), std::string::npos) << e.what();
-  EXPECT_EQ(read_all(w_path), original) << "the second program's weights must be untouched";
-  p2.reset();  // alone in the folder now: the reload may rewrite it
+  std::vector<uint8_t>& image = changed.begin()->second;
+  for (size_t i = image.size() - 64; i < image.size(); i++) image[i] ^= 0x01;  // the last values of w
+  f.driver.load(*p1);
+  f.log.calls.clear();
   f.driver.replace_weight_files(*p1, changed);
-  EXPECT_NE(read_all(w_path), original);
+  EXPECT_EQ(f.log.calls, (std::vector<std::string>{"unload 21", "create_model"}));
+  EXPECT_FALSE(p1->loaded());
+  f.driver.load(*p1);
+  EXPECT_EQ(f.log.calls.back(), "load 21");  // no compile
+  EXPECT_EQ(std::count(f.log.calls.begin(), f.log.calls.end(), "compile 21"), 0);
+
+  EXPECT_EQ(read_all((shared / "weights" / "w.bin").string()), original) << "the second program's folder is untouched";
+  dirs.assign(fs::directory_iterator(f.tmp), fs::directory_iterator{});
+  ASSERT_EQ(dirs.size(), 2u);
+  const fs::path fresh = dirs[0] == shared ? dirs[1] : dirs[0];
+  EXPECT_EQ(read_all((fresh / "model.mil").string()), prog.mil_text);
+  EXPECT_EQ(read_all((fresh / "weights" / "w.bin").string()), std::string(image.begin(), image.end()));
+  EXPECT_EQ(read_all((fresh / "data").string()), "compiled:" + std::string(image.begin(), image.end()));
+  p2.reset();  // the shared folder's last user
+  EXPECT_FALSE(fs::exists(shared));
+  p1.reset();
+  EXPECT_FALSE(fs::exists(fresh));
 }
 
 TEST(AneDriver_anesim, LoadIsRetriedOnceThenFails) {
@@ -535,16 +564,26 @@ TEST(AneDriver_anesim, EvaluateChecksSurfacesThenBindsInAlphabeticalOrder) {
   EXPECT_EQ(f.log.calls.back(), "unload 21");
 }
 
-TEST(AneDriver_anesim, ReplaceWeightFilesRewritesOnlyKnownFiles) {
+TEST(AneDriver_anesim, DeltaReloadRefusesUnknownFilesAndUnpatchableData) {
   FakeDriver f;
   auto prog = two_io_program();
   auto p = f.driver.compile(prog.mil_text, prog.weights, "two_io");
   std::vector<fs::path> dirs(fs::directory_iterator(f.tmp), fs::directory_iterator{});
   ASSERT_EQ(dirs.size(), 1u);
-  f.driver.replace_weight_files(*p, {{"@model_path/weights/w.bin", bytes_of("new weights")}});
-  EXPECT_EQ(read_all((dirs[0] / "weights" / "w.bin").string()), "new weights");
   EXPECT_THROW(f.driver.replace_weight_files(*p, {{"@model_path/weights/other.bin", bytes_of("x")}}), Error);
   EXPECT_FALSE(fs::exists(dirs[0] / "weights" / "other.bin"));
+  // A data file without the current values (the compiled layout is not a copy of them): refused,
+  // so the caller falls back to another update strategy.
+  std::ofstream(dirs[0] / "data", std::ios::binary) << "compiled: something else";
+  WeightDict changed = prog.weights;
+  changed.begin()->second.back() ^= 0x01;
+  DriverError e = driver_error([&] { f.driver.replace_weight_files(*p, changed); });
+  EXPECT_EQ(e.status(), DriverStatus::LoadFailed);
+  EXPECT_NE(std::string(e.what()).find("cannot patch weight '@model_path/weights/w.bin'"), std::string::npos)
+      << e.what();
+  fs::remove(dirs[0] / "data");
+  e = driver_error([&] { f.driver.replace_weight_files(*p, changed); });
+  EXPECT_NE(std::string(e.what()).find("no compiled data file"), std::string::npos) << e.what();
 }
 
 TEST(AneDriver_anesim, ProgramsOfAnotherDriverAreRefused) {

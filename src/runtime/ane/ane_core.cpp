@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
+
+#include "base/file.h"
 
 namespace orion::runtime::ane {
 
@@ -16,10 +19,11 @@ struct AneDriver::State {
 
 class AneDriver::Program final : public DriverProgram {
  public:
-  Program(std::shared_ptr<State> state, std::string name, IoPlan io, ModelDir dir, std::vector<std::string> weight_keys,
-          std::unique_ptr<FrameworkModel> model)
+  Program(std::shared_ptr<State> state, std::string name, std::string mil_text, IoPlan io, ModelDir dir,
+          std::vector<std::string> weight_keys, std::unique_ptr<FrameworkModel> model)
       : state_(std::move(state)),
         name_(std::move(name)),
+        mil_text_(std::move(mil_text)),
         io_(std::move(io)),
         dir_(std::move(dir)),
         weight_keys_(std::move(weight_keys)),
@@ -39,6 +43,7 @@ class AneDriver::Program final : public DriverProgram {
 
   std::shared_ptr<State> state_;
   std::string name_;
+  std::string mil_text_;  // a delta reload makes a new model of it
   IoPlan io_;
   ModelDir dir_;
   std::vector<std::string> weight_keys_;
@@ -103,7 +108,8 @@ std::unique_ptr<DriverProgram> AneDriver::compile(const std::string& mil_text, c
   }
   std::vector<std::string> keys;
   for (const WeightEntry& e : entries) keys.push_back(e.key);
-  return std::make_unique<Program>(state_, name, std::move(io), std::move(dir), std::move(keys), std::move(model));
+  return std::make_unique<Program>(state_, name, mil_text, std::move(io), std::move(dir), std::move(keys),
+                                   std::move(model));
 }
 
 void AneDriver::load(DriverProgram& dp) {
@@ -129,23 +135,67 @@ void AneDriver::unload(DriverProgram& dp) {
   if (!r.ok) throw framework_error(Phase::Unload, p.name_, r.error, *chip_, counters().compiles);
 }
 
+namespace {
+
+// The weight files of a model folder, by dictionary key.
+WeightDict read_weight_files(const ModelDir& dir, const std::vector<std::string>& keys) {
+  WeightDict out;
+  for (const std::string& key : keys) {
+    const std::string bytes = read_text_file(dir.root + "/" + key.substr(std::strlen(kModelPathPrefix)));
+    out[key] = std::vector<uint8_t>(bytes.begin(), bytes.end());
+  }
+  return out;
+}
+
+// The folder's compiled `data` file with `before`'s values replaced by `after`'s (patch_compiled_data).
+std::string patched_data_file(const ModelDir& dir, const std::vector<WeightEntry>& before,
+                              const std::vector<WeightEntry>& after, const std::string& program) {
+  const std::string path = dir.root + "/" + kCompiledDataFileName;
+  if (!file_exists(path))
+    throw DriverError(DriverStatus::LoadFailed,
+                      fmt::format("program '{}': the framework left no compiled data file at {}", program, path),
+                      "update the weights by recompiling or with weights as inputs");
+  return patch_compiled_data(read_text_file(path), before, after, program);
+}
+
+}  // namespace
+
+// C10 (ane_plan.h): a new descriptor and model for the new weights, in a folder of their own that
+// holds model.mil, weights/ and the compiled `data` file patched with the new values; the next load
+// loads that model without compiling. The program's old folder — which an identical program may
+// share — is left as it is.
 void AneDriver::replace_weight_files(DriverProgram& dp, const WeightDict& weights) {
   Program& p = own(dp);
-  // Identical programs get one identifier and so one folder: rewriting it would give the other
-  // program these weights too, at its next load. Refused; the caller updates another way.
-  if (const int sharing = state_->dirs.users(p.dir_.root); sharing > 1)
-    throw DriverError(DriverStatus::LoadFailed,
-                      fmt::format("program '{}' shares its model folder {} with {} identical program(s): rewriting its "
-                                  "weight files would change theirs too",
-                                  p.name_, p.dir_.root, sharing - 1),
-                      "update it by recompiling or with weights as inputs");
-  std::vector<WeightEntry> entries = plan_weight_entries(weights, p.name_);
-  for (const WeightEntry& e : entries)
+  std::vector<WeightEntry> changed = plan_weight_entries(weights, p.name_);
+  for (const WeightEntry& e : changed)
     if (std::find(p.weight_keys_.begin(), p.weight_keys_.end(), e.key) == p.weight_keys_.end())
       throw_usage_error(fmt::format("program '{}' has no weight file '{}'", p.name_, e.key), "weights",
                         fmt::format("its weight files: {}", fmt::join(p.weight_keys_, ", ")));
-  // C10: whether the next load reads these files is the hardware's business; callers verify.
-  write_weight_files(p.dir_, entries);
+  unload(p);  // a no-op when the caller unloaded it already
+
+  // Every weight file, old and new (a file the caller left out keeps its value).
+  const WeightDict current = read_weight_files(p.dir_, p.weight_keys_);
+  WeightDict next = current;
+  for (const WeightEntry& e : changed) next[e.key] = *e.data;
+  const std::vector<WeightEntry> after = plan_weight_entries(next, p.name_);
+  const std::string data = patched_data_file(p.dir_, plan_weight_entries(current, p.name_), after, p.name_);
+
+  std::unique_ptr<FrameworkModel> model = state_->framework->create_model(p.mil_text_, after);
+  if (!model)
+    throw framework_error(Phase::Load, p.name_, "the framework refused to create the in-memory model", *chip_,
+                          counters().compiles);
+  ModelDir dir = model_dir_layout(state_->framework->temp_dir(), model->hex_identifier());
+  state_->dirs.acquire(dir.root);
+  try {
+    write_model_dir(dir, p.mil_text_, after);
+    write_file_atomic(dir.root + "/" + kCompiledDataFileName, [&](FileWriter& w) { w.write_str(data); });
+  } catch (...) {
+    if (state_->dirs.release(dir.root)) remove_model_dir(dir);
+    throw;
+  }
+  p.model_ = std::move(model);
+  if (state_->dirs.release(p.dir_.root)) remove_model_dir(p.dir_);
+  p.dir_ = dir;
 }
 
 void AneDriver::evaluate(DriverProgram& dp, const std::vector<Surface*>& inputs, const std::vector<Surface*>& outputs) {

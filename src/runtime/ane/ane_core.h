@@ -9,8 +9,9 @@
 //             bound in alphabetical order (C6); a framework "status=0x1d" is BadSurfaces too
 //   unload    QoS 21; a program destroyed while loaded is unloaded, and its folder removed when
 //             no other program shares it
-//   weights   the delta reload rewrites the program's folder — refused while an identical program
-//             (same identifier, so same folder) shares it, since it would rewrite that one's too
+//   weights   the delta reload makes a new descriptor and model for the new weights, whose folder
+//             gets the compiled `data` file with the new values patched in, loaded without a
+//             compile (C10: rewriting the old folder's weights/*.bin leaves the old weights)
 // counters().compiles is the process's count (the framework connection's), not this driver's.
 #pragma once
 #include <memory>

@@ -2,17 +2,22 @@
 // (DESIGN.md §3) behind the Framework interface of ane_framework.h, and make_ane_driver. Every
 // decision — weight-dictionary keys, the model folder, binding order, surface sizes, statuses — is
 // made in ane_plan.cpp / ane_core.cpp, which are tested on every machine; this file only talks to
-// the framework. Built on macOS with -fobjc-arc; CI compiles it for syntax and types against
-// GNUstep's Foundation headers (scripts/check_ane_driver_syntax.sh), which is why the private
-// classes, and off Apple the few CoreFoundation / IOSurface names, are declared here.
+// the framework. Built on macOS with -fobjc-arc. On Linux (ORION_ANE_FAKE) it is built with manual
+// reference counting against GNUstep and runs in ctest against a fake of the framework that checks
+// every call (tests/ane_driver/), so it may rely on no ARC-only behaviour: objects it keeps are
+// ones the framework keeps alive. CI also compiles it for syntax and types under ARC
+// (scripts/check_ane_driver_syntax.sh). The private classes, and off Apple the few CoreFoundation /
+// IOSurface names, are declared here.
 #import <Foundation/Foundation.h>
 
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/ane/ane_core.h"
@@ -23,29 +28,54 @@
 #include <CoreFoundation/CoreFoundation.h>
 #include <IOSurface/IOSurfaceRef.h>
 #else
-// GNUstep (the CI syntax check) has neither CoreFoundation nor IOSurface: the names used below,
-// with the signatures of Apple's headers.
-extern "C" {
+// Off macOS there is neither CoreFoundation nor IOSurface: the driver runs against the test fake of
+// the framework (ORION_ANE_FAKE, tests/ane_driver/fake/), which provides these names too, with the
+// signatures of Apple's headers. They are looked up in the loaded library (bind_surface_api), so
+// nothing here links against the fake; the CI syntax check compiles this branch as well.
 typedef const void* CFTypeRef;
 typedef const struct __CFString* CFStringRef;
 typedef const struct __CFDictionary* CFDictionaryRef;
-void CFRelease(CFTypeRef cf);
 typedef int kern_return_t;
 typedef struct __IOSurface* IOSurfaceRef;
 typedef uint32_t IOSurfaceLockOptions;
 enum : uint32_t { kIOSurfaceLockReadOnly = 0x00000001 };
-extern const CFStringRef kIOSurfaceWidth;
-extern const CFStringRef kIOSurfaceHeight;
-extern const CFStringRef kIOSurfaceBytesPerElement;
-extern const CFStringRef kIOSurfaceBytesPerRow;
-extern const CFStringRef kIOSurfaceAllocSize;
-extern const CFStringRef kIOSurfacePixelFormat;
-IOSurfaceRef IOSurfaceCreate(CFDictionaryRef properties);
-kern_return_t IOSurfaceLock(IOSurfaceRef buffer, IOSurfaceLockOptions options, uint32_t* seed);
-kern_return_t IOSurfaceUnlock(IOSurfaceRef buffer, IOSurfaceLockOptions options, uint32_t* seed);
-void* IOSurfaceGetBaseAddress(IOSurfaceRef buffer);
-size_t IOSurfaceGetAllocSize(IOSurfaceRef buffer);
+namespace {
+void (*CFRelease)(CFTypeRef cf);
+IOSurfaceRef (*IOSurfaceCreate)(CFDictionaryRef properties);
+kern_return_t (*IOSurfaceLock)(IOSurfaceRef buffer, IOSurfaceLockOptions options, uint32_t* seed);
+kern_return_t (*IOSurfaceUnlock)(IOSurfaceRef buffer, IOSurfaceLockOptions options, uint32_t* seed);
+void* (*IOSurfaceGetBaseAddress)(IOSurfaceRef buffer);
+size_t (*IOSurfaceGetAllocSize)(IOSurfaceRef buffer);
+CFStringRef kIOSurfaceWidth, kIOSurfaceHeight, kIOSurfaceBytesPerElement, kIOSurfaceBytesPerRow, kIOSurfaceAllocSize,
+    kIOSurfacePixelFormat;
+
+// Fills the names above from the loaded library; returns the first one it lacks, or "".
+std::string bind_surface_api(void* library) {
+  std::string lacking;
+  auto find = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(library, name));
+    if (!fn && lacking.empty()) lacking = name;
+  };
+  auto constant = [&](CFStringRef& value, const char* name) {
+    auto* address = static_cast<const CFStringRef*>(dlsym(library, name));
+    value = address ? *address : nullptr;
+    if (!value && lacking.empty()) lacking = name;
+  };
+  find(CFRelease, "CFRelease");
+  find(IOSurfaceCreate, "IOSurfaceCreate");
+  find(IOSurfaceLock, "IOSurfaceLock");
+  find(IOSurfaceUnlock, "IOSurfaceUnlock");
+  find(IOSurfaceGetBaseAddress, "IOSurfaceGetBaseAddress");
+  find(IOSurfaceGetAllocSize, "IOSurfaceGetAllocSize");
+  constant(kIOSurfaceWidth, "kIOSurfaceWidth");
+  constant(kIOSurfaceHeight, "kIOSurfaceHeight");
+  constant(kIOSurfaceBytesPerElement, "kIOSurfaceBytesPerElement");
+  constant(kIOSurfaceBytesPerRow, "kIOSurfaceBytesPerRow");
+  constant(kIOSurfaceAllocSize, "kIOSurfaceAllocSize");
+  constant(kIOSurfacePixelFormat, "kIOSurfacePixelFormat");
+  return lacking;
 }
+}  // namespace
 #endif
 
 // ---- the private classes: only the methods Orion calls ---------------------------------------------
@@ -84,19 +114,35 @@ namespace {
 
 struct Classes {
   Class descriptor = Nil, model = Nil, io_surface = Nil, request = Nil;
-  std::string missing;  // why the framework cannot be used; "" when it can
+  bool off_macos = false;  // no framework here and no fake named: the platform's NotAvailable
+  std::string missing;     // why the framework cannot be used; "" when it can
 };
 
-// dlopen the framework once per process and check that every class and selector Orion calls exists
-// (they are private: a macOS update may rename them).
+// dlopen the framework once per process — or the fake named by kFrameworkPathEnv — and check that
+// every class and selector Orion calls exists (they are private: a macOS update may rename them).
 const Classes& classes() {
-  static const Classes c = [] {
+  static const Classes c = [] { @autoreleasepool {
     Classes r;
-    if (!dlopen(kFrameworkPath, RTLD_NOW)) {
-      const char* why = dlerror();
-      r.missing = std::string("cannot load ") + kFrameworkPath + ": " + (why ? why : "unknown reason");
+    const char* named = std::getenv(kFrameworkPathEnv);
+    const std::string path = named && *named ? named : kFrameworkPath;
+#if !defined(__APPLE__)
+    if (!named || !*named) {
+      r.off_macos = true;
       return r;
     }
+#endif
+    void* library = dlopen(path.c_str(), RTLD_NOW);
+    if (!library) {
+      const char* why = dlerror();
+      r.missing = "cannot load " + path + ": " + (why ? why : "unknown reason");
+      return r;
+    }
+#if !defined(__APPLE__)
+    if (std::string lacking = bind_surface_api(library); !lacking.empty()) {
+      r.missing = path + " lacks " + lacking;
+      return r;
+    }
+#endif
     r.descriptor = NSClassFromString(@"_ANEInMemoryModelDescriptor");
     r.model = NSClassFromString(@"_ANEInMemoryModel");
     r.io_surface = NSClassFromString(@"_ANEIOSurfaceObject");
@@ -124,7 +170,7 @@ const Classes& classes() {
                                                                   weightsBuffer:perfStats:procedureIndex:)],
          "+[_ANERequest requestWithInputs:inputIndices:outputs:outputIndices:weightsBuffer:perfStats:procedureIndex:]");
     return r;
-  }();
+  } }();
   return c;
 }
 
@@ -172,8 +218,10 @@ class MacModel final : public FrameworkModel {
   ~MacModel() override { bound_.release(); }
 
   std::string hex_identifier() override {
-    const char* s = [[model_ hexStringIdentifier] UTF8String];
-    return s ? s : "";
+    @autoreleasepool {
+      const char* s = [[model_ hexStringIdentifier] UTF8String];
+      return s ? s : "";
+    }
   }
   CallResult compile(unsigned qos) override {
     @autoreleasepool {
@@ -192,7 +240,11 @@ class MacModel final : public FrameworkModel {
   CallResult unload(unsigned qos) override {
     @autoreleasepool {
       NSError* error = nil;
-      if ([model_ unloadWithQoS:qos error:&error]) return {};
+      const BOOL ok = [model_ unloadWithQoS:qos error:&error];
+      // The request and its surface objects belong to one load of the model: the next load binds
+      // anew (evaluate rebuilds them), as every working reference does.
+      bound_.release();
+      if (ok) return {};
       return CallResult::failure(describe(error));
     }
   }
@@ -298,7 +350,8 @@ class MacFramework final : public Framework {
       NSMutableDictionary* dict = [NSMutableDictionary dictionaryWithCapacity:weights.size()];
       for (const WeightEntry& e : weights) {
         NSData* data = [NSData dataWithBytes:e.data->data() length:e.data->size()];
-        dict[ns_string(e.key)] = @{ns_string(kWeightOffsetKey): @(e.offset), ns_string(kWeightDataKey): data};
+        [dict setObject:@{ns_string(kWeightOffsetKey): @(e.offset), ns_string(kWeightDataKey): data}
+                 forKey:ns_string(e.key)];  // a message, not dict[key]: GCC's runtime has no subscripting
       }
       id descriptor = [classes().descriptor modelWithMILText:mil weights:dict optionsPlist:nil];
       if (!descriptor) return nullptr;
@@ -308,22 +361,29 @@ class MacFramework final : public Framework {
     }
   }
   std::string temp_dir() override {
-    const char* s = [NSTemporaryDirectory() UTF8String];
-    return s ? s : "/tmp";
+    @autoreleasepool {
+      const char* s = [NSTemporaryDirectory() UTF8String];
+      return s ? s : "/tmp";
+    }
   }
 };
 
 }  // namespace
-}  // namespace ane
 
-std::unique_ptr<Driver> make_ane_driver(const DriverOptions& options) {
-  const ane::Classes& c = ane::classes();
+std::shared_ptr<Framework> framework_connection() {
+  const Classes& c = classes();
+  if (c.off_macos) throw not_available_off_macos();
   if (!c.missing.empty())
     throw DriverError(DriverStatus::NotAvailable, "the 'ane' driver is not available on this Mac: " + c.missing,
                       "use --backend anesim (the software ANE) or --backend cpu");
   // One connection per process, shared by every driver: the compile budget (C9) is the process's.
-  static const std::shared_ptr<ane::Framework> connection = std::make_shared<ane::MacFramework>();
-  return std::make_unique<ane::AneDriver>(connection, options);
+  static const std::shared_ptr<Framework> connection = std::make_shared<MacFramework>();
+  return connection;
+}
+}  // namespace ane
+
+std::unique_ptr<Driver> make_ane_driver(const DriverOptions& options) {
+  return std::make_unique<ane::AneDriver>(ane::framework_connection(), options);
 }
 
 }  // namespace orion::runtime

@@ -11,6 +11,7 @@
 
 #include "base/file.h"
 #include "compiler/mil/parse_mil.h"
+#include "runtime/anesim/milblob_storage.h"  // the blob segments a delta reload patches
 
 namespace orion::runtime::ane {
 
@@ -278,6 +279,40 @@ DriverError framework_error(Phase phase, const std::string& program, const std::
     hint = "the ANE may be out of program slots: unload programs that are not in use";
   }
   return DriverError(status, msg, hint);
+}
+
+std::string patch_compiled_data(std::string data, const std::vector<WeightEntry>& old_images,
+                                const std::vector<WeightEntry>& new_images, const std::string& program) {
+  ORION_CHECK(old_images.size() == new_images.size(), "patch_compiled_data: one new image per old one");
+  auto refuse = [&](const WeightEntry& e, const std::string& why) {
+    return DriverError(DriverStatus::LoadFailed,
+                       fmt::format("program '{}': cannot patch weight '{}' into the compiled model's data file: {}",
+                                   program, e.key, why),
+                       "update the weights by recompiling or with weights as inputs");
+  };
+  size_t from = 0;  // segments appear in key order
+  for (size_t i = 0; i < old_images.size(); i++) {
+    const WeightEntry &o = old_images[i], &n = new_images[i];
+    anesim::MilBlobStorage before(*o.data, o.key), after(*n.data, n.key);
+    if (before.records().size() != after.records().size()) throw refuse(o, "the new file has other blobs");
+    for (size_t r = 0; r < before.records().size(); r++) {
+      auto old_bytes = before.data(before.records()[r]), new_bytes = after.data(after.records()[r]);
+      if (old_bytes.size() != new_bytes.size()) throw refuse(o, "a blob changed size");
+      auto at = std::search(data.begin() + std::ptrdiff_t(from), data.end(), old_bytes.begin(), old_bytes.end(),
+                            [](char d, uint8_t b) { return uint8_t(d) == b; });
+      if (at == data.end()) throw refuse(o, "its current values are not in the data file");
+      std::copy(new_bytes.begin(), new_bytes.end(), at);
+      from = size_t(at - data.begin()) + old_bytes.size();
+    }
+  }
+  return data;
+}
+
+DriverError not_available_off_macos() {
+  return DriverError(DriverStatus::NotAvailable,
+                     "the 'ane' driver is not available on this platform: the Apple Neural Engine is reached "
+                     "through macOS's private AppleNeuralEngine.framework",
+                     "use --backend anesim (the software ANE, same programs and rules) or --backend cpu");
 }
 
 }  // namespace orion::runtime::ane

@@ -37,6 +37,9 @@ inline constexpr const char* kWeightsDirName = "weights";
 // Keys of one weight dictionary value: {kWeightOffsetKey: 0, kWeightDataKey: NSData}.
 inline constexpr const char* kWeightOffsetKey = "offset";
 inline constexpr const char* kWeightDataKey = "data";
+// Tests point the driver at a fake of the framework with this environment variable (off macOS it is
+// the only framework there is; tests/ane_driver/).
+inline constexpr const char* kFrameworkPathEnv = "ORION_ANE_FRAMEWORK";
 inline constexpr int kLoadAttempts = 2;  // a load may fail while the ANE reclaims a slot
 inline constexpr int kLoadRetryDelayMs = 100;
 
@@ -71,8 +74,20 @@ struct ModelDir {
 ModelDir model_dir_layout(const std::string& tmp_dir, const std::string& hex_identifier);
 // Writes model.mil and every weight file (each crash-safely), creating the folders.
 void write_model_dir(const ModelDir& dir, const std::string& mil_text, const std::vector<WeightEntry>& weights);
-// Overwrites the weight files only (the delta-reload path: unload → rewrite → load, C10).
+// Overwrites the weight files only.
 void write_weight_files(const ModelDir& dir, const std::vector<WeightEntry>& weights);
+
+// ---- the delta reload (C10) -------------------------------------------------------------------
+// unload → rewrite weights/*.bin → load leaves the old weights: the descriptor keeps them in memory.
+// What takes new weights without a compile is a new descriptor and model for them, loaded (never
+// compiled) from a folder that holds the compiled model's `data` file with the weights patched in.
+inline constexpr const char* kCompiledDataFileName = "data";
+// `data` with every weight's blob data replaced: each MILBlob data segment of the old images is
+// found in `data` (in key order, each after the previous one) and overwritten with the same segment
+// of the new image. `old_images` and `new_images` pair up by index. Throws DriverError(LoadFailed)
+// naming the weight file when a segment is missing from `data` or the two images differ in layout.
+std::string patch_compiled_data(std::string data, const std::vector<WeightEntry>& old_images,
+                                const std::vector<WeightEntry>& new_images, const std::string& program);
 void remove_model_dir(const ModelDir& dir) noexcept;
 
 // Two compiles of the same program get the same hexStringIdentifier and so the same folder: the
@@ -117,6 +132,10 @@ SurfaceSpec surface_spec(size_t alloc_bytes);
 // (C7), or too small for the packed data (C14).
 void check_surfaces(const IoPlan& io, const std::vector<size_t>& input_bytes, const std::vector<size_t>& output_bytes,
                     const compiler::ChipProfile& chip, const std::string& program);
+
+// ---- availability ------------------------------------------------------------------------------
+// The NotAvailable error off macOS (no framework, and no fake named by kFrameworkPathEnv).
+DriverError not_available_off_macos();
 
 // ---- statuses ----------------------------------------------------------------------------------
 enum class Phase { Compile, Load, Evaluate, Unload };

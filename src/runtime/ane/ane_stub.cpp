@@ -1,16 +1,15 @@
-// make_ane_driver where there is no AppleNeuralEngine.framework: every platform but macOS.
+// make_ane_driver where there is no AppleNeuralEngine.framework: every platform but macOS, unless
+// the driver is built against the test fake (ORION_ANE_FAKE, ane.cmake).
 #include "runtime/ane/ane_driver.h"
+#include "runtime/ane/ane_plan.h"
 
-#ifndef __APPLE__
+#if !defined(__APPLE__) && !defined(ORION_ANE_DRIVER_BUILT)
 
 namespace orion::runtime {
 
-std::unique_ptr<Driver> make_ane_driver(const DriverOptions&) {
-  throw DriverError(DriverStatus::NotAvailable,
-                    "the 'ane' driver is not available on this platform: the Apple Neural Engine is reached "
-                    "through macOS's private AppleNeuralEngine.framework",
-                    "use --backend anesim (the software ANE, same programs and rules) or --backend cpu");
-}
+std::unique_ptr<Driver> make_ane_driver(const DriverOptions&) { throw ane::not_available_off_macos(); }
+
+std::shared_ptr<ane::Framework> ane::framework_connection() { throw not_available_off_macos(); }
 
 }  // namespace orion::runtime
 

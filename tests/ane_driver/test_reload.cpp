@@ -1,0 +1,95 @@
+// The delta reload through the real driver against the fake framework (C10). The fake models the
+// hardware's two paths: unload → rewrite weights/*.bin → load keeps computing with the old weights
+// (the descriptor holds them), while a new, never-compiled model loaded from a folder with the
+// compiled `data` file patched takes the new ones — the path AneDriver::replace_weight_files takes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "compiler/mil/emit_mil.h"
+#include "fake_framework_env.h"
+#include "runtime/ane/ane_core.h"
+#include "runtime/ane/ane_driver.h"
+#include "runtime/ane/ane_framework.h"
+#include "runtime/anesim/anesim_driver.h"
+
+namespace orion::runtime::ane {
+namespace {
+
+using ir::ElemType;
+using ir::Value;
+
+// x [1, 64, 1, 384] → conv 1×1 with weight "w" (its values times `scale`) → y.
+compiler::CompiledProgram scaled_conv(float scale) {
+  ir::Graph g("conv");
+  Value x = g.input("x", {ElemType::F16, {1, 64, 1, 384}});
+  std::vector<float> w(64 * 64);
+  for (size_t i = 0; i < w.size(); i++) w[i] = test::process_scale() * scale * 0.01f * float(i % 13);
+  g.add_output("y", g.add_node(ir::Op::Conv1x1, {x, g.constant_f32("w", {64, 64, 1, 1}, w)}, {}, "proj"));
+  return compiler::emit_mil(g, compiler::default_chip());
+}
+
+Surface input_of(const compiler::CompiledProgram& p) {
+  Surface x(p.inputs.alloc_bytes);
+  std::vector<float> v(64 * 384);
+  for (size_t i = 0; i < v.size(); i++) v[i] = float(i % 31) / 31.0f - 0.5f;
+  x.write_f32(v.data(), v.size());
+  return x;
+}
+
+// What a fresh compile of `p` computes (anesim).
+std::vector<uint8_t> fresh(const compiler::CompiledProgram& p) {
+  auto sim = anesim::make_anesim_driver();
+  auto q = sim->compile(p.mil_text, p.weights, "fresh");
+  sim->load(*q);
+  Surface x = input_of(p), y(p.outputs.alloc_bytes);
+  sim->evaluate(*q, {&x}, {&y});
+  return {y.data(), y.data() + y.alloc_bytes()};
+}
+
+TEST(AneDriverReload, DeltaReloadComputesAsAFreshCompileOfTheNewWeights) {
+  ORION_REQUIRE_FAKE_FRAMEWORK();
+  const auto one = scaled_conv(1.0f), two = scaled_conv(2.0f);
+  ASSERT_EQ(one.mil_text, two.mil_text);
+  ASSERT_NE(fresh(one), fresh(two));
+  auto driver = make_ane_driver({});
+  auto p = driver->compile(one.mil_text, one.weights, "conv");
+  Surface x = input_of(one), y(one.outputs.alloc_bytes);
+  driver->load(*p);
+  driver->evaluate(*p, {&x}, {&y});
+  EXPECT_EQ(std::vector<uint8_t>(y.data(), y.data() + y.alloc_bytes()), fresh(one));
+  const int compiles = driver->counters().compiles;
+
+  driver->unload(*p);
+  driver->replace_weight_files(*p, two.weights);
+  driver->load(*p);
+  driver->evaluate(*p, {&x}, {&y});
+  EXPECT_EQ(std::vector<uint8_t>(y.data(), y.data() + y.alloc_bytes()), fresh(two));
+  EXPECT_EQ(driver->counters().compiles, compiles) << "the reload must not compile";
+}
+
+// The variant public probes measured as stale, committed through the driver's Objective-C half.
+TEST(AneDriverReload, RewritingTheWeightFilesOfALoadedModelIsStale) {
+  ORION_REQUIRE_FAKE_FRAMEWORK();
+  const auto one = scaled_conv(1.0f), two = scaled_conv(2.0f);
+  auto framework = framework_connection();
+  const auto entries = plan_weight_entries(one.weights, "conv");
+  auto m = framework->create_model(one.mil_text, entries);
+  ASSERT_NE(m, nullptr);
+  const ModelDir dir = model_dir_layout(framework->temp_dir(), m->hex_identifier());
+  write_model_dir(dir, one.mil_text, entries);
+  ASSERT_TRUE(m->compile(kQoS).ok);
+  ASSERT_TRUE(m->load(kQoS).ok);
+  ASSERT_TRUE(m->unload(kQoS).ok);
+  write_weight_files(dir, plan_weight_entries(two.weights, "conv"));
+  ASSERT_TRUE(m->load(kQoS).ok);
+  Surface x = input_of(one), y(one.outputs.alloc_bytes);
+  ASSERT_TRUE(m->evaluate(kQoS, {&x}, {0}, {&y}, {0}).ok);
+  EXPECT_EQ(std::vector<uint8_t>(y.data(), y.data() + y.alloc_bytes()), fresh(one)) << "the old weights, still";
+  EXPECT_TRUE(m->unload(kQoS).ok);
+  remove_model_dir(dir);
+}
+
+}  // namespace
+}  // namespace orion::runtime::ane
