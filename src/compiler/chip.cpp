@@ -27,8 +27,8 @@ const std::vector<ChipProfile>& profiles() {
   // rest of the timing model's parameters (anesim_timing.cpp) each has its public source, or says
   // it is fitted or borrowed, in docs/ane-timing.md.
   static const std::vector<ChipProfile> p = {
-      make("m1", "1.0", "ios16", true, 64, 11.0, 0.381),  make("m2", "1.0", "ios16", true, 64, 15.8, 0.381),
-      make("m3", "1.3", "ios18", false, 64, 18.0, 0.095), make("m4", "1.3", "ios18", false, 64, 19.0, 0.095),
+      make("m1", "1.0", "ios16", true, 64, 11.0, 0.381),   make("m2", "1.0", "ios16", true, 64, 15.8, 0.381),
+      make("m3", "1.3", "ios18", false, 64, 18.0, 0.095),  make("m4", "1.3", "ios18", false, 64, 19.0, 0.095),
       make("m5", "1.5", "ios18", false, 128, 18.2, 0.095),
   };
   return p;

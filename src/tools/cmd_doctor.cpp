@@ -2,6 +2,7 @@
 // kernels look for, the path each kernel family takes, threads, what the build includes (MPI, the
 // Python binding), whether the ANE is reachable and which chip profile applies, and the compile
 // budget. `--json` prints the same as one object.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -98,16 +99,20 @@ void print_text(const json& j) {
   std::printf("cpu:            %s\n", j["cpu"]["model"].get<std::string>().c_str());
   std::string have, lack;
   for (auto& [name, present] : j["cpu"]["features"].items()) (present.get<bool>() ? have : lack) += " " + name;
-  std::printf("cpu features:  %s%s\n", have.empty() ? " none" : have.c_str(), lack.empty() ? "" : ("   (lacks" + lack + ")").c_str());
+  std::printf("cpu features:  %s%s\n", have.empty() ? " none" : have.c_str(),
+              lack.empty() ? "" : ("   (lacks" + lack + ")").c_str());
   std::printf("instruction set: %s", j["cpu"]["isa"].get<std::string>().c_str());
   if (j["cpu"].contains("isa_request_refused"))
     std::printf("  (%s)", j["cpu"]["isa_request_refused"].get<std::string>().c_str());
   std::printf("\nkernels:\n");
-  for (auto& [family, path] : j["kernels"].items()) std::printf("  %-70s %s\n", family.c_str(), path.get<std::string>().c_str());
+  size_t width = 0;
+  for (auto& [family, path] : j["kernels"].items()) width = std::max(width, family.size());
+  for (auto& [family, path] : j["kernels"].items())
+    std::printf("  %-*s  %s\n", int(width), family.c_str(), path.get<std::string>().c_str());
   std::printf("threads:        %d\n", j["threads"].get<int>());
   std::printf("blas:           %s\n", j["blas"].get<std::string>().c_str());
   std::printf("mpi:            %s\n", j["mpi"].get<bool>() ? "built in: orion train runs data-parallel under mpirun"
-                                                          : "not built in: orion train runs as one process");
+                                                           : "not built in: orion train runs as one process");
   std::printf("python binding: %s\n", j["python_binding"].get<bool>() ? "built" : "not built");
   std::printf("ane:            %s\n", j["ane"]["message"].get<std::string>().c_str());
   const std::string chip = j["chip"]["profile"];

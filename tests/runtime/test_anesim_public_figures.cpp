@@ -67,8 +67,8 @@ std::vector<Row> all_rows() {
     for (const json& k : d["workloads"][f["workload"].get<std::string>()]["kernels"]) kernels.push_back(parse_kernel(k));
     Row r{f["id"], f["chip"], f["device"], f["quote"], f["source"], f["unit"], f["role"]};
     r.measured = f["value"];
-    r.predicted = predict_workload(kernels, parse_measure(f["measure"]), f.value("tokens", 1.0),
-                                   compiler::chip_profile(r.chip));
+    r.predicted =
+        predict_workload(kernels, parse_measure(f["measure"]), f.value("tokens", 1.0), compiler::chip_profile(r.chip));
     rows.push_back(r);
   }
   for (const json& sw : d["sweeps"]) {
@@ -119,15 +119,17 @@ std::string figures_table(const std::vector<Row>& rows) {
   t += "\n";
   for (const char* role : {"fit", "held-out"}) {
     const ErrorSummary s = summarise(rows, role);
-    t += fmt::format("- **{}** ({} figures): median error ×{:.2f}, worst ×{:.2f}, geometric mean of "
-                     "predicted / measured {:.2f}\n",
-                     role, s.n, s.median, s.worst, s.geomean_ratio);
+    t += fmt::format(
+        "- **{}** ({} figures): median error ×{:.2f}, worst ×{:.2f}, geometric mean of "
+        "predicted / measured {:.2f}\n",
+        role, s.n, s.median, s.worst, s.geomean_ratio);
   }
   return t;
 }
 
 std::string parameters_table() {
-  std::string t = "| chip | fp16 TFLOPS | SRAM MiB | DRAM GB/s | dispatch ms | host copy GB/s | compile ms/program | load GB/s |\n";
+  std::string t =
+      "| chip | fp16 TFLOPS | SRAM MiB | DRAM GB/s | dispatch ms | host copy GB/s | compile ms/program | load GB/s |\n";
   t += "|---|---|---|---|---|---|---|---|\n";
   for (const std::string& name : compiler::chip_names()) {
     const ChipTiming c = chip_timing(compiler::chip_profile(name));
@@ -158,8 +160,8 @@ void check_section(const std::string& name, const std::string& generated) {
     std::ofstream(path, std::ios::binary) << doc;
     return;
   }
-  EXPECT_EQ(doc.substr(b, e - b), generated) << "docs/ane-timing.md's " << name
-                                             << " table is not what the model predicts; ORION_UPDATE_GOLDEN=1 rewrites it";
+  EXPECT_EQ(doc.substr(b, e - b), generated)
+      << "docs/ane-timing.md's " << name << " table is not what the model predicts; ORION_UPDATE_GOLDEN=1 rewrites it";
 }
 
 TEST(anesim_PublicFigures, DocumentTablesAreWhatTheModelPredicts) {

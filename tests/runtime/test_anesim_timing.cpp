@@ -139,7 +139,7 @@ TEST(anesim_Timing, CountersAccumulateThePredictionOfEveryEvaluation) {
   EXPECT_DOUBLE_EQ(cost.flops, 16.0 * 2 * 768 * 768 * 32);
   EXPECT_EQ(cost.surface_bytes, 2 * 768 * 32 * 2);
   EXPECT_GE(cost.working_set_bytes, 16ll * 768 * 768 * 2);  // the weights stay resident
-  EXPECT_GE(cost.constant_bytes, 16ll * 768 * 768 * 2);  // the weights (and a few scalars)
+  EXPECT_GE(cost.constant_bytes, 16ll * 768 * 768 * 2);     // the weights (and a few scalars)
   EXPECT_LT(cost.constant_bytes, 16ll * 768 * 768 * 2 + 4096);
   const TimingBreakdown first = d.predicted(*p);  // before any evaluation: weights still in DRAM
   EXPECT_EQ(first.dram_bytes, cost.constant_bytes);

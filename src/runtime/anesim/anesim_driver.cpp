@@ -35,9 +35,9 @@ class AnesimProgram final : public DriverProgram {
   bool files_replaced = false;
   std::unique_ptr<Plan> plan;  // present while loaded
   ProgramCost cost;
-  int serial = 0;                 // this driver's number for the program (timing: is it resident?)
+  int serial = 0;  // this driver's number for the program (timing: is it resident?)
   bool evaluated = false;
-  TimingBreakdown last;           // the prediction of its latest evaluation
+  TimingBreakdown last;  // the prediction of its latest evaluation
 
   const std::string& name() const override { return program_name; }
   bool loaded() const override { return plan != nullptr; }

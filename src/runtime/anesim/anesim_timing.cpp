@@ -128,7 +128,7 @@ ChipTiming chip_timing(const compiler::ChipProfile& chip) {
   NamedTiming row = kTimingTable[3];  // m4
   for (const NamedTiming& t : kTimingTable)
     if (chip.name == t.chip) row = t;
-  return {chip.fp16_tflops, chip.dispatch_ms,   chip.sram_bytes, row.dram_gbps,
+  return {chip.fp16_tflops, chip.dispatch_ms,           chip.sram_bytes, row.dram_gbps,
           kHostCopyGbps,    row.compile_ms_per_program, kLoadGbps};
 }
 
@@ -159,9 +159,7 @@ TimingBreakdown predict_evaluation(const ProgramCost& cost, const ChipTiming& ch
 
 double surface_copy_ms(double bytes, const ChipTiming& chip) { return bytes / bytes_per_ms(chip.host_copy_gbps); }
 
-double reload_ms(double weight_bytes, const ChipTiming& chip) {
-  return weight_bytes / bytes_per_ms(chip.load_gbps);
-}
+double reload_ms(double weight_bytes, const ChipTiming& chip) { return weight_bytes / bytes_per_ms(chip.load_gbps); }
 
 double compile_and_load_ms(int programs, double weight_bytes, const ChipTiming& chip) {
   return programs * chip.compile_ms_per_program + reload_ms(weight_bytes, chip);

@@ -42,7 +42,6 @@ enum class Measure {
 };
 Measure parse_measure(const std::string& s);  // "ane_ms", "total_ms", "tok_s", "compile_ms", "reload_ms"
 
-double predict_workload(const std::vector<KernelSpec>& kernels, Measure m, double tokens,
-                        const compiler::ChipProfile& chip);
+double predict_workload(const std::vector<KernelSpec>& kernels, Measure m, double tokens, const compiler::ChipProfile& chip);
 
 }  // namespace orion::runtime::anesim

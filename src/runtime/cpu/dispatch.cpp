@@ -174,10 +174,14 @@ bool cpu_has_avx512_vnni() {
 
 std::vector<CpuFeature> cpu_features() {
   const bool avx512_vnni = cpu_has_avx512_vnni(), avx_vnni = cpu_has_avx_vnni();
-  return {{"avx2", bool(__builtin_cpu_supports("avx2"))},       {"fma", bool(__builtin_cpu_supports("fma"))},
-          {"f16c", has_f16c()},                                 {"avx512f", bool(__builtin_cpu_supports("avx512f"))},
-          {"avx512bw", bool(__builtin_cpu_supports("avx512bw"))}, {"avx512vl", bool(__builtin_cpu_supports("avx512vl"))},
-          {"avx512dq", bool(__builtin_cpu_supports("avx512dq"))}, {"avx512_vnni", avx512_vnni},
+  return {{"avx2", bool(__builtin_cpu_supports("avx2"))},
+          {"fma", bool(__builtin_cpu_supports("fma"))},
+          {"f16c", has_f16c()},
+          {"avx512f", bool(__builtin_cpu_supports("avx512f"))},
+          {"avx512bw", bool(__builtin_cpu_supports("avx512bw"))},
+          {"avx512vl", bool(__builtin_cpu_supports("avx512vl"))},
+          {"avx512dq", bool(__builtin_cpu_supports("avx512dq"))},
+          {"avx512_vnni", avx512_vnni},
           {"avx_vnni", avx_vnni}};
 }
 
