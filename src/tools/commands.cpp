@@ -7,6 +7,8 @@
 
 namespace orion::tools {
 
+void add_doctor_command(CLI::App& app);  // cmd_doctor.cpp
+
 void add_all_commands(CLI::App& app) {
   add_demo_command(app);
   add_generate_command(app);
@@ -24,6 +26,7 @@ void add_all_commands(CLI::App& app) {
   add_bench_train_command(app);
   add_data_command(app);
   add_tokenizer_command(app);
+  add_doctor_command(app);
 }
 
 namespace {

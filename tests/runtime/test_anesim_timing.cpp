@@ -1,5 +1,7 @@
-// anesim's timing model (anesim_timing.cpp): plausible figures against DESIGN.md §2/§4, monotone
-// in work, dispatch-dominated for tiny programs, the C20 SRAM penalty, and counters that add up.
+// anesim's timing model (anesim_timing.cpp), term by term: utilisation, dispatch-dominated tiny
+// programs, compute-bound deep ones, weight streaming from DRAM (cold programs, and beyond SRAM),
+// faster chips faster, compile and load, and counters that add up. The model against public
+// figures: test_anesim_public_figures.cpp.
 #include <gtest/gtest.h>
 
 #include "anesim_test_util.h"
@@ -45,22 +47,78 @@ TEST(anesim_Timing, MonotoneInFlopsBytesAndWorkingSet) {
   }
   const double small = predict_evaluation({1e9, 20, 1 << 20, 1 << 20}, m4()).total_ms;
   const double more_io = predict_evaluation({1e9, 20, 1 << 20, 4 << 20}, m4()).total_ms;
-  EXPECT_NEAR(more_io - small, double(3 << 20) / kSurfaceCopyBytesPerMs, 1e-9);
-  // DESIGN.md §4: an IOSurface round trip of GPT-2's widest boundary costs ~2.3 ms.
-  EXPECT_NEAR(predict_evaluation({0, 0, 0, 2 * 768 * 1024 * 2}, m4()).copy_ms, 2.3, 0.05);
+  EXPECT_NEAR(more_io - small, surface_copy_ms(3 << 20, chip_timing(m4())), 1e-9);
+  EXPECT_NEAR(surface_copy_ms(3 << 20, chip_timing(m4())), double(3 << 20) / (chip_timing(m4()).host_copy_gbps * 1e6),
+              1e-12);
 }
 
-TEST(anesim_Timing, WorkingSetBeyondSramCostsThirtyPercent) {
-  const ProgramCost in_sram{1e10, 32, m4().sram_bytes, 0}, beyond{1e10, 32, m4().sram_bytes + 1, 0};
-  const TimingBreakdown a = predict_evaluation(in_sram, m4()), b = predict_evaluation(beyond, m4());
+TEST(anesim_Timing, ColdProgramsFetchTheirWeightsResidentOnesDoNot) {
+  // 16 MB of weights, little compute: memory-bound when cold, dispatch + compute when resident.
+  const ProgramCost c{1e8, 20, 17 << 20, 1 << 20, 16 << 20};
+  const TimingBreakdown cold = predict_evaluation(c, m4(), false), warm = predict_evaluation(c, m4(), true);
+  EXPECT_EQ(cold.dram_bytes, 16 << 20);
+  EXPECT_NEAR(cold.memory_ms, double(16 << 20) / (chip_timing(m4()).dram_gbps * 1e6), 1e-12);
+  EXPECT_GT(cold.memory_ms, cold.compute_ms);
+  EXPECT_NEAR(cold.total_ms, cold.dispatch_ms + cold.memory_ms + cold.copy_ms, 1e-12);
+  EXPECT_EQ(warm.dram_bytes, 0);
+  EXPECT_NEAR(warm.total_ms, warm.dispatch_ms + warm.compute_ms + warm.copy_ms, 1e-12);
+  // Compute and streaming overlap: the slower of the two counts, not their sum.
+  const ProgramCost heavy{2e10, 32, 17 << 20, 0, 16 << 20};
+  const TimingBreakdown h = predict_evaluation(heavy, m4(), false);
+  EXPECT_GT(h.compute_ms, h.memory_ms);
+  EXPECT_NEAR(h.total_ms, h.dispatch_ms + h.compute_ms, 1e-12);
+}
+
+TEST(anesim_Timing, StreamingKicksInAboveSram) {
+  // A resident program: nothing streams while its working set fits, the excess streams beyond.
+  const int64_t sram = m4().sram_bytes;
+  const ProgramCost fits{1e9, 32, sram, 0, sram - (1 << 20)}, beyond{1e9, 32, sram + (8 << 20), 0, sram + (7 << 20)};
+  const TimingBreakdown a = predict_evaluation(fits, m4(), true), b = predict_evaluation(beyond, m4(), true);
   EXPECT_FALSE(a.over_sram);
+  EXPECT_EQ(a.dram_bytes, 0);
   EXPECT_TRUE(b.over_sram);
-  EXPECT_NEAR(b.compute_ms / a.compute_ms, 1.3, 1e-12);
+  EXPECT_EQ(b.dram_bytes, 8 << 20);  // the weights that do not fit, fetched on every evaluation
+  EXPECT_GT(b.total_ms, a.total_ms);
+  // Activations alone beyond SRAM are written out and read back.
+  const ProgramCost spill{1e9, 32, sram + (4 << 20), 0, 0};
+  EXPECT_EQ(predict_evaluation(spill, m4(), true).dram_bytes, 2 * (4 << 20));
+  // Streaming costs less on a chip whose ANE reaches more DRAM bandwidth.
+  ChipTiming faster_dram = chip_timing(m4());
+  faster_dram.dram_gbps *= 2;
+  EXPECT_LT(predict_evaluation(beyond, faster_dram, true).memory_ms, b.memory_ms);
 }
 
-TEST(anesim_Timing, SlowerChipsPredictMoreTime) {
-  const ProgramCost c{1e10, 32, 1 << 20, 1 << 20};
-  EXPECT_GT(predict_evaluation(c, compiler::chip_profile("m1")).total_ms, predict_evaluation(c, m4()).total_ms);
+TEST(anesim_Timing, MoreFlopsPerSecondMeansFasterComputeBoundKernels) {
+  const ProgramCost c{5e10, 32, 1 << 20, 0, 0};  // compute-bound: 50 GFLOP, no weights to fetch
+  compiler::ChipProfile faster = m4();
+  faster.fp16_tflops *= 2;
+  EXPECT_NEAR(predict_evaluation(c, faster).compute_ms * 2, predict_evaluation(c, m4()).compute_ms, 1e-9);
+  // M1 (11 TFLOPS, slower dispatch) is well behind M4 on a compute-bound kernel.
+  const double m1 = predict_evaluation(c, compiler::chip_profile("m1")).total_ms;
+  EXPECT_GT(m1, 1.5 * predict_evaluation(c, m4()).total_ms);
+}
+
+TEST(anesim_Timing, CompileAndLoadScaleWithProgramsAndWeights) {
+  const ChipTiming t = chip_timing(m4());
+  EXPECT_NEAR(compile_and_load_ms(24, 0, t), 24 * t.compile_ms_per_program, 1e-9);
+  EXPECT_NEAR(reload_ms(1e9, t), 1e9 / (t.load_gbps * 1e6), 1e-9);
+  EXPECT_NEAR(compile_and_load_ms(10, 1e8, t), 10 * t.compile_ms_per_program + reload_ms(1e8, t), 1e-9);
+  EXPECT_GT(compile_and_load_ms(60, 3.4e8, chip_timing(compiler::chip_profile("m1"))), compile_and_load_ms(60, 3.4e8, t));
+}
+
+TEST(anesim_Timing, ChipTimingTakesTheProfileAndTheTable) {
+  for (const std::string& name : compiler::chip_names()) {
+    const compiler::ChipProfile& p = compiler::chip_profile(name);
+    const ChipTiming t = chip_timing(p);
+    EXPECT_EQ(t.fp16_tflops, p.fp16_tflops) << name;
+    EXPECT_EQ(t.dispatch_ms, p.dispatch_ms) << name;
+    EXPECT_EQ(t.sram_bytes, p.sram_bytes) << name;
+    EXPECT_GT(t.dram_gbps, 0) << name;
+    EXPECT_GT(t.compile_ms_per_program, 0) << name;
+  }
+  compiler::ChipProfile custom = m4();
+  custom.name = "custom";
+  EXPECT_EQ(chip_timing(custom).dram_gbps, chip_timing(m4()).dram_gbps);
 }
 
 TEST(anesim_Timing, CountersAccumulateThePredictionOfEveryEvaluation) {
@@ -81,13 +139,22 @@ TEST(anesim_Timing, CountersAccumulateThePredictionOfEveryEvaluation) {
   EXPECT_DOUBLE_EQ(cost.flops, 16.0 * 2 * 768 * 768 * 32);
   EXPECT_EQ(cost.surface_bytes, 2 * 768 * 32 * 2);
   EXPECT_GE(cost.working_set_bytes, 16ll * 768 * 768 * 2);  // the weights stay resident
+  EXPECT_GE(cost.constant_bytes, 16ll * 768 * 768 * 2);     // the weights (and a few scalars)
+  EXPECT_LT(cost.constant_bytes, 16ll * 768 * 768 * 2 + 4096);
+  const TimingBreakdown first = d.predicted(*p);  // before any evaluation: weights still in DRAM
+  EXPECT_EQ(first.dram_bytes, cost.constant_bytes);
   auto in = test::make_surfaces(1, 49152), out = test::make_surfaces(1, 49152);
   for (int i = 0; i < 3; i++) d.evaluate(*p, in.ptrs(), out.ptrs());
+  // The first evaluation fetched the weights; the next two found them in SRAM (18 MiB fits).
   const TimingBreakdown t = d.predicted(*p);
+  EXPECT_EQ(t.dram_bytes, 0);
   EXPECT_EQ(t.utilisation, 0.94);
-  EXPECT_NEAR(d.counters().predicted_ane_ms, 3 * t.total_ms, 1e-9);
+  EXPECT_NEAR(d.counters().predicted_ane_ms, first.total_ms + 2 * t.total_ms, 1e-9);
+  EXPECT_GT(first.total_ms, t.total_ms);
   EXPECT_GT(t.total_ms, t.dispatch_ms);
   EXPECT_LT(t.total_ms, 1.0);  // 0.6 GFLOP: well under a millisecond on an ANE
+  EXPECT_NEAR(d.predicted_compile_ms(), chip_timing(m4()).compile_ms_per_program, 1e-9);
+  EXPECT_NEAR(d.predicted_load_ms(), reload_ms(double(cost.constant_bytes), chip_timing(m4())), 1e-9);
   std::printf("  deep 16-conv program: %.3f ms predicted (dispatch %.3f, compute %.3f, copy %.3f)\n", t.total_ms,
               t.dispatch_ms, t.compute_ms, t.copy_ms);
 }

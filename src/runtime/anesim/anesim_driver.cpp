@@ -35,6 +35,9 @@ class AnesimProgram final : public DriverProgram {
   bool files_replaced = false;
   std::unique_ptr<Plan> plan;  // present while loaded
   ProgramCost cost;
+  int serial = 0;  // this driver's number for the program (timing: is it resident?)
+  bool evaluated = false;
+  TimingBreakdown last;  // the prediction of its latest evaluation
 
   const std::string& name() const override { return program_name; }
   bool loaded() const override { return plan != nullptr; }
@@ -187,6 +190,8 @@ std::unique_ptr<DriverProgram> AnesimDriver::compile(const std::string& mil_text
     for (auto& [n, bytes] : sorted_inputs(parsed.graph)) p->inputs.push_back(n), p->input_bytes.push_back(bytes);
     for (auto& [n, bytes] : sorted_outputs(parsed.graph)) p->outputs.push_back(n), p->output_bytes.push_back(bytes);
     p->cost = program_cost(parsed.graph, sram);
+    p->serial = ++programs_compiled_;
+    predicted_compile_ms_ += compile_and_load_ms(1, 0, chip_timing(*chip_));
     p->compiled = std::make_shared<const ir::Graph>(std::move(parsed.graph));  // weights copied into the graph
     p->weight_files = weights;
     return p;
@@ -222,6 +227,8 @@ void AnesimDriver::load(DriverProgram& dp) {
   // Otherwise the hardware keeps the network it compiled (C10): stale after a delta reload.
   if (!p.plan) p.plan = std::make_unique<Plan>(p.compiled, p.inputs, p.outputs);
   counters_.loads++;
+  predicted_load_ms_ += reload_ms(double(p.cost.constant_bytes), chip_timing(*chip_));
+  last_evaluated_ = 0;  // loading moved weights through the ANE: nothing is known to be resident
 }
 
 void AnesimDriver::unload(DriverProgram& dp) {
@@ -255,10 +262,16 @@ void AnesimDriver::evaluate(DriverProgram& dp, const std::vector<Surface*>& inpu
   for (Surface* s : outputs) out.push_back(s->f16());
   p.plan->run(in, out);
   counters_.evaluations++;
-  counters_.predicted_ane_ms += predict_evaluation(p.cost, *chip_).total_ms;
+  p.last = predict_evaluation(p.cost, *chip_, /*weights_resident=*/last_evaluated_ == p.serial);
+  p.evaluated = true;
+  last_evaluated_ = p.serial;
+  counters_.predicted_ane_ms += p.last.total_ms;
 }
 
-TimingBreakdown AnesimDriver::predicted(const DriverProgram& p) const { return predict_evaluation(cost(p), *chip_); }
+TimingBreakdown AnesimDriver::predicted(const DriverProgram& dp) const {
+  const AnesimProgram& p = own(this, const_cast<DriverProgram&>(dp));
+  return p.evaluated ? p.last : predict_evaluation(p.cost, *chip_);
+}
 
 const ProgramCost& AnesimDriver::cost(const DriverProgram& p) const { return own(this, const_cast<DriverProgram&>(p)).cost; }
 

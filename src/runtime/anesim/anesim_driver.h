@@ -38,14 +38,21 @@ class AnesimDriver final : public Driver {
   void evaluate(DriverProgram& p, const std::vector<Surface*>& inputs, const std::vector<Surface*>& outputs) override;
   const DriverCounters& counters() const override { return counters_; }
 
-  // What one evaluation of p would take on the ANE (the figure evaluate adds to counters()).
+  // What p's latest evaluation would have taken on the ANE (the figure evaluate added to
+  // counters()); before any, what a first evaluation would take (weights not resident).
   TimingBreakdown predicted(const DriverProgram& p) const;
   const ProgramCost& cost(const DriverProgram& p) const;
+  // The timing model's compile and load times of every compile() and load() so far.
+  double predicted_compile_ms() const { return predicted_compile_ms_; }
+  double predicted_load_ms() const { return predicted_load_ms_; }
 
  private:
   const compiler::ChipProfile* chip_;
   DriverOptions options_;
   DriverCounters counters_;
+  int programs_compiled_ = 0;
+  int last_evaluated_ = 0;  // serial of the program evaluated last (its weights may be in SRAM)
+  double predicted_compile_ms_ = 0, predicted_load_ms_ = 0;
 };
 
 std::unique_ptr<Driver> make_anesim_driver(const DriverOptions& options = {});

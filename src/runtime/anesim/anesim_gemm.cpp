@@ -63,17 +63,30 @@ void tile_generic(const Operands& o, int m0, int mr, int n0) {
 [[gnu::target("avx2")]] void tile_avx2(const Operands& o, int m0, int mr, int n0) { tile<16>(o, m0, mr, n0); }
 [[gnu::target("avx512f")]] void tile_avx512(const Operands& o, int m0, int mr, int n0) { tile<32>(o, m0, mr, n0); }
 
+// The tile kernel of the active instruction set and its width in columns.
+struct TileChoice {
+  TileFn fn;
+  int NR;
+  const char* path;
+};
+TileChoice tile_choice() {
+  switch (cpu::active_isa()) {
+    case cpu::Isa::Avx512: return {tile_avx512, 32, "avx512 (32-column tiles)"};
+    case cpu::Isa::Avx2: return {tile_avx2, 16, "avx2 (16-column tiles)"};
+    case cpu::Isa::Generic: break;
+  }
+  return {tile_generic<8>, 8, "generic (8-column tiles)"};
+}
+
 }  // namespace
+
+const char* gemm_fixed_order_path() { return tile_choice().path; }
 
 void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M, int K,
                       int N) {
-  TileFn fn = tile_generic<8>;
-  int NR = 8;
-  switch (cpu::active_isa()) {
-    case cpu::Isa::Avx512: fn = tile_avx512, NR = 32; break;
-    case cpu::Isa::Avx2: fn = tile_avx2, NR = 16; break;
-    case cpu::Isa::Generic: break;
-  }
+  const TileChoice choice = tile_choice();
+  const TileFn fn = choice.fn;
+  const int NR = choice.NR;
   const Operands o{a, a_row, a_k, b, ldb, c, K, N};
   const int m_tiles = (M + MR - 1) / MR, n_whole = N / NR, n_tiles = n_whole + (N % NR ? 1 : 0);
   const int64_t tiles = int64_t(m_tiles) * n_tiles;

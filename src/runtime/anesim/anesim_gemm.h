@@ -17,6 +17,8 @@ namespace orion::runtime::anesim {
 //                                   a transposed [K, M] has a_row = 1, a_k = M)
 //   B: [K, N] row-major (row stride ldb ≥ N)        C: [M, N] row-major
 // Multithreaded (OpenMP) above a small size; vectorised across n with the active CPU ISA.
+// The tile kernel gemm_fixed_order uses on this CPU ("avx512 (32-column tiles)", …; `orion doctor`).
+const char* gemm_fixed_order_path();
 void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M, int K,
                       int N);
 

@@ -16,7 +16,9 @@
 
 #include <cpuid.h>
 
+#include "runtime/cpu/kernel_paths.h"
 #include "runtime/cpu/kernels_impl.h"
+#include "runtime/cpu/kernels_q8.h"
 
 namespace orion::cpu {
 namespace {
@@ -160,6 +162,28 @@ void attention(float* out, const float* q, const float* k, const float* v, int T
                      kv_stride, att.data());
     }
   }
+}
+
+bool cpu_has_avx_vnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
+}
+bool cpu_has_avx512_vnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11)) != 0;
+}
+
+std::vector<CpuFeature> cpu_features() {
+  const bool avx512_vnni = cpu_has_avx512_vnni(), avx_vnni = cpu_has_avx_vnni();
+  return {{"avx2", bool(__builtin_cpu_supports("avx2"))},
+          {"fma", bool(__builtin_cpu_supports("fma"))},
+          {"f16c", has_f16c()},
+          {"avx512f", bool(__builtin_cpu_supports("avx512f"))},
+          {"avx512bw", bool(__builtin_cpu_supports("avx512bw"))},
+          {"avx512vl", bool(__builtin_cpu_supports("avx512vl"))},
+          {"avx512dq", bool(__builtin_cpu_supports("avx512dq"))},
+          {"avx512_vnni", avx512_vnni},
+          {"avx_vnni", avx_vnni}};
 }
 
 // --- memory bandwidth ----------------------------------------------------------------------------

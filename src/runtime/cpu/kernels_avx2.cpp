@@ -209,11 +209,6 @@ void axpy(float* y, float s, const float* x, int n) {
 //    ones sums those pairs into 8 int32.
 // Either way the block's dot product, exact; the AVX-VNNI one is chosen when the CPU has it.
 
-// AVX-VNNI: CPUID leaf 7 subleaf 1, EAX bit 4.
-bool cpu_has_avx_vnni() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
-}
 bool g_vnni = cpu_has_avx_vnni();
 
 inline float block_scale(const uint8_t* block) {
@@ -274,6 +269,7 @@ struct Avx2Q8 {
 
 const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy};
 
+bool avx2_vnni_on() { return g_vnni; }
 bool set_avx2_vnni(bool on) {
   g_vnni = on && cpu_has_avx_vnni();
   return g_vnni;

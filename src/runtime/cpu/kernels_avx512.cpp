@@ -225,11 +225,6 @@ void axpy(float* y, float s, const float* x, int n) {
 // The int32 sums become fp32 and are FMAed with d_w·d_x of their block: both fp16 scales of the
 // row's pair widened at once (vcvtph2ps), times the activations' two scales.
 
-// AVX512-VNNI: CPUID leaf 7, ECX bit 11.
-bool cpu_has_avx512_vnni() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11)) != 0;
-}
 bool g_vnni = cpu_has_avx512_vnni();
 
 
@@ -395,6 +390,7 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
 
 const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy};
 
+bool avx512_vnni_on() { return g_vnni; }
 bool set_avx512_vnni(bool on) {
   g_vnni = on && cpu_has_avx512_vnni();
   return g_vnni;

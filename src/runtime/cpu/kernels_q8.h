@@ -75,5 +75,9 @@ void q8_gemm_avx512(float* y, const float* x, const void* W, const float* bias, 
 // returns whether it is on.
 bool set_avx2_vnni(bool on);
 bool set_avx512_vnni(bool on);
+bool cpu_has_avx_vnni();     // CPUID leaf 7 subleaf 1, EAX bit 4 (dispatch.cpp)
+bool cpu_has_avx512_vnni();  // CPUID leaf 7, ECX bit 11
+bool avx2_vnni_on();         // the current setting of each (on by default when the CPU has it)
+bool avx512_vnni_on();
 
 }  // namespace orion::cpu

@@ -184,7 +184,8 @@ TensorMap AneBlocksBase::run(KernelRole role, int layer, const TensorMap& inputs
         ph_.predicted_copy_ms += tb.copy_ms;
     double weight_bytes = 0;
     for (const runtime::WeightInput& w : p.k->weight_inputs()) weight_bytes += double(w.declared.bytes());
-    ph_.predicted_weight_stream_ms += weight_bytes / runtime::anesim::kSurfaceCopyBytesPerMs;
+    ph_.predicted_weight_stream_ms +=
+        runtime::anesim::surface_copy_ms(weight_bytes, runtime::anesim::chip_timing(driver_->chip()));
   }
   ph_.evaluations++;
   return out;
