@@ -43,7 +43,8 @@ std::vector<io::GgufOutValue> tokenizer_keys(const ConvertArgs& a) {
   namespace fs = std::filesystem;
   std::vector<io::GgufOutValue> keys;
   if (a.tokenizer.empty() && !a.in.empty() && is_gguf_file(a.in)) {
-    for (const auto& [key, value] : io::GgufFile::open(a.in).metadata())
+    const io::GgufFile in = io::GgufFile::open(a.in);
+    for (const auto& [key, value] : in.metadata())
       if (key.starts_with("tokenizer.")) keys.push_back({key, value});
     return keys;
   }
