@@ -185,5 +185,34 @@ TEST(GgufFamilyFiles, BrokenFilesAreRefusedByName) {
   expect_input_error(load(p), p, {"qwen2.attention.sliding_window", "not supported"});
 }
 
+// The Qwen3 reader (head size, q/k norms, reordering) on damaged files: every cut through the header
+// and tensor table, and single bytes changed there, is an Input error naming the file or a file
+// that still reads — never a crash (the libFuzzer target fuzz_gguf runs this at scale).
+TEST(GgufFamilyFiles, DamagedQwen3FilesAreInputErrors) {
+  std::string why;
+  const std::string& root = test::hf_reference_dir(&why);
+  if (root.empty()) GTEST_SKIP() << why;
+  const std::string good_path = written(root + "/qwen3", "good.gguf"), good = test::slurp(good_path);
+  const std::string path = test::temp_dir() + "/bad.gguf";
+  size_t header = good.size();  // the tensor data starts after the header and the table
+  for (const io::GgufTensor& t : io::GgufFile::open(good_path).tensors()) header = std::min(header, t.file_offset);
+  auto expect_clean = [&](const std::string& bytes, const std::string& what) {
+    test::spit(path, bytes);
+    try {
+      load_model(path);
+    } catch (const Error& e) {
+      ASSERT_EQ(e.kind(), ErrorKind::Input) << what << ": " << e.what();
+      ASSERT_NE(std::string(e.what()).find(path), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  for (size_t n = 0; n < header; n++) expect_clean(good.substr(0, n), "cut to " + std::to_string(n));
+  for (size_t at = 0; at < header; at += 3)
+    for (uint8_t x : {uint8_t(0xff), uint8_t(0x01)}) {
+      std::string bad = good;
+      bad[at] = char(uint8_t(bad[at]) ^ x);
+      expect_clean(bad, "byte " + std::to_string(at) + " changed");
+    }
+}
+
 }  // namespace
 }  // namespace orion

@@ -213,6 +213,20 @@ void reorder_qk(ModelWeights& owner, LayerWeights& l, const ModelConfig& c, bool
   if (!l.q_norm.empty()) l.q_norm = vec(owner, l.q_norm, 1), l.k_norm = vec(owner, l.k_norm, 1);
 }
 
+// Before q/k rows are moved head by head, their shapes must be the config's (ModelWeights::validate
+// checks every other tensor after reading).
+void check_qk_shapes(const GgufFile& f, const std::string& blk, const LayerWeights& l, const ModelConfig& c) {
+  const int64_t C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim();
+  const std::pair<const char*, std::pair<const Tensor*, std::vector<int64_t>>> expected[] = {
+      {"attn_q.weight", {&l.wq, {Q, C}}}, {"attn_k.weight", {&l.wk, {KV, C}}},      {"attn_q.bias", {&l.bq, {Q}}},
+      {"attn_k.bias", {&l.bk, {KV}}},     {"attn_q_norm.weight", {&l.q_norm, {HS}}}, {"attn_k_norm.weight", {&l.k_norm, {HS}}}};
+  for (const auto& [name, want] : expected)
+    if (!want.first->empty() && want.first->shape != want.second)
+      throw_input_error(f.path(), fmt::format("shape [{}], expected [{}]", fmt::join(want.first->shape, ", "),
+                                              fmt::join(want.second, ", ")),
+                        blk + name, -1, "the file is not a complete model of its architecture");
+}
+
 // Llama 3's scaling from rope_freqs.weight, when the file has it.
 void read_rope_divisors(const GgufFile& f, ModelConfig& c, Taken& taken) {
   const GgufTensor* t = f.find("rope_freqs.weight");
@@ -245,7 +259,10 @@ ModelWeights read_gguf(const std::string& path) {
     LayerWeights& l = w.layers[size_t(i)];
     const std::string blk = fmt::format("blk.{}.", i);
     for (const LayerSlot& s : slots) l.*s.field = read_tensor(f, w, blk + s.name, s.vector, taken);
-    if (layout.rotate_half_qk) reorder_qk(w, l, c, /*to_file=*/false);
+    if (layout.rotate_half_qk) {
+      check_qk_shapes(f, blk, l, c);
+      reorder_qk(w, l, c, /*to_file=*/false);
+    }
     if (!layout.fused_qkv) continue;
     // attn_qkv [NH·HS + 2·NKV·HS, C]: q rows, then k, then v — views into one tensor.
     const int64_t q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
