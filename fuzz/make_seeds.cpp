@@ -65,6 +65,16 @@ void model_seeds() {
   ModelConfig q8 = tiny(Arch::Llama);
   q8.dim = 32, q8.hidden_dim = 32;  // q8_0 rows are whole blocks of 32
   save_model(random_weights(q8, 3), seed_path("gguf", "llama_q8_0.gguf"), ModelFormat::Gguf, DType::Q8_0);
+  // The Llama relatives' keys and tensors: q/k/v biases in Hugging Face's q/k order (qwen2), per-head
+  // q/k norms and a head size of its own (qwen3), rope_freqs (Llama 3), a sliding window (Mistral).
+  ModelConfig qwen2 = tiny(Arch::Qwen2), qwen3 = tiny(Arch::Qwen3), llama3 = tiny(Arch::Llama), mistral = tiny(Arch::Mistral);
+  qwen3.head_size = 8;
+  llama3.rope_scaling = {RopeScaling::Kind::Llama3, 8, 1, 4, 16};
+  mistral.sliding_window = 4;
+  save_model(random_weights(qwen2, 4), seed_path("gguf", "qwen2.gguf"), ModelFormat::Gguf);
+  save_model(random_weights(qwen3, 5), seed_path("gguf", "qwen3_f16.gguf"), ModelFormat::Gguf, DType::F16);
+  save_model(random_weights(llama3, 6), seed_path("gguf", "llama3.gguf"), ModelFormat::Gguf);
+  save_model(random_weights(mistral, 7), seed_path("gguf", "mistral.gguf"), ModelFormat::Gguf);
   int i = 0;
   for (auto [w, dtype] : {std::pair{&llama, DType::F32}, {&llama, DType::F16}, {&gpt2, DType::BF16}}) {
     std::string dir = tmp + "/st" + std::to_string(i);

@@ -15,7 +15,7 @@ struct ChatSetup {
 };
 
 // The chat template of the folder holding `model_path` (or the folder itself) and its end-of-turn
-// ids. A folder without a chat template: Input error whose hint is `orion generate` without --chat.
+// ids; a GGUF model's own tokenizer.chat_template when it has one. A folder without a chat template: Input error whose hint is `orion generate` without --chat.
 ChatSetup load_chat_setup(const std::string& model_path, const Tokenizer& tokenizer);
 
 // The rendered prompt's token ids. The text carries the special tokens as text ("<|im_start|>"):

@@ -1,17 +1,22 @@
 // `orion convert`: read a model in any supported format and write it in another — or, with
 // --config, write random weights of a preset (to benchmark or try the tools with no download).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "base/error.h"
+#include "base/file.h"
+#include "model/chat/chat_template.h"
+#include "model/io/gguf_file.h"
 #include "model/io/model_io.h"
+#include "model/tokenizer/gguf_tokenizer.h"
 #include "tools/command.h"
 
 namespace orion::tools {
 namespace {
 
 struct ConvertArgs {
-  std::string in, out, to, from, dtype, config;
+  std::string in, out, to, from, dtype, config, tokenizer;
   uint64_t seed = 1;
 };
 
@@ -30,6 +35,40 @@ std::optional<ModelFormat> format_arg(const std::string& s, const char* flag) {
   return f;
 }
 
+// The tokenizer a GGUF output carries, so that `orion generate --model x.gguf` needs nothing else:
+// a GGUF input's own tokenizer.* keys, else the tokenizer.json given (--tokenizer) or beside the
+// input, with the chat template of its folder. None (and a note saying why) when there is no such
+// tokenizer or GGUF cannot hold it.
+std::vector<io::GgufOutValue> tokenizer_keys(const ConvertArgs& a) {
+  namespace fs = std::filesystem;
+  std::vector<io::GgufOutValue> keys;
+  if (a.tokenizer.empty() && !a.in.empty() && is_gguf_file(a.in)) {
+    const io::GgufFile in = io::GgufFile::open(a.in);
+    for (const auto& [key, value] : in.metadata())
+      if (key.starts_with("tokenizer.")) keys.push_back({key, value});
+    return keys;
+  }
+  std::string tok = a.tokenizer;
+  if (tok.empty() && !a.in.empty()) {
+    const fs::path dir = is_directory(a.in) ? fs::path(a.in) : fs::path(a.in).parent_path();
+    if (fs::exists(dir / "tokenizer.json")) tok = (dir / "tokenizer.json").string();
+  }
+  if (tok.empty()) return keys;
+  std::string why_not;
+  keys = gguf_tokenizer_metadata(tok, &why_not);
+  if (keys.empty()) {
+    std::fprintf(stderr, "note: %s is not stored in the GGUF file: %s; pass --tokenizer to orion generate\n", tok.c_str(),
+                 why_not.c_str());
+    return keys;
+  }
+  std::string dir = fs::path(tok).parent_path().string();
+  if (dir.empty()) dir = ".";
+  if (chat::ChatTemplate::folder_has_template(dir))
+    keys.push_back({"tokenizer.chat_template",
+                    {io::GgufValueType::String, {}, chat::ChatTemplate::from_model_folder(dir).source()}});
+  return keys;
+}
+
 void run_convert(const ConvertArgs& a) {
   std::optional<DType> dtype = dtype_arg(a.dtype);
   std::optional<ModelFormat> to = format_arg(a.to, "--to");
@@ -45,7 +84,8 @@ void run_convert(const ConvertArgs& a) {
     throw_usage_error(
         fmt::format("cannot tell the output format from the name '{}'", a.out), "--to",
         "add --to llama2c|llama2c-v1|safetensors|llmc|gguf, or name the output *.bin / *.safetensors / *.gguf / a folder");
-  save_model(w, a.out, *to, dtype);
+  if (*to == ModelFormat::Gguf) save_gguf_model(w, a.out, dtype, tokenizer_keys(a));
+  else save_model(w, a.out, *to, dtype);
   const bool keeps_dtype = *to == ModelFormat::Safetensors || *to == ModelFormat::Gguf;
   DType written = dtype ? *dtype : (keeps_dtype ? w.matrix_dtype() : DType::F32);
   std::printf("wrote %s: %s, %s, %s\n", a.out.c_str(), format_description(*to).c_str(), w.config.describe().c_str(),
@@ -63,7 +103,8 @@ void add_convert_command(CLI::App& app) {
       "  llama2c-v1   llama2.c .bin, version 1 (\"ak42\" header), fp32, Llama only\n"
       "  safetensors  Hugging Face model.safetensors + config.json (a folder), f32/f16/bf16, every family\n"
       "  llmc         llm.c gpt2_124M.bin, fp32 (version 3) or bf16 (version 5), GPT-2 only\n"
-      "  gguf         llama.cpp .gguf (version 3; reads 2 and 3), f32/f16/bf16/q8_0, Llama and GPT-2\n"
+      "  gguf         llama.cpp .gguf (version 3; reads 2 and 3), f32/f16/bf16/q8_0, every family; with the\n"
+      "               tokenizer.json beside --in (or --tokenizer) and its chat template in its metadata\n"
       "q8_0 is llama.cpp's Q8_0 (blocks of 32 int8 weights with an fp16 scale); only gguf stores it.\n"
       "Without --to the output name decides: *.safetensors or a folder → safetensors; *.gguf → gguf;\n"
       "*.bin → llama2c for Llama models, llmc for GPT-2. The input format is detected from the file.\n"
@@ -80,6 +121,7 @@ void add_convert_command(CLI::App& app) {
       ->excludes(in);
   cmd->add_option("--seed", args->seed, "Random seed for --config's weights")->capture_default_str();
   cmd->add_option("--out", args->out, "Output file or folder (existing files are replaced atomically)")->required();
+  cmd->add_option("--tokenizer", args->tokenizer, "gguf output: the tokenizer.json to store (default: the one beside --in)");
   cmd->add_option("--to", args->to, "Output format: llama2c, llama2c-v1, safetensors, llmc, gguf");
   cmd->add_option("--from", args->from, "Input format, to skip detection: llama2c, llama2c-v1, safetensors, llmc, gguf");
   cmd->add_option("--dtype", args->dtype, "Matrix dtype to write: f32, f16, bf16, q8_0 (gguf only) (default: as loaded; f32 for .bin)");

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "hf_reference_util.h"
 #include "model/io/io_internal.h"
 #include "model/io/model_io.h"
 #include "model/transformer.h"
@@ -23,28 +24,7 @@
 namespace orion {
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";  // Debian's, with python3-numpy
-
-// The reference folders, made once per test program ("" with the reason when they cannot be).
-const std::string& reference_dir(std::string* why_not) {
-  static std::string dir, reason;
-  static bool made = false;
-  if (!made) {
-    made = true;
-    if (!std::filesystem::exists(kPython)) {
-      reason = "no /usr/bin/python3 (install python3 and python3-numpy)";
-    } else if (std::system((std::string(kPython) + " -c 'import numpy' 2>/dev/null").c_str()) != 0) {
-      reason = "/usr/bin/python3 cannot import numpy (install python3-numpy)";
-    } else {
-      const std::string out = test::temp_dir() + "/hf_reference";
-      const std::string script = test::data_path("../model/hf_reference/make_tiny_hf_models.py");
-      if (std::system((std::string(kPython) + " " + script + " " + out).c_str()) == 0) dir = out;
-      else reason = "make_tiny_hf_models.py failed";
-    }
-  }
-  *why_not = reason;
-  return dir;
-}
+const std::string& reference_dir(std::string* why_not) { return test::hf_reference_dir(why_not); }
 
 struct Expected {
   std::vector<int> tokens;

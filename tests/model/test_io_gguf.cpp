@@ -19,6 +19,7 @@ namespace {
 using test::expect_input_error;
 using test::expect_same_weights;
 using test::random_model;
+using test::rewrite_gguf_with;
 using test::tiny_gpt2;
 using test::tiny_llama;
 
@@ -155,31 +156,23 @@ TEST(ModelIoGguf, MalformedFilesNameTheFieldAndWhatWasExpected) {
   expect_input_error(load, path, {"blk.1.ffn_down.weight.offset", "alignment"});
 }
 
-// Rewrites a GGUF file with more metadata and tensors (Orion's writer, the file's own entries).
-void rewrite_with(const std::string& path, std::vector<io::GgufOutValue> kv, std::vector<io::GgufOutTensor> tensors) {
-  io::GgufFile f = io::GgufFile::open(path);
-  for (auto& [key, value] : f.metadata()) kv.push_back({key, value});
-  for (const io::GgufTensor& t : f.tensors()) tensors.push_back({t.name, t.data, *t.dtype, t.shape, *t.dtype});
-  io::write_gguf(path + ".new", kv, tensors);
-  std::filesystem::rename(path + ".new", path);
-}
-
-// What a plain block would silently get wrong is refused: an extra tensor (Qwen3's q norm, Llama 3's
-// RoPE frequency factors), RoPE scaling, a head size other than C/NH.
+// What the family's block would silently get wrong is refused: an extra tensor (Qwen3's q norm in a
+// Llama file), RoPE scaling other than Llama 3's, value heads of another size than key heads.
 TEST(ModelIoGguf, FeaturesAPlainBlockLacksAreRefused) {
   ModelWeights w = random_model(tiny_llama(), 39);
   const float norm[16] = {1};
   std::string path = write_gguf_file(w, "q.gguf");
-  rewrite_with(path, {}, {{"blk.0.attn_q_norm.weight", norm, DType::F32, {16}, DType::F32}});
+  rewrite_gguf_with(path, {}, {{"blk.0.attn_q_norm.weight", norm, DType::F32, {16}, DType::F32}});
   expect_input_error([&] { load_model(path); }, path, {"blk.0.attn_q_norm.weight", "does not know"});
 
   path = write_gguf_file(w, "r.gguf");
-  rewrite_with(path, {{"llama.rope.scaling.type", {io::GgufValueType::String, {}, "linear"}}}, {});
+  rewrite_gguf_with(path, {{"llama.rope.scaling.type", {io::GgufValueType::String, {}, "linear"}}}, {});
   expect_input_error([&] { load_model(path); }, path, {"llama.rope.scaling.type", "linear", "not supported"});
 
+  // A head size of its own is read (Qwen3's); values of another size than keys are not.
   path = write_gguf_file(w, "k.gguf");
-  rewrite_with(path, {{"llama.attention.key_length", {io::GgufValueType::U32, {}, 32}}}, {});
-  expect_input_error([&] { load_model(path); }, path, {"llama.attention.key_length"});
+  rewrite_gguf_with(path, {{"llama.attention.value_length", {io::GgufValueType::U32, {}, 32}}}, {});
+  expect_input_error([&] { load_model(path); }, path, {"llama.attention.value_length"});
 }
 
 TEST(ModelIoGguf, ConvertNamesGgufByExtension) {

@@ -3,7 +3,9 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "model/io/gguf_file.h"
 #include "model/io/model_io.h"
 #include "model/weights.h"
 
@@ -151,6 +154,20 @@ inline void edit_safetensors(const std::string& path, F&& edit) {
   std::string text = header.dump();
   uint64_t len = text.size();
   spit(path, std::string(reinterpret_cast<const char*>(&len), 8) + text + data);
+}
+
+// Rewrites a GGUF file with more metadata and tensors (Orion's writer, the file's own entries),
+// leaving out the keys and tensors named in `drop`.
+inline void rewrite_gguf_with(const std::string& path, std::vector<io::GgufOutValue> kv,
+                              std::vector<io::GgufOutTensor> tensors, const std::vector<std::string>& drop = {}) {
+  io::GgufFile f = io::GgufFile::open(path);
+  auto dropped = [&](const std::string& name) { return std::find(drop.begin(), drop.end(), name) != drop.end(); };
+  for (auto& [key, value] : f.metadata())
+    if (!dropped(key)) kv.push_back({key, value});
+  for (const io::GgufTensor& t : f.tensors())
+    if (!dropped(t.name)) tensors.push_back({t.name, t.data, *t.dtype, t.shape, *t.dtype});
+  io::write_gguf(path + ".new", kv, tensors);
+  std::filesystem::rename(path + ".new", path);
 }
 
 }  // namespace orion::test

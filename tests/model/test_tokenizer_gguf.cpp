@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/file.h"
 #include "model/io/gguf_file.h"
+#include "model/tokenizer/gguf_tokenizer.h"
 #include "model/tokenizer/llama2c_tokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 #include "support.h"
@@ -66,10 +67,10 @@ struct Kind {
 
 class GgufTokenizerGolden : public ::testing::TestWithParam<Kind> {};
 
-TEST_P(GgufTokenizerGolden, IdsAndDecodingEqualTheReference) {
-  const Kind k = GetParam();
+// The tokenizer read from `keys` gives the transformers.js goldens of kind k.
+void expect_golden_ids(const Kind& k, const std::vector<GgufOutValue>& keys) {
   const json golden = json::parse(read_text_file(kind_dir(k.kind) + "/golden.json"));
-  auto tok = load_tokenizer(write_keys(gguf_keys_of(k.kind, k.pre, k.add_bos)));
+  auto tok = load_tokenizer(write_keys(keys));
   EXPECT_EQ(tok->name(), "hf-bpe-bytelevel");
   EXPECT_EQ(tok->bos_id(), golden["bos_id"].get<int>());
   EXPECT_EQ(tok->eos_id(), golden["eos_id"].get<int>());
@@ -84,6 +85,29 @@ TEST_P(GgufTokenizerGolden, IdsAndDecodingEqualTheReference) {
     EXPECT_EQ(tok->decode(plain), c["decoded_plain"].get<std::string>());
     if (++failures == 10) FAIL() << "stopping after 10 strings that differ";
   }
+}
+
+TEST_P(GgufTokenizerGolden, IdsAndDecodingEqualTheReference) {
+  const Kind k = GetParam();
+  expect_golden_ids(k, gguf_keys_of(k.kind, k.pre, k.add_bos));
+}
+
+// Orion's writer (orion convert --to gguf): the keys it makes from the tokenizer.json name the
+// pre-tokenizer llama.cpp names, and the tokenizer read back from them gives the same goldens.
+TEST_P(GgufTokenizerGolden, KeysWrittenFromTheTokenizerJsonGiveTheSameIds) {
+  const Kind k = GetParam();
+  std::string why;
+  std::vector<GgufOutValue> keys = gguf_tokenizer_metadata(kind_dir(k.kind) + "/tokenizer.json", &why);
+  ASSERT_FALSE(keys.empty()) << why;
+  for (const GgufOutValue& kv : keys) {
+    if (kv.key == "tokenizer.ggml.pre") {
+      EXPECT_EQ(kv.value.value, k.pre);
+    }
+    if (kv.key == "tokenizer.ggml.add_bos_token") {
+      EXPECT_EQ(kv.value.value, k.add_bos);
+    }
+  }
+  expect_golden_ids(k, keys);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, GgufTokenizerGolden,
@@ -108,6 +132,16 @@ TEST(GgufTokenizer, SentencePieceScoresEncodeLikeTheTokenizerBin) {
                            "\tTabs\nand lines"}) {
     EXPECT_EQ(tok->encode(text, true), ref.encode(text, true)) << text;
     EXPECT_EQ(tok->decode(tok->encode(text, false)), ref.decode(ref.encode(text, false))) << text;
+  }
+}
+
+// SentencePiece-style BPE tokenizer.json files (Llama 2, Mistral: Metaspace, byte fallback) are not
+// GGUF's gpt2 kind: no keys, and the reason.
+TEST(GgufTokenizer, WriterDeclinesTokenizersItCannotHold) {
+  for (const char* kind : {"llama2", "mistral"}) {
+    std::string why;
+    EXPECT_TRUE(gguf_tokenizer_metadata(kind_dir(kind) + "/tokenizer.json", &why).empty()) << kind;
+    EXPECT_NE(why.find("pre-tokenizer"), std::string::npos) << why;
   }
 }
 

@@ -49,7 +49,7 @@ jinja::Value strftime_now_function(const std::tm& now) {
 }
 
 ChatTemplate::ChatTemplate(const std::string& source, std::string name, std::string bos_token, std::string eos_token)
-    : template_(source, std::move(name)), bos_(std::move(bos_token)), eos_(std::move(eos_token)) {}
+    : template_(source, std::move(name)), source_(source), bos_(std::move(bos_token)), eos_(std::move(eos_token)) {}
 
 bool ChatTemplate::folder_has_template(const std::string& dir) {
   const std::string cfg = dir + "/tokenizer_config.json";

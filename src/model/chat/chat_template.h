@@ -54,10 +54,11 @@ class ChatTemplate {
   const std::string& bos_token() const { return bos_; }
   const std::string& eos_token() const { return eos_; }
   const std::string& name() const { return template_.name(); }
+  const std::string& source() const { return source_; }  // the Jinja text
 
  private:
   jinja::Template template_;
-  std::string bos_, eos_;
+  std::string source_, bos_, eos_;
   std::vector<std::string> special_;  // special tokens' text (tokenizer_config added_tokens_decoder)
 };
 

@@ -61,8 +61,15 @@ struct PeftLayout {
 // How llama.cpp's GGUF files hold this family (model/io/gguf_model.cpp reads and writes them; the
 // tensor and key names are llama.cpp's, the same for every architecture).
 struct GgufLayout {
-  const char* arch;        // general.architecture: "llama", "gpt2"
+  const char* arch;        // general.architecture: "llama", "gpt2", "qwen2"
   bool fused_qkv = false;  // one blk.N.attn_qkv tensor (q, k, v rows) instead of attn_q, attn_k, attn_v
+  // q/k rows (and the q/k biases and norm gains) in Hugging Face's rotate-half order: llama.cpp keeps
+  // them so for the architectures it runs with NEOX-style RoPE (qwen2, qwen3). false: the
+  // interleaved-pair order its converter permutes "llama" files into, which is Orion's canonical one.
+  bool rotate_half_qk = false;
+  // The family of this arch's files that have attention.sliding_window: Mistral, written as "llama"
+  // like llama.cpp's converter does; a "llama" file without a window reads as Llama.
+  bool windowed = false;
 };
 
 class ModelFamily {

@@ -89,7 +89,23 @@ class Cursor {
     if (t > uint32_t(GgufValueType::F64)) fail(field, fmt::format("unknown value type {} (expected 0 to 12)", t), at);
     return GgufValueType(t);
   }
-  GgufValue value(const std::string& field) {
+  // Moves past `count` elements of type t, checking that they lie in the file.
+  void skip(GgufValueType t, uint64_t count, const std::string& field) {
+    static constexpr size_t kSize[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};  // by GgufValueType
+    if (t == GgufValueType::String) {
+      for (uint64_t i = 0; i < count; i++) {
+        const size_t at = pos_;
+        const uint64_t len = pod<uint64_t>(field);
+        if (len > left()) fail(field, fmt::format("a string of {} bytes is longer than the rest of the file", len), at);
+        pos_ += size_t(len);
+      }
+      return;
+    }
+    if (t == GgufValueType::Array) fail(field, "an array inside an array is not supported", pos_);
+    need(size_t(count) * kSize[size_t(t)], field);  // count ≤ left() already, so no overflow
+    pos_ += size_t(count) * kSize[size_t(t)];
+  }
+  GgufValue value(const std::string& field, GgufArrays arrays) {
     GgufValue v;
     v.type = value_type(field);
     if (v.type != GgufValueType::Array) {
@@ -103,6 +119,11 @@ class Cursor {
     const uint64_t min_size = v.element_type == GgufValueType::String ? 8 : 1;
     if (count > left() / min_size)
       fail(field, fmt::format("an array of {} elements cannot fit in the {} bytes left", count, left()), at);
+    v.count = count;
+    if (arrays == GgufArrays::Skip) {
+      skip(v.element_type, count, field);
+      return v;
+    }
     v.value = json::array();
     for (uint64_t i = 0; i < count; i++) v.value.push_back(scalar(v.element_type, field));
     return v;
@@ -148,7 +169,7 @@ uint32_t ggml_type_of(DType t) {
   return kGgmlF32;
 }
 
-GgufFile GgufFile::open(const std::string& path) {
+GgufFile GgufFile::open(const std::string& path, GgufArrays arrays) {
   GgufFile f;
   f.path_ = path;
   f.file_ = MappedFile::open(path);
@@ -165,7 +186,7 @@ GgufFile GgufFile::open(const std::string& path) {
   for (uint64_t i = 0; i < kv_count; i++) {
     const size_t at = c.pos();
     std::string key = c.str(fmt::format("metadata[{}].key", i));
-    GgufValue v = c.value(key);
+    GgufValue v = c.value(key, arrays);
     if (!f.metadata_.emplace(key, std::move(v)).second) c.fail(key, "the key appears twice", at);
   }
   if (tensor_count > c.left() / 8)

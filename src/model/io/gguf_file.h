@@ -36,8 +36,13 @@ uint32_t ggml_type_of(DType t);
 struct GgufValue {
   GgufValueType type = GgufValueType::U32;
   GgufValueType element_type = GgufValueType::U32;  // arrays only
-  nlohmann::json value;                             // number, bool, string, or array of them
+  nlohmann::json value;                             // number, bool, string, or array of them (null: skipped)
+  uint64_t count = 0;                               // arrays only: the number of elements
 };
+
+// Whether GgufFile::open turns metadata arrays (a tokenizer's 150 000 tokens and merges) into JSON,
+// or only checks that they fit in the file and skips them — all a model reader needs.
+enum class GgufArrays { Read, Skip };
 
 struct GgufTensor {
   std::string name;
@@ -55,7 +60,7 @@ struct GgufTensor {
 // reading them is the model reader's error to give. Keeps the mapping alive.
 class GgufFile {
  public:
-  static GgufFile open(const std::string& path);
+  static GgufFile open(const std::string& path, GgufArrays arrays = GgufArrays::Read);
   const std::string& path() const { return path_; }
   uint32_t version() const { return version_; }
   std::shared_ptr<MappedFile> mapping() const { return file_; }

@@ -9,8 +9,14 @@
 //   final_norm(_b)       output_norm.weight (.bias)      wo            blk.N.attn_output
 //   classifier           output.weight (absent: tied)    attn_norm     blk.N.attn_norm, ffn_norm
 //   gated FFN: w1 gate → ffn_gate, w3 up → ffn_up, w2 → ffn_down; plain FFN: w1 → ffn_up, w2 → ffn_down
-// Biases are the same names with ".bias". llama.cpp's converter stores Llama q/k rows in the
-// interleaved-pair RoPE order, which is Orion's canonical one, so they are read as they are.
+// Biases are the same names with ".bias"; Qwen2's q/k/v biases are attn_q.bias, attn_k.bias,
+// attn_v.bias, Qwen3's per-head q/k norms attn_q_norm.weight, attn_k_norm.weight [HS], Llama 3's RoPE
+// scaling rope_freqs.weight (gguf_rope.cpp). Keys: <arch>.attention.key_length = HS when it is not
+// C/NH, <arch>.attention.sliding_window (Mistral, written as "llama"; llama.cpp has no window there).
+// q/k order: llama.cpp's converter permutes "llama" q/k rows into the interleaved-pair RoPE order,
+// Orion's canonical one, so they are read as they are; for qwen2 and qwen3, which llama.cpp runs
+// with NEOX (rotate-half) RoPE, it keeps Hugging Face's order, so Orion permutes them (and the q/k
+// biases and norm gains, which follow the rows) on the way in and out (GgufLayout::rotate_half_qk).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -47,6 +53,14 @@ std::vector<LayerSlot> layer_slots(const Anatomy& a, bool fused_qkv) {
     matrix("attn_k", &LayerWeights::wk, &LayerWeights::bk);
     matrix("attn_v", &LayerWeights::wv, &LayerWeights::bv);
   }
+  if (a.qkv_bias)
+    for (auto [name, field] : {std::pair{"attn_q.bias", &LayerWeights::bq}, {"attn_k.bias", &LayerWeights::bk},
+                               {"attn_v.bias", &LayerWeights::bv}})
+      s.push_back({name, field, true});
+  if (a.qk_norm) {
+    s.push_back({"attn_q_norm.weight", &LayerWeights::q_norm, true});
+    s.push_back({"attn_k_norm.weight", &LayerWeights::k_norm, true});
+  }
   matrix("attn_output", &LayerWeights::wo, &LayerWeights::bo);
   s.push_back({"ffn_norm.weight", &LayerWeights::ffn_norm, true});
   if (a.norm == NormKind::LayerNorm) s.push_back({"ffn_norm.bias", &LayerWeights::ffn_norm_b, true});
@@ -68,7 +82,7 @@ const ModelFamily& family_of_arch(const GgufFile& f) {
   const std::string arch = v->value.get<std::string>();
   std::vector<std::string> known;
   for (const ModelFamily* fam : model_families())
-    if (auto g = fam->gguf()) {
+    if (auto g = fam->gguf(); g && !g->windowed) {
       if (arch == g->arch) return *fam;
       known.push_back(g->arch);
     }
@@ -135,6 +149,32 @@ Tensor read_tensor(const GgufFile& f, ModelWeights& w, const std::string& name, 
   return vector ? vector_f32(w, t.data, *t.dtype, t.shape[0]) : view_or_copy(w, t.data, *t.dtype, t.shape);
 }
 
+// The keys that change a Llama-like block: its head size, its RoPE, a sliding window (the windowed
+// family of the arch: Mistral for "llama"). What the families cannot run is refused by name.
+void read_block_features(const ModelFamily& fam, const GgufConfigReader& r, ModelConfig& c) {
+  if (r.find("attention.key_length")) {
+    const int hs = r.positive_int("attention.key_length");
+    if (int64_t(hs) * c.n_heads != c.dim) {
+      if (fam.anatomy().positions != Positions::Rope) r.refuse("attention.key_length", "a head size other than C / NH in GPT-2");
+      c.head_size = hs;
+    }
+  }
+  if (r.find("attention.value_length") && r.positive_int("attention.value_length") != c.head_dim())
+    r.refuse("attention.value_length", "a value head size other than the key head size");
+  if (r.find("rope.dimension_count") && r.positive_int("rope.dimension_count") != c.head_dim())
+    r.refuse("rope.dimension_count", "RoPE on part of each head");
+  if (const GgufValue* v = r.find("rope.scaling.type"); v && v->value != "none")
+    r.refuse("rope.scaling.type", "RoPE scaling " + shown(v->value));
+  if (!r.find("attention.sliding_window")) return;
+  for (const ModelFamily* w : model_families())
+    if (auto g = w->gguf(); g && g->windowed && std::string(g->arch) == fam.gguf()->arch) {
+      c.arch = w->id();
+      c.sliding_window = r.positive_int("attention.sliding_window");
+      return;
+    }
+  r.refuse("attention.sliding_window", fmt::format("sliding-window attention in {} models", fam.display_name()));
+}
+
 ModelConfig read_config(const GgufFile& f, const ModelFamily& fam) {
   const Anatomy a = fam.anatomy();
   GgufConfigReader r(f, fam.gguf()->arch);
@@ -150,12 +190,7 @@ ModelConfig read_config(const GgufFile& f, const ModelFamily& fam) {
                                                              : "attention.layer_norm_epsilon",
                                 1e-5f);
   if (a.positions == Positions::Rope) c.rope_theta = r.positive_float("rope.freq_base", 10000.0f);
-  // What a plain block cannot honour: a head size other than C/NH, RoPE scaling, a sliding window.
-  if (r.find("attention.key_length") && r.positive_int("attention.key_length") * c.n_heads != c.dim)
-    r.refuse("attention.key_length", "a head size other than embedding_length / head_count");
-  if (const GgufValue* v = r.find("rope.scaling.type"); v && v->value != "none")
-    r.refuse("rope.scaling.type", "RoPE scaling " + shown(v->value));
-  if (r.find("attention.sliding_window")) r.refuse("attention.sliding_window", "sliding-window attention");
+  read_block_features(fam, r, c);
   const GgufTensor& emb = tensor(f, "token_embd.weight");
   c.vocab_size = int(emb.shape[0]);
   if (r.find("vocab_size") && r.positive_int("vocab_size") != c.vocab_size)
@@ -168,26 +203,67 @@ ModelConfig read_config(const GgufFile& f, const ModelFamily& fam) {
   return c;
 }
 
+// Orion's interleaved q/k order ⇄ the rotate-half order of a rotate_half_qk file: the rows of wq
+// and wk, the q/k biases and the per-head norm gains (new tensors owned by `owner`).
+void reorder_qk(ModelWeights& owner, LayerWeights& l, const ModelConfig& c, bool to_file) {
+  auto rows = to_file ? hf_permute_rows : hf_unpermute_rows;
+  auto vec = to_file ? hf_permute_vector : hf_unpermute_vector;
+  l.wq = rows(owner, l.wq, c.n_heads), l.wk = rows(owner, l.wk, c.n_kv_heads);
+  if (!l.bq.empty()) l.bq = vec(owner, l.bq, c.n_heads), l.bk = vec(owner, l.bk, c.n_kv_heads);
+  if (!l.q_norm.empty()) l.q_norm = vec(owner, l.q_norm, 1), l.k_norm = vec(owner, l.k_norm, 1);
+}
+
+// Before q/k rows are moved head by head, their shapes must be the config's (ModelWeights::validate
+// checks every other tensor after reading).
+void check_qk_shapes(const GgufFile& f, const std::string& blk, const LayerWeights& l, const ModelConfig& c) {
+  const int64_t C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim();
+  const std::pair<const char*, std::pair<const Tensor*, std::vector<int64_t>>> expected[] = {
+      {"attn_q.weight", {&l.wq, {Q, C}}}, {"attn_k.weight", {&l.wk, {KV, C}}},      {"attn_q.bias", {&l.bq, {Q}}},
+      {"attn_k.bias", {&l.bk, {KV}}},     {"attn_q_norm.weight", {&l.q_norm, {HS}}}, {"attn_k_norm.weight", {&l.k_norm, {HS}}}};
+  for (const auto& [name, want] : expected)
+    if (!want.first->empty() && want.first->shape != want.second)
+      throw_input_error(f.path(), fmt::format("shape [{}], expected [{}]", fmt::join(want.first->shape, ", "),
+                                              fmt::join(want.second, ", ")),
+                        blk + name, -1, "the file is not a complete model of its architecture");
+}
+
+// Llama 3's scaling from rope_freqs.weight, when the file has it.
+void read_rope_divisors(const GgufFile& f, ModelConfig& c, Taken& taken) {
+  const GgufTensor* t = f.find("rope_freqs.weight");
+  if (!t || model_family(c.arch).anatomy().positions != Positions::Rope) return;
+  tensor(f, t->name);  // a type Orion reads
+  taken.insert(t->name);
+  if (t->shape.size() != 1) throw_input_error(f.path(), "expected a 1-D tensor", t->name, int64_t(t->file_offset));
+  std::vector<float> d(size_t(t->shape[0]));
+  convert_dtype(t->data, *t->dtype, d.data(), DType::F32, d.size());
+  c.rope_scaling = llama3_scaling_from_divisors(c, d, f.path(), t->name);
+}
+
 }  // namespace
 
 ModelWeights read_gguf(const std::string& path) {
-  GgufFile f = GgufFile::open(path);
-  const ModelFamily& fam = family_of_arch(f);
+  GgufFile f = GgufFile::open(path, GgufArrays::Skip);  // the tokenizer's arrays are the tokenizer reader's
   ModelWeights w;
-  w.config = read_config(f, fam);
+  w.config = read_config(f, family_of_arch(f));
+  const ModelFamily& fam = model_family(w.config.arch);  // Mistral for a windowed "llama" file
   w.keep(f.mapping());
   const ModelConfig& c = w.config;
   Taken taken;
+  read_rope_divisors(f, w.config, taken);
   w.tok_emb = read_tensor(f, w, "token_embd.weight", false, taken);
   if (fam.anatomy().positions == Positions::Learned) w.pos_emb = read_tensor(f, w, "position_embd.weight", false, taken);
-  const bool fused = fam.gguf()->fused_qkv;
-  const std::vector<LayerSlot> slots = layer_slots(fam.anatomy(), fused);
+  const GgufLayout layout = *fam.gguf();
+  const std::vector<LayerSlot> slots = layer_slots(fam.anatomy(), layout.fused_qkv);
   w.layers.resize(size_t(c.n_layers));
   for (int i = 0; i < c.n_layers; i++) {
     LayerWeights& l = w.layers[size_t(i)];
     const std::string blk = fmt::format("blk.{}.", i);
     for (const LayerSlot& s : slots) l.*s.field = read_tensor(f, w, blk + s.name, s.vector, taken);
-    if (!fused) continue;
+    if (layout.rotate_half_qk) {
+      check_qk_shapes(f, blk, l, c);
+      reorder_qk(w, l, c, /*to_file=*/false);
+    }
+    if (!layout.fused_qkv) continue;
     // attn_qkv [NH·HS + 2·NKV·HS, C]: q rows, then k, then v — views into one tensor.
     const int64_t q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
     Tensor qkv = read_tensor(f, w, blk + "attn_qkv.weight", false, taken);
@@ -204,8 +280,8 @@ ModelWeights read_gguf(const std::string& path) {
   w.final_norm = read_tensor(f, w, "output_norm.weight", true, taken);
   if (fam.anatomy().norm == NormKind::LayerNorm) w.final_norm_b = read_tensor(f, w, "output_norm.bias", true, taken);
   w.classifier = c.tied_embeddings ? w.tok_emb : read_tensor(f, w, "output.weight", false, taken);
-  // A tensor the plain block does not use (q/k norms, biases of another architecture, RoPE
-  // frequency factors) would change the numbers: refuse it instead of computing without it.
+  // A tensor the family's block does not use (q/k norms or biases of another architecture) would
+  // change the numbers: refuse it instead of computing without it.
   for (const GgufTensor& t : f.tensors())
     if (!taken.count(t.name))
       throw_input_error(path, fmt::format("a {} model read from GGUF has no tensor of this name; Orion does not know what it does",
@@ -232,19 +308,8 @@ int64_t file_type(DType dt) {
   return 0;
 }
 
-}  // namespace
-
-void write_gguf_model(const ModelWeights& w, const std::string& path, std::optional<DType> dtype) {
-  const ModelConfig& c = w.config;
-  const ModelFamily& fam = model_family(c.arch);
-  const std::optional<GgufLayout> layout = fam.gguf();
-  if (!layout)
-    throw_usage_error(fmt::format("Orion does not write {} models as GGUF", fam.display_name()), "to",
-                      "write safetensors instead");
-  c.require_plain_blocks(path, "the GGUF writer");
-  const Anatomy a = fam.anatomy();
-  const DType dt = dtype.value_or(w.matrix_dtype());
-  const std::string arch = layout->arch;
+// The model's keys: llama.cpp's for its dimensions, plus what its block has beyond the plain one.
+std::vector<GgufOutValue> model_metadata(const ModelConfig& c, const Anatomy& a, const std::string& arch, DType dt) {
   std::vector<GgufOutValue> meta = {
       string_value("general.architecture", arch),
       string_value("general.name", "orion"),
@@ -263,18 +328,46 @@ void write_gguf_model(const ModelWeights& w, const std::string& path, std::optio
     meta.push_back(f32_value(arch + ".rope.freq_base", c.rope_theta));
     meta.push_back(u32_value(arch + ".rope.dimension_count", c.head_dim()));
   }
+  if (c.head_size > 0) {
+    meta.push_back(u32_value(arch + ".attention.key_length", c.head_dim()));
+    meta.push_back(u32_value(arch + ".attention.value_length", c.head_dim()));
+  }
+  if (c.sliding_window > 0) meta.push_back(u32_value(arch + ".attention.sliding_window", c.sliding_window));
+  return meta;
+}
 
-  ModelWeights scratch;  // the fused qkv matrices
+}  // namespace
+
+void write_gguf_model(const ModelWeights& w, const std::string& path, std::optional<DType> dtype,
+                      const std::vector<GgufOutValue>& extra) {
+  const ModelConfig& c = w.config;
+  const ModelFamily& fam = model_family(c.arch);
+  const std::optional<GgufLayout> layout = fam.gguf();
+  if (!layout)
+    throw_usage_error(fmt::format("Orion does not write {} models as GGUF", fam.display_name()), "to",
+                      "write safetensors instead");
+  const Anatomy a = fam.anatomy();
+  const DType dt = dtype.value_or(w.matrix_dtype());
+  std::vector<GgufOutValue> meta = model_metadata(c, a, layout->arch, dt);
+  meta.insert(meta.end(), extra.begin(), extra.end());
+
+  ModelWeights scratch;  // the fused qkv matrices, the reordered q/k rows
   std::vector<GgufOutTensor> out;
   // Matrices in the requested dtype; vectors f32, as llama.cpp expects its norms and biases.
   auto add = [&](const std::string& name, const Tensor& t) {
     out.push_back({name, t.data, t.dtype, t.shape, t.shape.size() == 2 ? dt : DType::F32});
   };
+  std::vector<float> divisors;
+  if (c.rope_scaling.kind == RopeScaling::Kind::Llama3) {
+    divisors = llama3_rope_divisors(c);
+    add("rope_freqs.weight", Tensor{divisors.data(), DType::F32, {int64_t(divisors.size())}});
+  }
   add("token_embd.weight", row_slice(w.tok_emb, 0, c.vocab_size));  // without llm.c's padding rows
   if (a.positions == Positions::Learned) add("position_embd.weight", w.pos_emb);
   const std::vector<LayerSlot> slots = layer_slots(a, layout->fused_qkv);
   for (int i = 0; i < c.n_layers; i++) {
-    const LayerWeights& l = w.layers[size_t(i)];
+    LayerWeights l = w.layers[size_t(i)];
+    if (layout->rotate_half_qk) reorder_qk(scratch, l, c, /*to_file=*/true);
     const std::string blk = fmt::format("blk.{}.", i);
     if (layout->fused_qkv) {
       add(blk + "attn_qkv.weight", stack_rows(scratch, {&l.wq, &l.wk, &l.wv}, dt));

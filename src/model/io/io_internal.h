@@ -178,7 +178,17 @@ void write_llmc(const ModelWeights& w, const std::string& path, DType dtype);
 ModelWeights read_hf(const std::string& path);  // folder, model.safetensors or config.json; sharded folders too
 void write_hf(const ModelWeights& w, const std::string& path, std::optional<DType> dtype);
 ModelWeights read_gguf(const std::string& path);
-void write_gguf_model(const ModelWeights& w, const std::string& path, std::optional<DType> dtype);
+struct GgufOutValue;
+// `extra`: metadata written after the model's keys (a tokenizer's: gguf_tokenizer.h).
+void write_gguf_model(const ModelWeights& w, const std::string& path, std::optional<DType> dtype,
+                      const std::vector<GgufOutValue>& extra = {});
+
+// Llama 3's RoPE scaling as GGUF holds it: rope_freqs.weight, a divisor per frequency pair
+// (gguf_rope.cpp). The divisors of c's scaling, and the scaling of divisors read from `path`
+// (Input error naming `field` when they are not the llama3 rule).
+std::vector<float> llama3_rope_divisors(const ModelConfig& c);
+RopeScaling llama3_scaling_from_divisors(const ModelConfig& c, const std::vector<float>& divisors, const std::string& path,
+                                         const std::string& field);
 
 // RoPE frequency tables as llama2.c's legacy files carry them: [T, HS/2] each,
 // real[t][i] = cos(t · θ^(−2i/HS)), imag[t][i] = sin(...).

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/file.h"
 #include "model/family/family.h"
+#include "model/io/gguf_file.h"
 #include "model/io/io_internal.h"
 
 namespace orion {
@@ -149,6 +150,13 @@ void save_model(const ModelWeights& w, const std::string& path, ModelFormat form
     case ModelFormat::LlmC: io::write_llmc(w, path, dtype.value_or(DType::F32)); break;
     case ModelFormat::Gguf: io::write_gguf_model(w, path, dtype); break;
   }
+}
+
+void save_gguf_model(const ModelWeights& w, const std::string& path, std::optional<DType> dtype,
+                     const std::vector<io::GgufOutValue>& metadata) {
+  check_can_save(w, ModelFormat::Gguf, dtype);
+  w.validate(fmt::format("the weights to write to {}", path));
+  io::write_gguf_model(w, path, dtype, metadata);
 }
 
 std::optional<ModelFormat> format_for_output(const std::string& path, Arch arch) {

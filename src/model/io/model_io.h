@@ -15,11 +15,15 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/dtype.h"
 #include "model/weights.h"
 
 namespace orion {
+namespace io {
+struct GgufOutValue;
+}
 
 enum class ModelFormat { Llama2c, Llama2cV1, Safetensors, LlmC, Gguf };
 
@@ -48,6 +52,9 @@ ModelWeights load_model(const std::string& path, const LoadOptions& options = {}
 // *.safetensors file (config.json is written beside it). Impossible conversions (a GPT-2 model to
 // llama2.c, a Llama model to llm.c, f16 into a llama2.c file) are Usage errors.
 void save_model(const ModelWeights& w, const std::string& path, ModelFormat format, std::optional<DType> dtype = {});
+// save_model to GGUF with more metadata after the model's keys: a tokenizer's (gguf_tokenizer.h).
+void save_gguf_model(const ModelWeights& w, const std::string& path, std::optional<DType> dtype,
+                     const std::vector<io::GgufOutValue>& metadata);
 
 // The format a file name asks for, for `orion convert --out` without --to: *.safetensors or a
 // name without extension (a folder) → Safetensors; *.bin → llama2.c for Llama, llm.c for GPT-2.

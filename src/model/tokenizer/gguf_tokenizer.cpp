@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -169,7 +170,7 @@ bool is_gguf_file(const std::string& path) {
 }
 
 bool gguf_has_tokenizer(const std::string& path) {
-  return is_gguf_file(path) && io::GgufFile::open(path).find_value("tokenizer.ggml.model") != nullptr;
+  return is_gguf_file(path) && io::GgufFile::open(path, io::GgufArrays::Skip).find_value("tokenizer.ggml.model") != nullptr;
 }
 
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path) {
@@ -183,6 +184,104 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path) {
   if (model == "gpt2") return byte_level_bpe(f, k, tokens);
   if (model == "llama") return sentencepiece_scores(f, k, tokens);
   k.fail("model", fmt::format("tokenizer kind \"{}\" is not one Orion reads from GGUF (it reads gpt2 and llama)", model));
+}
+
+// ---- writing -------------------------------------------------------------------------------------
+
+namespace {
+
+// What decides how a pipeline tokenizes, without the fields that do not (trim_offsets, …): two
+// pipelines with equal signatures split text the same way.
+json signature(const json& j) {
+  if (j.is_array()) {
+    json out = json::array();
+    for (const json& e : j) out.push_back(signature(e));
+    return out;
+  }
+  if (!j.is_object()) return j;
+  json out = json::object();
+  for (const char* k : {"type", "pattern", "Regex", "String", "behavior", "invert", "use_regex", "individual_digits",
+                        "add_prefix_space", "pretokenizers", "normalizers"})
+    if (j.contains(k)) out[k] = signature(j[k]);
+  return out;
+}
+
+// The tokenizer.ggml.pre name whose pipeline a tokenizer.json has; empty when none.
+std::string pre_tokenizer_name(const json& doc) {
+  const json model = doc.value("model", json::object());
+  const bool ignore_merges = model.is_object() && model.value("ignore_merges", false);
+  for (const char* name : {"gpt-2", "llama-bpe", "qwen2", "smollm"}) {
+    const ByteLevelPipeline p = *pipeline_for(name);
+    if (signature(doc.value("pre_tokenizer", json())) == signature(p.pre_tokenizer) &&
+        signature(doc.value("normalizer", json())) == signature(p.normalizer) && ignore_merges == p.ignore_merges)
+      return name;
+  }
+  return {};
+}
+
+io::GgufOutValue string_array(const std::string& key, json values) {
+  return {key, {GgufValueType::Array, GgufValueType::String, std::move(values)}};
+}
+
+}  // namespace
+
+std::vector<io::GgufOutValue> gguf_tokenizer_metadata(const std::string& tokenizer_json, std::string* why_not) {
+  json doc;
+  try {
+    doc = json::parse(read_text_file(tokenizer_json));
+  } catch (const json::exception& e) {
+    throw_input_error(tokenizer_json, std::string("not valid JSON: ") + e.what());
+  }
+  const json model = doc.value("model", json::object());
+  if (!model.is_object() || model.value("type", "") != "BPE" || !model.contains("vocab") || !model["vocab"].is_object()) {
+    *why_not = "its model is not a BPE with a vocab (GGUF's gpt2 tokenizer)";
+    return {};
+  }
+  const std::string pre = pre_tokenizer_name(doc);
+  if (pre.empty()) {
+    *why_not = "its pre-tokenizer is none of those GGUF files name that Orion reads (gpt-2, llama-bpe, qwen2, smollm)";
+    return {};
+  }
+  // Orion's reader checks the file (an Input error for a broken one) before its fields are used.
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer(tokenizer_json);
+  // Every id: the vocab, then the added tokens (control when special, else user-defined).
+  std::map<int64_t, std::pair<std::string, int>> by_id;
+  for (const auto& [text, id] : model["vocab"].items())
+    if (id.is_number_integer() && id.get<int64_t>() >= 0) by_id[id.get<int64_t>()] = {text, 1};
+  for (const json& t : doc.value("added_tokens", json::array()))
+    if (t.is_object() && t.value("id", json(-1)).is_number_integer() && t["id"].get<int64_t>() >= 0)
+      by_id[t["id"].get<int64_t>()] = {t.value("content", ""), t.value("special", false) ? kControlToken : kUserDefinedToken};
+  if (by_id.empty() || by_id.rbegin()->first > (1 << 24)) {
+    *why_not = "its token ids are not 0 … n − 1";
+    return {};
+  }
+  json tokens = json::array(), types = json::array(), merges = json::array();
+  for (int64_t id = 0; id <= by_id.rbegin()->first; id++) {
+    auto it = by_id.find(id);
+    tokens.push_back(it != by_id.end() ? it->second.first : fmt::format("[PAD{}]", id));  // a gap: llama.cpp's filler
+    types.push_back(it != by_id.end() ? it->second.second : 5);                             // 5: unused
+  }
+  for (const json& m : model.value("merges", json::array()))
+    merges.push_back(m.is_array() && m.size() == 2 ? json(m[0].get<std::string>() + " " + m[1].get<std::string>()) : m);
+  // BOS, EOS and whether encoding adds them: as Orion's reader of this tokenizer.json has them.
+  const std::vector<int> plain = tok->encode("a", false), with = tok->encode("a", true);
+  std::vector<io::GgufOutValue> out = {
+      {"tokenizer.ggml.model", {GgufValueType::String, {}, "gpt2"}},
+      {"tokenizer.ggml.pre", {GgufValueType::String, {}, pre}},
+      string_array("tokenizer.ggml.tokens", std::move(tokens)),
+      {"tokenizer.ggml.token_type", {GgufValueType::Array, GgufValueType::I32, std::move(types)}},
+      string_array("tokenizer.ggml.merges", std::move(merges)),
+  };
+  auto id_key = [&](const char* key, int id) {
+    if (id >= 0) out.push_back({key, {GgufValueType::U32, {}, id}});
+  };
+  id_key("tokenizer.ggml.bos_token_id", tok->bos_id());
+  id_key("tokenizer.ggml.eos_token_id", tok->eos_id());
+  const bool adds_bos = !with.empty() && with.front() == tok->bos_id() && (plain.empty() || plain.front() != tok->bos_id());
+  const bool adds_eos = !with.empty() && with.back() == tok->eos_id() && (plain.empty() || plain.back() != tok->eos_id());
+  out.push_back({"tokenizer.ggml.add_bos_token", {GgufValueType::Bool, {}, adds_bos}});
+  out.push_back({"tokenizer.ggml.add_eos_token", {GgufValueType::Bool, {}, adds_eos}});
+  return out;
 }
 
 }  // namespace orion

@@ -9,18 +9,31 @@
 //   tokenizer.ggml.bos_token_id / eos_token_id, add_bos_token
 // Anything else (another model kind or pre-tokenizer, a missing key) is an Input error naming the
 // file and the key.
+//
+// Writing (orion convert --to gguf): the keys above for a Hugging Face byte-level BPE tokenizer.json
+// whose pipeline is one of those pre-tokenizers (compared field by field), its tokens (added ones
+// as control or user-defined tokens), merges, and the BOS/EOS ids and add_bos_token that Orion's
+// tokenizer.json reader uses for it — so the GGUF tokenizer encodes as the tokenizer.json does.
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/tokenizer/tokenizer.h"
 
 namespace orion {
+namespace io {
+struct GgufOutValue;
+}
 
 // True when the file at path starts with GGUF's magic.
 bool is_gguf_file(const std::string& path);
 // True when the GGUF file has a tokenizer (tokenizer.ggml.model).
 bool gguf_has_tokenizer(const std::string& path);
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path);
+
+// The tokenizer.ggml.* metadata of a tokenizer.json (see above); empty, with *why_not saying why,
+// when it is not a tokenizer GGUF can hold this way.
+std::vector<io::GgufOutValue> gguf_tokenizer_metadata(const std::string& tokenizer_json, std::string* why_not);
 
 }  // namespace orion

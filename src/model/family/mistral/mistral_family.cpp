@@ -18,6 +18,8 @@ class MistralFamily final : public LlamaLikeFamily {
  public:
   MistralFamily() : LlamaLikeFamily({Arch::Mistral, "mistral", "Mistral", "mistral", "MistralForCausalLM"}) {}
   std::vector<ConfigPreset> presets() const override { return {}; }
+  // llama.cpp writes Mistral as "llama"; Orion adds llama.attention.sliding_window when there is one.
+  std::optional<GgufLayout> gguf() const override { return GgufLayout{"llama", false, false, /*windowed=*/true}; }
 
  protected:
   void read_hf_extras(const io::HfConfigReader& r, ModelConfig& c) const override {

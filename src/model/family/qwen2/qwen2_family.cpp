@@ -16,6 +16,9 @@ class Qwen2Family final : public LlamaLikeFamily {
  public:
   Qwen2Family() : LlamaLikeFamily({Arch::Qwen2, "qwen2", "Qwen2", "qwen2", "Qwen2ForCausalLM", /*qkv_bias=*/true}) {}
 
+  // llama.cpp's "qwen2" files: q/k in Hugging Face's order, for its NEOX-style RoPE.
+  std::optional<GgufLayout> gguf() const override { return GgufLayout{"qwen2", false, /*rotate_half_qk=*/true}; }
+
   // Qwen/Qwen2.5-0.5B: hidden 896, intermediate 4864, 24 layers, 14 heads, 2 kv heads (head size
   // 64), vocab 151936, 32768 positions, rope_theta 1e6, rms_norm_eps 1e-6, tied.
   std::vector<ConfigPreset> presets() const override {

@@ -18,6 +18,9 @@ class Qwen3Family final : public LlamaLikeFamily {
   Qwen3Family()
       : LlamaLikeFamily({Arch::Qwen3, "qwen3", "Qwen3", "qwen3", "Qwen3ForCausalLM", /*qkv_bias=*/false, /*qk_norm=*/true}) {}
 
+  // llama.cpp's "qwen3" files: q/k in Hugging Face's order, for its NEOX-style RoPE.
+  std::optional<GgufLayout> gguf() const override { return GgufLayout{"qwen3", false, /*rotate_half_qk=*/true}; }
+
   // Qwen/Qwen3-0.6B: hidden 1024, intermediate 3072, 28 layers, 16 heads, 8 kv heads, head_dim 128,
   // vocab 151936, 40960 positions, rope_theta 1e6, rms_norm_eps 1e-6, tied.
   std::vector<ConfigPreset> presets() const override {
