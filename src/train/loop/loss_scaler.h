@@ -31,6 +31,11 @@ class LossScaler {
   float scale() const { return scale_; }
   int growth_interval() const { return growth_interval_; }
   int64_t overflows() const { return overflows_; }  // steps skipped for a non-finite gradient
+  int clean_steps() const { return clean_steps_; }  // finite steps since the scale last moved
+  // A dynamic scale where a checkpoint left it (a resume continues bit for bit); no-op otherwise.
+  void restore(float scale, int clean_steps) {
+    if (mode_ == Mode::Dynamic && scale > 0) scale_ = scale, clean_steps_ = clean_steps;
+  }
 
   // After a step's backward: finite = every gradient finite. Returns whether the step may apply;
   // moves a dynamic scale as described above.

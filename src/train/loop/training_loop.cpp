@@ -85,6 +85,7 @@ TrainingLoop::TrainingLoop(TrainOptions& opt, dist::Communicator& comm, TrainMod
       scaler_(LossScaler::parse(opt.loss_scale_mode(), opt.loss_scale_window)),
       precision_before_(cpu::train_gemm_precision()) {
   cpu::set_train_gemm_precision(opt.gemm_precision());
+  scaler_.restore(state.loss_scale, state.loss_scale_clean_steps);
 }
 
 TrainingLoop::~TrainingLoop() { cpu::set_train_gemm_precision(precision_before_); }
@@ -168,6 +169,8 @@ StepStats TrainingLoop::step_batches(const std::vector<data::Batch>& batches, co
   s.grad_norm = float(gnorm);
   s.skipped = !std::isfinite(s.loss) || !std::isfinite(s.grad_norm);
   if (scaler_.enabled()) scaler_.update(!s.skipped);  // a dynamic scale halves on a skip, grows when clean
+  if (scaler_.mode() == LossScaler::Mode::Dynamic)
+    state_.loss_scale = scaler_.scale(), state_.loss_scale_clean_steps = scaler_.clean_steps();
   if (!s.skipped) {
     trained_.update(s.lr, gnorm);
     consecutive_bad_ = 0;
