@@ -27,6 +27,7 @@ struct BenchTrainArgs {
   ThreadOptions threads;
   std::string backend = "cpu";
   std::string checkpoint_activations = "none";
+  std::string precision = "fp32";  // cpu: the training products' operands (train_kernels.h)
   train::AneTrainOptions ane;
 };
 
@@ -48,7 +49,9 @@ void run_bench_train(const BenchTrainArgs& a) {
   train::init_params(p, 1);
   train::Grads g(c);
   train::TrainOptions to;
-  to.backend = a.backend, to.checkpoint_activations = a.checkpoint_activations;
+  to.backend = a.backend, to.checkpoint_activations = a.checkpoint_activations, to.precision = a.precision;
+  to.validate();
+  const cpu::ScopedGemmPrecision precision(to.gemm_precision());
   train::TrainModel model(p, &g, a.batch, a.seq, to.activation_checkpointing());
   train::AneBlocks* ane = nullptr;
   if (a.backend != "cpu") {
@@ -100,14 +103,15 @@ void run_bench_train(const BenchTrainArgs& a) {
         "{\"config\":\"%s\",\"params\":%zu,\"batch\":%d,\"seq\":%d,\"threads\":%d,\"steps\":%d,\"ms_per_step\":%.3f,"
         "\"best_ms\":%.3f,\"tok_per_s\":%.1f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"adamw_ms\":%.3f,"
         "\"cpu_forward_ms\":%.3f,\"cpu_backward_ms\":%.3f,\"cpu_adamw_ms\":%.3f,\"peak_rss_bytes\":%llu,"
-        "\"checkpoint_activations\":\"%s\"}\n",
+        "\"checkpoint_activations\":\"%s\",\"precision\":\"%s\"}\n",
         a.config.c_str(), c.num_params(), a.batch, a.seq, cpu::num_threads(), a.steps, ms, best * 1000, tok_s,
         1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n, 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n,
-        static_cast<unsigned long long>(peak_resident_bytes()), a.checkpoint_activations.c_str());
+        static_cast<unsigned long long>(peak_resident_bytes()), a.checkpoint_activations.c_str(), a.precision.c_str());
   } else {
     std::printf(
-        "train step %s (B=%d, T=%d, %d threads, activation checkpointing %s): %.1f ms/step (best %.1f), %.0f tok/s\n",
-        a.config.c_str(), a.batch, a.seq, cpu::num_threads(), a.checkpoint_activations.c_str(), ms, best * 1000, tok_s);
+        "train step %s (B=%d, T=%d, %d threads, activation checkpointing %s, %s): %.1f ms/step (best %.1f), %.0f tok/s\n",
+        a.config.c_str(), a.batch, a.seq, cpu::num_threads(), a.checkpoint_activations.c_str(), a.precision.c_str(), ms,
+        best * 1000, tok_s);
     std::printf("  forward %.1f ms | backward %.1f ms | AdamW %.1f ms%s\n", 1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n,
                 ane ? fmt::format(" | weight update {:.1f} ms", 1000 * wupd / n).c_str() : "");
     std::printf("  CPU time of all threads: forward %.1f ms | backward %.1f ms | AdamW %.1f ms | step %.1f ms\n",
@@ -171,6 +175,10 @@ void add_bench_train_command(CLI::App& app) {
   cmd->add_option("--checkpoint-activations", a->checkpoint_activations,
                   "gradient checkpointing: none, blocks or every-N (CPU; compare the peak memory)")
       ->capture_default_str();
+  cmd->add_option("--precision", a->precision,
+                  "cpu: the training products' matrices in fp32, bf16 (AVX512-BF16 where the CPU has it) or fp16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   add_ane_train_options(cmd, a->ane);
   a->threads.add(cmd);
   cmd->callback([a] { run_bench_train(*a); });

@@ -130,6 +130,19 @@ void TrainingFlags::add(CLI::App* cmd, train::TrainOptions& o, const Help& help)
                   "gradients on the ANE, weight gradients and AdamW on the CPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "anesim", "ane"}));
+  cmd->add_option("--precision", o.precision,
+                  "cpu: the matrices of the training products: fp32, bf16 (AVX512-BF16 where the CPU has it) or fp16 "
+                  "(dynamic loss scaling); weights, gradients and AdamW stay fp32")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  cmd->add_option("--loss-scale", o.loss_scale,
+                  "scale the loss's gradient: dynamic (skip a step with Inf/NaN gradients and halve the scale, double "
+                  "it after --loss-scale-window clean steps), a fixed number, or none; auto: dynamic for "
+                  "--precision fp16, else none")
+      ->capture_default_str();
+  cmd->add_option("--loss-scale-window", o.loss_scale_window, "dynamic loss scale: clean steps before it doubles")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000000));
   cmd->add_option("--checkpoint-activations", o.checkpoint_activations,
                   "gradient checkpointing: none, blocks (keep only each block's input; recompute the block in the "
                   "backward: less memory, one more forward) or every-N (recompute one block in N)")

@@ -148,6 +148,48 @@ TEST(CliTrain, BenchTrainJson) {
             0)
       << err;
   EXPECT_EQ(nlohmann::json::parse(out)["checkpoint_activations"], "blocks");
+  ASSERT_EQ(run_orion("bench train --config stories260k --batch 2 --seq 16 --steps 1 --json --threads 1 --precision bf16",
+                      &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["precision"], "bf16");
+}
+
+// fp16 with a dynamic loss scale: a resumed run continues with the checkpoint's scale (and its
+// count of clean steps), so the chain's scales and losses are the straight run's.
+TEST(CliTrain, Fp16LossScaleSurvivesAResume) {
+  const std::string work = temp_dir(), flags = common_flags(work) + " --steps 6 --precision fp16 --loss-scale-window 2";
+  std::string err;
+  ASSERT_EQ(run_orion("train " + flags + " --out " + work + "/straight", nullptr, &err), 0) << err;
+  ASSERT_EQ(run_orion("train " + flags + " --stop-after 3 --out " + work + "/chain", nullptr, &err), 0) << err;
+  ASSERT_EQ(run_orion("train --resume " + work + "/chain --no-progress", nullptr, &err), 0) << err;
+  auto scales = [](const std::string& run) {
+    std::vector<double> v;
+    std::istringstream in(orion::test::read_text(run + "/metrics.jsonl"));
+    for (std::string line; std::getline(in, line);) v.push_back(nlohmann::json::parse(line).at("loss_scale"));
+    return v;
+  };
+  EXPECT_EQ(scales(work + "/straight"), (std::vector<double>{65536, 65536, 131072, 131072, 262144, 262144}));
+  EXPECT_EQ(scales(work + "/chain"), scales(work + "/straight"));
+  EXPECT_EQ(run_losses(work + "/chain"), run_losses(work + "/straight"));
+}
+
+// --precision bf16 through the CLI: it trains, the checkpoint keeps the precision (a resume
+// continues in bf16 bit for bit), and the losses differ from fp32's in the last digits only.
+TEST(CliTrain, Bf16PrecisionResumesInBf16) {
+  const std::string work = temp_dir(), flags = common_flags(work);
+  std::string err;
+  ASSERT_EQ(run_orion("train " + flags + " --steps 4 --out " + work + "/f32", nullptr, &err), 0) << err;
+  ASSERT_EQ(run_orion("train " + flags + " --steps 4 --precision bf16 --out " + work + "/bf16", nullptr, &err), 0) << err;
+  ASSERT_EQ(run_orion("train " + flags + " --steps 4 --precision bf16 --stop-after 2 --out " + work + "/chain", nullptr, &err),
+            0)
+      << err;
+  ASSERT_EQ(run_orion("train --resume " + work + "/chain --no-progress", nullptr, &err), 0) << err;
+  const auto f32 = run_losses(work + "/f32"), bf16 = run_losses(work + "/bf16");
+  EXPECT_EQ(run_losses(work + "/chain"), bf16);
+  ASSERT_EQ(bf16.size(), 4u);
+  EXPECT_NE(bf16, f32);
+  for (int s = 1; s <= 4; s++) EXPECT_NEAR(bf16.at(s), f32.at(s), 0.02 * f32.at(s)) << "step " << s;
 }
 
 TEST(CliDemo, ShortDemoRunsEndToEnd) {

@@ -75,3 +75,24 @@ TEST(AnesimTrainCli, ChainsOfFreshProcessesEqualOneStraightRun) {
   };
   EXPECT_EQ(bytes(straight + "/model.bin"), bytes(chained + "/model.bin")) << "the final weights differ";
 }
+
+// --loss-scale dynamic on the ANE path: the loss's gradient enters the fp16 programs scaled, the
+// gradients are divided back before AdamW; the losses follow the unscaled run's, each step's scale
+// is in the metrics. --precision is the CPU's and is refused here.
+TEST(AnesimTrainCli, DynamicLossScaling) {
+  const std::string work = temp_dir(), plain = work + "/plain", scaled = work + "/scaled";
+  const std::string flags = common_flags(work) + " --steps 6 --no-progress";
+  std::string err;
+  ASSERT_EQ(run_orion("train " + flags + " --out " + plain, nullptr, &err), 0) << err;
+  ASSERT_EQ(run_orion("train " + flags + " --loss-scale dynamic --loss-scale-window 4 --out " + scaled, nullptr, &err), 0)
+      << err;
+  auto a = run_losses(plain), b = run_losses(scaled);
+  ASSERT_EQ(b.size(), 6u);
+  for (int step = 1; step <= 6; ++step) EXPECT_NEAR(b[step], a[step], 0.02 * a[step]) << "step " << step;
+  std::vector<double> scales;
+  std::ifstream in(scaled + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) scales.push_back(nlohmann::json::parse(line).at("loss_scale"));
+  EXPECT_EQ(scales, (std::vector<double>{65536, 65536, 65536, 65536, 131072, 131072})) << "doubled after 4 clean steps";
+  EXPECT_EQ(run_orion("train " + flags + " --precision bf16 --out " + work + "/refused", nullptr, &err), 2);
+  EXPECT_NE(err.find("--precision"), std::string::npos) << err;
+}

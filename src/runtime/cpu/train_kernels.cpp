@@ -46,6 +46,15 @@ void transpose(float* dst, const float* src, int rows, int cols) {
 // y = x·Wᵀ + b computed transposed, yᵀ[N, M] = W·xᵀ (+ b down the rows), so that gemm_acc streams
 // W once, 6 rows at a time, against xᵀ [K, M] (small: M is the batch's tokens) kept in L2.
 void matmul_forward_train(float* y, const float* x, const float* W, const float* bias, int M, int K, int N) {
+  if (train_gemm_precision() != GemmPrecision::F32) {
+    // yᵀ[N, M] = bias down the rows + W·xᵀ: W is then the product's left operand, whose rows pack
+    // with contiguous stores (train_gemm_lowp.cpp), and xᵀ (small) the right one.
+    float* yt = scratch(1, size_t(N) * M).data();
+#pragma omp parallel for schedule(static) if (size_t(N) * M > (1u << 15))
+    for (int n = 0; n < N; n++) std::fill_n(yt + size_t(n) * M, M, bias ? bias[n] : 0.0f);
+    gemm_acc_lowp(train_gemm_precision(), LowpPath::Auto, yt, size_t(M), W, size_t(K), 1, x, 1, size_t(K), N, M, K);
+    return transpose(y, yt, N, M);
+  }
   if (!gemm_acc_available() || M < 16) return matmul(y, x, W, DType::F32, bias, M, K, N);
   float* xt = scratch(0, size_t(K) * M).data();  // [K, M]
   float* yt = scratch(1, size_t(N) * M).data();  // [N, M]
@@ -59,6 +68,8 @@ void matmul_forward_train(float* y, const float* x, const float* W, const float*
 // dx[M, K] += Σ over chunks [n0, n1) of dy[:, n0:n1] · W[n0:n1, :]
 // Each chunk is cpu::matmul(x = dy chunk [M, n], W' = W chunkᵀ [K, n]).
 void matmul_backward_input(float* dx, const float* dy, const float* W, int M, int K, int N) {
+  if (train_gemm_precision() != GemmPrecision::F32)
+    return gemm_acc_lowp(train_gemm_precision(), LowpPath::Auto, dx, size_t(K), dy, size_t(N), 1, W, size_t(K), 1, M, K, N);
   if (gemm_acc_available()) return gemm_acc(dx, size_t(K), dy, size_t(N), 1, W, size_t(K), M, K, N);
   const int ch = std::min(N, kTrainChunk);
   float* dyc = scratch(0, size_t(M) * ch).data();  // [M, ch]
@@ -76,6 +87,8 @@ void matmul_backward_input(float* dx, const float* dy, const float* W, int M, in
 
 // dW[n0:n1, :] += dy[:, n0:n1]ᵀ · x, i.e. cpu::matmul(x = dy chunkᵀ [n, M], W' = xᵀ [K, M]).
 void matmul_backward_weight(float* dW, const float* dy, const float* x, int M, int K, int N) {
+  if (train_gemm_precision() != GemmPrecision::F32)  // A(n, m) = dy[m, n]
+    return gemm_acc_lowp(train_gemm_precision(), LowpPath::Auto, dW, size_t(K), dy, 1, size_t(N), x, size_t(K), 1, N, K, M);
   // A(n, m) = dy[m, n]: row stride 1, column stride N.
   if (gemm_acc_available()) return gemm_acc(dW, size_t(K), dy, 1, size_t(N), x, size_t(K), N, K, M);
   const int ch = std::min(N, kTrainChunk);

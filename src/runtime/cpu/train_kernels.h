@@ -40,6 +40,36 @@ void bias_backward(float* db, const float* dy, int M, int N);
 bool gemm_acc_available();
 void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N, int K);
 
+// --- Low-precision products (mixed-precision training, train_gemm_lowp.cpp) -------------------
+// With the precision set to BF16 or F16, matmul_forward_train, matmul_backward_input and
+// matmul_backward_weight round both operands of their product to that format (round to nearest
+// even) and sum the products in fp32; the fp32 values they read (master weights, activations,
+// gradients) are not changed. F32, the default, is the plain path above, bit for bit.
+// The setting is process-wide: a training run sets it once before its first step.
+enum class GemmPrecision { F32, BF16, F16 };
+void set_train_gemm_precision(GemmPrecision p);
+GemmPrecision train_gemm_precision();
+// Sets the precision for its lifetime, then restores the one before (a run, a benchmark).
+class ScopedGemmPrecision {
+ public:
+  explicit ScopedGemmPrecision(GemmPrecision p) : before_(train_gemm_precision()) { set_train_gemm_precision(p); }
+  ~ScopedGemmPrecision() { set_train_gemm_precision(before_); }
+  ScopedGemmPrecision(const ScopedGemmPrecision&) = delete;
+  ScopedGemmPrecision& operator=(const ScopedGemmPrecision&) = delete;
+
+ private:
+  GemmPrecision before_;
+};
+// AVX512-BF16 (vdpbf16ps) on this CPU and AVX-512 the active ISA: bf16 products run on it.
+bool bf16_dot_available();
+// Auto: vdpbf16ps when bf16_dot_available() and prec is BF16; Generic: operands rounded to prec
+// and kept as fp32, multiplied by cpu::matmul (every ISA; fp16 always). Tests compare both.
+enum class LowpPath { Auto, Generic };
+// C[M, N] += round(A)·round(B), A(i, p) = A[i·rsa + p·csa], B(p, j) = B[p·rsb + j·csb], C row
+// stride ldc; multithreaded, bit-identical for any thread count.
+void gemm_acc_lowp(GemmPrecision prec, LowpPath path, float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
+                   const float* B, size_t rsb, size_t csb, int M, int N, int K);
+
 // --- AVX-512 kernels of the training step's other work (train_simd.cpp) ------------------------
 // Use them only when train_simd_available() (the active ISA is AVX-512); each is single-threaded
 // (callers split the work) and documents how its bits relate to the portable loop it replaces.

@@ -24,13 +24,15 @@ const char* kMagicHint =
 size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
 nlohmann::json state_to_json(const CheckpointState& s) {
-  return {{"step", s.step},
+  nlohmann::json j = {{"step", s.step},
           {"adam_steps", s.adam_steps},
           {"data_position", s.data_position},
           {"rng_state", s.rng_state},
           {"skipped_steps", s.skipped_steps},
           {"tokenizer", s.tokenizer},
           {"tokenizer_hash", s.tokenizer_hash}};
+  if (s.loss_scale > 0) j["loss_scale"] = s.loss_scale, j["loss_scale_clean_steps"] = s.loss_scale_clean_steps;
+  return j;
 }
 
 // Reads j[key] as T; a missing or mistyped field is an Input error naming it.
@@ -55,6 +57,10 @@ CheckpointState state_from_json(const nlohmann::json& j, const std::string& file
   s.skipped_steps = field<int64_t>(j, "skipped_steps", file, "state");
   s.tokenizer = field<std::string>(j, "tokenizer", file, "state");
   s.tokenizer_hash = field<uint64_t>(j, "tokenizer_hash", file, "state");
+  if (j.contains("loss_scale")) {
+    s.loss_scale = field<float>(j, "loss_scale", file, "state");
+    s.loss_scale_clean_steps = field<int>(j, "loss_scale_clean_steps", file, "state");
+  }
   if (s.step < 0 || s.adam_steps < 0 || s.adam_steps > s.step)
     throw_input_error(file, fmt::format("step {} and adam_steps {} are inconsistent", s.step, s.adam_steps), "state.step");
   return s;

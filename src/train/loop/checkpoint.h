@@ -42,6 +42,9 @@ struct CheckpointState {
   int64_t skipped_steps = 0;    // steps skipped by the NaN/Inf guard so far
   std::string tokenizer;        // tokenizer path ("" when the run has none)
   uint64_t tokenizer_hash = 0;  // checkpoint_hash of its bytes: a changed file is refused on resume
+  // A dynamic loss scale (loss_scaler.h) and its count of clean steps; 0: none (not written).
+  float loss_scale = 0;
+  int loss_scale_clean_steps = 0;
 };
 
 struct Checkpoint {

@@ -27,6 +27,7 @@ struct StepStats {
   bool skipped = false;
   size_t sanitized = 0;     // gradient values repaired (sanitize_grads)
   double comm_seconds = 0;  // inside all-reduce calls (data-parallel runs)
+  float loss_scale = 0;     // the loss scale the step ran with (0: no loss scaling)
 };
 
 struct ProgressEvent {

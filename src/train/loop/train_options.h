@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/cpu/train_kernels.h"
 #include "train/ane/ane_blocks.h"
 #include "train/loop/progress.h"
 #include "train/model/activation_checkpointing.h"
@@ -45,6 +46,12 @@ struct TrainOptions {
   // with `ane` holding the chip, the weight-update strategy and how often updates are verified.
   std::string backend = "cpu";
   AneTrainOptions ane;
+  // Mixed precision (cpu backend): the training products' operands in fp32, bf16 or fp16, summed in
+  // fp32, with fp32 master weights and AdamW (runtime/cpu/train_kernels.h). loss_scale: auto, none,
+  // dynamic or a number (train/loop/loss_scaler.h); auto is dynamic for fp16 and none otherwise.
+  std::string precision = "fp32";
+  std::string loss_scale = "auto";
+  int loss_scale_window = 2000;  // dynamic: clean steps before the scale doubles
   // Gradient checkpointing (train/model/activation_checkpointing.h): none, blocks or every-N.
   std::string checkpoint_activations = "none";
   // Evaluation, logging, checkpoints, output.
@@ -69,6 +76,9 @@ struct TrainOptions {
   float lr_at(int64_t step) const;
   // checkpoint_activations parsed; usage error for a bad value or a backend without it.
   ActivationCheckpointing activation_checkpointing() const;
+  // loss_scale resolved ("auto" → dynamic for fp16, else none); usage error for a bad value.
+  std::string loss_scale_mode() const;
+  cpu::GemmPrecision gemm_precision() const;  // precision parsed
   // The options that shape the numbers, as stored in a checkpoint, and back onto this object.
   nlohmann::json numeric_json() const;
   void apply_numeric_json(const nlohmann::json& j, const std::string& source);

@@ -70,6 +70,7 @@ class Trainer {
   const AdamW& optimizer() const { return *opt_adam_; }
   const CheckpointState& state() const { return state_; }
   int64_t step_index() const { return state_.step; }
+  const LossScaler& loss_scaler() const { return loop_->loss_scaler(); }
 
  private:
   void setup_tokenizer_and_data();

@@ -43,8 +43,15 @@ ActivationCheckpointing TrainOptions::activation_checkpointing() const {
   return a;
 }
 
+// Non-default mixed-precision settings join the numeric options (a resume keeps them); fp32 runs'
+// options stay as they were.
+static void add_precision_json(nlohmann::json& j, const TrainOptions& o) {
+  if (o.precision != "fp32") j["precision"] = o.precision;
+  if (o.loss_scale_mode() != "none") j["loss_scale"] = o.loss_scale_mode(), j["loss_scale_window"] = o.loss_scale_window;
+}
+
 nlohmann::json TrainOptions::numeric_json() const {
-  return {{"config", config},
+  nlohmann::json j = {{"config", config},
           {"init", init},
           {"data", data},
           {"vocab", vocab},
@@ -65,9 +72,27 @@ nlohmann::json TrainOptions::numeric_json() const {
           {"seed", seed},
           {"max_bad_steps", max_bad_steps},
           {"sanitize_grads", sanitize_grads}};
+  add_precision_json(j, *this);
+  return j;
+}
+
+cpu::GemmPrecision TrainOptions::gemm_precision() const {
+  if (precision == "fp32") return cpu::GemmPrecision::F32;
+  if (precision == "bf16") return cpu::GemmPrecision::BF16;
+  if (precision == "fp16") return cpu::GemmPrecision::F16;
+  throw_usage_error(fmt::format("unknown precision '{}'", precision), "--precision", "use fp32, bf16 or fp16");
+}
+
+std::string TrainOptions::loss_scale_mode() const {
+  gemm_precision();  // checks the spelling
+  if (loss_scale == "auto") return precision == "fp16" ? "dynamic" : "none";
+  return loss_scale;
 }
 
 void TrainOptions::validate() const {
+  if (precision != "fp32" && backend != "cpu")
+    throw_usage_error("--precision applies to the cpu backend", "--precision",
+                      "the ANE path runs its programs in fp16 already; use --loss-scale there");
   if (batch < 1 || seq < 1 || accum < 1) throw_usage_error("--batch, --seq and --accum must be ≥ 1", "--batch");
   if (steps < 1) throw_usage_error("--steps must be ≥ 1", "--steps");
   if (!(lr > 0) || !std::isfinite(lr)) throw_usage_error("--lr must be a positive number", "--lr");
@@ -103,6 +128,9 @@ void TrainOptions::apply_numeric_json(const nlohmann::json& j, const std::string
     seed = json_number<uint64_t>(j.at("seed"));
     max_bad_steps = json_number<int>(j.at("max_bad_steps"));
     sanitize_grads = j.at("sanitize_grads").get<bool>();
+    precision = j.value("precision", std::string("fp32"));
+    loss_scale = j.value("loss_scale", std::string("none"));
+    loss_scale_window = json_number<int>(j.value("loss_scale_window", nlohmann::json(2000)));
   } catch (const nlohmann::json::exception& e) {
     throw_input_error(source, fmt::format("the training options are incomplete: {}", e.what()), "options", -1,
                       "the checkpoint was written by another Orion version");

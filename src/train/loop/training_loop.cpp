@@ -75,7 +75,25 @@ TrainingData open_training_data(const std::string& path, const TrainOptions& opt
 
 TrainingLoop::TrainingLoop(TrainOptions& opt, dist::Communicator& comm, TrainModel& model, TrainableSet& trained,
                            data::TokenDataset& train, data::TokenDataset* val, CheckpointState& state)
-    : opt_(opt), comm_(comm), model_(model), trained_(trained), train_(train), val_(val), state_(state) {}
+    : opt_(opt),
+      comm_(comm),
+      model_(model),
+      trained_(trained),
+      train_(train),
+      val_(val),
+      state_(state),
+      scaler_(LossScaler::parse(opt.loss_scale_mode(), opt.loss_scale_window)),
+      precision_before_(cpu::train_gemm_precision()) {
+  cpu::set_train_gemm_precision(opt.gemm_precision());
+  scaler_.restore(state.loss_scale, state.loss_scale_clean_steps);
+}
+
+TrainingLoop::~TrainingLoop() { cpu::set_train_gemm_precision(precision_before_); }
+
+bool TrainingLoop::unscale_gradients(size_t repaired_before) {
+  const bool finite = unscale_and_check(trained_.grads(), trained_.size(), scaler_.scale());
+  return finite && (!ane || ane->sanitized() == repaired_before);
+}
 
 bool TrainingLoop::reporting() const { return opt_.progress && opt_.on_progress; }
 
@@ -117,12 +135,17 @@ StepStats TrainingLoop::step_batches(const std::vector<data::Batch>& batches, co
   const std::vector<double> weight = dist::micro_batch_weights(comm_, counts);
   double loss_sum = 0;
   bool finite = true;
+  // Loss scaling: the backward starts from scale·∂loss, the gradients are divided back below.
+  const float loss_scale = scaler_.enabled() ? scaler_.scale() : 1.0f;
+  const size_t repaired_before = ane ? ane->sanitized() : 0;
+  s.loss_scale = scaler_.enabled() ? loss_scale : 0.0f;
   for (int a = 0; a < accum; ++a) {  // gradient accumulation: grads average over the micro-batches
     const data::Batch& b = batches[size_t(a)];
     const float loss = model_.forward(b.inputs.data(), b.targets.data());
     loss_sum += weight[size_t(a)] * loss;
     finite = finite && std::isfinite(loss);
-    if (finite) model_.backward(float(weight[size_t(a)]) * (1.0f / float(accum)));
+    if (finite && !scaler_.enabled()) model_.backward(float(weight[size_t(a)]) * (1.0f / float(accum)));
+    if (finite && scaler_.enabled()) model_.backward(float(weight[size_t(a)]) * (1.0f / float(accum)) * loss_scale);
   }
   if (finite) trained_.gradients_done();
   if (comm_.world() > 1) {  // the global loss (a NaN on any rank makes every rank skip the step)
@@ -139,17 +162,21 @@ StepStats TrainingLoop::step_batches(const std::vector<data::Batch>& batches, co
     dist::allreduce_mean(comm_, trained_.grads(), trained_.size());
     s.comm_seconds += comm_timer.seconds();
   }
+  if (finite && scaler_.enabled()) finite = unscale_gradients(repaired_before);
   if (finite && opt_.sanitize_grads) s.sanitized = sanitize_fp16(trained_.grads(), trained_.size());
   // The guard: a non-finite loss or gradient never reaches the trained values or AdamW's moments.
   const double gnorm = finite ? trained_.grad_norm() : NAN;
   s.grad_norm = float(gnorm);
   s.skipped = !std::isfinite(s.loss) || !std::isfinite(s.grad_norm);
+  if (scaler_.enabled()) scaler_.update(!s.skipped);  // a dynamic scale halves on a skip, grows when clean
+  if (scaler_.mode() == LossScaler::Mode::Dynamic)
+    state_.loss_scale = scaler_.scale(), state_.loss_scale_clean_steps = scaler_.clean_steps();
   if (!s.skipped) {
     trained_.update(s.lr, gnorm);
     consecutive_bad_ = 0;
   } else {
     ++state_.skipped_steps;
-    ++consecutive_bad_;
+    if (!scaler_.overflow_is_recoverable()) ++consecutive_bad_;  // a smaller scale may fix it: not bad yet
   }
   ++state_.step;
   state_.data_position = train_.position();
@@ -208,6 +235,7 @@ void TrainingLoop::append_metrics(const StepStats& s, float val) {
   // Tokens the step trained on, over every rank: what a reader of this file needs for tokens/s.
   j["tokens"] = int64_t(opt_.batch) * opt_.seq * opt_.accum * comm_.world();
   if (val >= 0) j["val_loss"] = val;
+  if (s.loss_scale > 0) j["loss_scale"] = s.loss_scale;
   // The floats are stored as doubles and printed to round-trip: losses compare bit for bit after a
   // resume. Non-finite values print as null.
   std::ofstream(path, std::ios::app) << j.dump() << "\n";

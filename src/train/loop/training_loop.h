@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "train/loop/train_options.h"
+#include "train/loop/loss_scaler.h"
 #include "train/loop/trainable.h"
 
 namespace orion {
@@ -60,6 +61,7 @@ class TrainingLoop {
   // advanced by each step.
   TrainingLoop(TrainOptions& opt, dist::Communicator& comm, TrainModel& model, TrainableSet& trained,
                data::TokenDataset& train, data::TokenDataset* val, CheckpointState& state);
+  ~TrainingLoop();
 
   TrainResult run();
   StepStats step();    // one optimisation step (guarded)
@@ -77,6 +79,7 @@ class TrainingLoop {
   std::function<std::string(int)> sample;
   AneBlocks* ane = nullptr;  // the ANE runner, for the compile count of the Step events
   const std::string& last_checkpoint() const { return last_checkpoint_; }
+  const LossScaler& loss_scaler() const { return scaler_; }
 
  private:
   bool reporting() const;
@@ -85,6 +88,9 @@ class TrainingLoop {
   void report_step(const StepStats& s, float val);
   void append_metrics(const StepStats& s, float val);
   bool interrupted();
+  // With loss scaling: the gradients divided by the scale; false when one is not finite (or the
+  // ANE path repaired one since `repaired_before`: an fp16 overflow it hid).
+  bool unscale_gradients(size_t repaired_before);
   StepStats step_batches(const std::vector<data::Batch>& batches, const Timer& timer);
 
   TrainOptions& opt_;
@@ -94,6 +100,8 @@ class TrainingLoop {
   data::TokenDataset& train_;
   data::TokenDataset* val_;
   CheckpointState& state_;
+  LossScaler scaler_;
+  cpu::GemmPrecision precision_before_;  // the process's GEMM precision, restored by the destructor
   int consecutive_bad_ = 0;
   double run_seconds_ = 0;
   int64_t run_steps_ = 0;

@@ -1,0 +1,307 @@
+// Mixed-precision training products: C[M, N] += A·B with A and B rounded to bf16 (or fp16), the
+// products summed in fp32 (see train_kernels.h, "Low-precision products").
+//
+// Two paths, the same inputs:
+//   - AVX512-BF16 (vdpbf16ps; operands with a unit stride): A and B packed as bf16, each instruction adds two products per fp32
+//     lane, acc += a[2p]·b[2p] + a[2p+1]·b[2p+1]. The operands are packed so that a lane's pair is
+//     (row i, p and p+1) of A against (p and p+1, column j) of B:
+//       A: Ap[i·Kp + p]                        row-major, K padded to Kp (even) with zeros
+//       B: panels of 64 columns, Bp[((panel·Kq + q)·64 + c)·2 + (p & 1)], q = p/2, Kq = Kp/2
+//     The register tile is gemm_acc's (train_gemm.cpp): 6 rows × 64 columns in 24 zmm; per pair q
+//     it loads the panel's 4 vectors (256 contiguous bytes) and broadcasts each row's 32-bit pair.
+//   - generic: A and B rounded to bf16/fp16 values kept as fp32, multiplied by cpu::matmul (any ISA)
+//     in chunks of rows. A product of two bf16 values is exact in fp32, so both paths differ only in
+//     how the sums round (and vdpbf16ps flushes subnormals to zero).
+// Either way C[i, j] is summed in an order fixed by the sizes: the result is bit-identical for any
+// number of threads.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "base/dtype.h"
+#include "runtime/cpu/kernels.h"
+#include "runtime/cpu/train_kernels.h"
+
+#define ORION_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace orion::cpu {
+namespace {
+
+constexpr int TM = 6, TJ = 4, TILE_N = 16 * TJ, KQ = 256, NC = 512;  // KQ: pairs of p per K slice
+constexpr int kBlock = 32;                                           // packing walks 32 × 32 blocks
+
+GemmPrecision g_precision = GemmPrecision::F32;
+
+// Calls f(r, c) for every r < rows, c < cols, in 32 × 32 blocks (both a strided read and a strided
+// write then stay within a few cache lines), the row blocks split over threads.
+template <typename F>
+void blocked_walk(int rows, int cols, F&& f) {
+  const int rb = (rows + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (size_t(rows) * cols > (1u << 15))
+  for (int b = 0; b < rb; b++) {
+    const int r0 = b * kBlock, r1 = std::min(rows, r0 + kBlock);
+    for (int c0 = 0; c0 < cols; c0 += kBlock) {
+      const int c1 = std::min(cols, c0 + kBlock);
+      for (int r = r0; r < r1; r++)
+        for (int c = c0; c < c1; c++) f(r, c);
+    }
+  }
+}
+
+uint16_t* scratch16(int i, size_t n) {
+  thread_local std::vector<uint16_t> buf[2];
+  if (buf[i].size() < n) buf[i].resize(n);
+  return buf[i].data();
+}
+float* scratch32(int i, size_t n) {
+  thread_local std::vector<float> buf[3];
+  if (buf[i].size() < n) buf[i].resize(n);
+  return buf[i].data();
+}
+
+// --- AVX512-BF16 path ---------------------------------------------------------------------------
+
+// The first n of 16 lanes (all for n ≥ 16, none for n ≤ 0).
+inline __mmask16 first(int n) { return n >= 16 ? __mmask16(0xffff) : n > 0 ? __mmask16((1u << n) - 1) : __mmask16(0); }
+
+// C[0..R) × [0..n) += the pairs q0 .. q0+nq of A's rows (row stride kp) against one B panel.
+template <int R>
+ORION_AVX512BF16 inline void tile_bf16(float* C, size_t ldc, const uint16_t* A, size_t kp, const uint16_t* panel, int n,
+                                       int nq) {
+  const __mmask16 mask[TJ] = {first(n), first(n - 16), first(n - 32), first(n - 48)};
+  __m512 acc[R][TJ];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+    for (int j = 0; j < TJ; j++) acc[i][j] = _mm512_maskz_loadu_ps(mask[j], C + i * ldc + 16 * j);
+  for (int q = 0; q < nq; q++) {
+    const uint16_t* b = panel + size_t(q) * TILE_N * 2;
+    __m512bh bv[TJ];
+#pragma GCC unroll 4
+    for (int j = 0; j < TJ; j++) bv[j] = (__m512bh)_mm512_loadu_si512(b + 32 * j);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+      int32_t pair;
+      __builtin_memcpy(&pair, A + i * kp + 2 * q, 4);
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(pair);
+#pragma GCC unroll 4
+      for (int j = 0; j < TJ; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+    for (int j = 0; j < TJ; j++) _mm512_mask_storeu_ps(C + i * ldc + 16 * j, mask[j], acc[i][j]);
+}
+
+// Rows [i0, i1) of C, the whole of N, walking K slices of KQ pairs and column blocks of NC.
+ORION_AVX512BF16 void rows_bf16(float* C, size_t ldc, const uint16_t* Ap, size_t kp, const uint16_t* Bp, int i0, int i1,
+                                int N) {
+  const int kq = int(kp / 2);
+  for (int q0 = 0; q0 < kq; q0 += KQ) {
+    const int nq = std::min(KQ, kq - q0);
+    for (int j0 = 0; j0 < N; j0 += NC)
+      for (int i = i0; i < i1; i += TM) {
+        const int r = std::min(TM, i1 - i);
+        const uint16_t* a = Ap + size_t(i) * kp + 2 * size_t(q0);
+        for (int j = j0; j < std::min(N, j0 + NC); j += TILE_N) {
+          const int n = std::min(TILE_N, N - j);
+          const uint16_t* panel = Bp + ((size_t(j / TILE_N) * kq + q0) * TILE_N) * 2;
+          float* c = C + size_t(i) * ldc + j;
+          switch (r) {
+            case 6: tile_bf16<6>(c, ldc, a, kp, panel, n, nq); break;
+            case 5: tile_bf16<5>(c, ldc, a, kp, panel, n, nq); break;
+            case 4: tile_bf16<4>(c, ldc, a, kp, panel, n, nq); break;
+            case 3: tile_bf16<3>(c, ldc, a, kp, panel, n, nq); break;
+            case 2: tile_bf16<2>(c, ldc, a, kp, panel, n, nq); break;
+            default: tile_bf16<1>(c, ldc, a, kp, panel, n, nq); break;
+          }
+        }
+      }
+  }
+}
+
+// fp32 → bf16 as f32_to_bf16 (base/dtype.h) does, 16 lanes: round to nearest even, a NaN stays a
+// NaN; the bf16 is the top 16 bits of each returned lane.
+ORION_AVX512BF16 inline __m512i round_bf16(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+  const __mmask16 nan =
+      _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x400000)));
+}
+
+// r[i][j] ↔ r[j][i] for a 16 × 16 block of 32-bit words: four rounds that swap the off-diagonal
+// w × w blocks (w = 8, 4, 2, 1) of each 2w × 2w block, two two-source permutes per pair of rows.
+struct TransposeLanes {
+  alignas(64) int lo[4][16], hi[4][16];  // round k: w = 8 >> k
+  constexpr TransposeLanes() : lo{}, hi{} {
+    for (int k = 0; k < 4; k++)
+      for (int l = 0, w = 8 >> k; l < 16; l++) {
+        lo[k][l] = (l & w) == 0 ? l : 16 + l - w;  // a's own lane, or b's lane w to the left
+        hi[k][l] = (l & w) == 0 ? l + w : 16 + l;  // a's lane w to the right, or b's own lane
+      }
+  }
+};
+constexpr TransposeLanes kLanes;
+
+ORION_AVX512BF16 inline void transpose16(__m512i r[16]) {
+  for (int k = 0, w = 8; k < 4; k++, w /= 2) {
+    const __m512i il = _mm512_load_si512(kLanes.lo[k]), ih = _mm512_load_si512(kLanes.hi[k]);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) {
+      if (i & w) continue;
+      const __m512i a = r[i], b = r[i + w];
+      r[i] = _mm512_permutex2var_epi32(a, il, b);
+      r[i + w] = _mm512_permutex2var_epi32(a, ih, b);
+    }
+  }
+}
+
+// The words of pair q (rows 2q, 2q+1 of X, X(K, ·) = 0) at 16 consecutive o from o0 (mask m).
+ORION_AVX512BF16 inline __m512i row_pair_words(const float* src, size_t s_p, int K, int q, int o0, __mmask16 m) {
+  if (2 * q >= K) return _mm512_setzero_si512();
+  const float* r0 = src + size_t(2 * q) * s_p;
+  const __m512i a = round_bf16(_mm512_maskz_loadu_ps(m, r0 + o0));
+  const __m512i b = 2 * q + 1 < K ? round_bf16(_mm512_maskz_loadu_ps(m, r0 + s_p + o0)) : _mm512_setzero_si512();
+  return _mm512_or_si512(_mm512_and_si512(b, _mm512_set1_epi32(int(0xffff0000u))), _mm512_srli_epi32(a, 16));
+}
+
+// The pair words of an operand: for o < n_other and q < kq,
+//   dst[o·d_o + q·d_q] = bf16(X(2q, o)) | bf16(X(2q+1, o)) << 16,   X(p, o) = src[p·s_p + o·s_o]
+// (X(K, o) = 0 when K is odd). One of s_p, s_o is 1: the vectors run along it, and the words are
+// stored 16 at a time (contiguous, or scattered d_o / d_q apart).
+ORION_AVX512BF16 void pack_pairs(uint32_t* dst, size_t d_o, size_t d_q, const float* src, size_t s_p, size_t s_o,
+                                 int n_other, int K) {
+  const int kq = (K + 1) / 2;
+  if (s_p == 1) {  // 32 consecutive p of one o → 16 words
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(int(d_q)));
+    for (int o = 0; o < n_other; o++) {
+      const float* x = src + size_t(o) * s_o;
+      for (int q0 = 0; q0 < kq; q0 += 16) {
+        const int p0 = 2 * q0;
+        const __m512i lo = round_bf16(_mm512_maskz_loadu_ps(first(K - p0), x + p0));
+        const __m512i hi = round_bf16(_mm512_maskz_loadu_ps(first(K - p0 - 16), x + p0 + 16));
+        const __m512i words = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(_mm512_srli_epi32(lo, 16))),
+                                                 _mm512_cvtepi32_epi16(_mm512_srli_epi32(hi, 16)), 1);
+        uint32_t* d = dst + size_t(o) * d_o + size_t(q0) * d_q;
+        if (d_q == 1) _mm512_mask_storeu_epi32(d, first(kq - q0), words);
+        else _mm512_mask_i32scatter_epi32(d, first(kq - q0), idx, words, 4);
+      }
+    }
+    return;
+  }
+  // s_o == 1: rows 2q and 2q+1 over 16 consecutive o → 16 words (one q, 16 o). Stored contiguous
+  // when d_o == 1 (B); else (A: d_q == 1) 16 such vectors (16 q) are transposed in registers into
+  // 16 rows of 16 q each, which are contiguous in the destination.
+  if (d_o == 1) {
+    for (int q = 0; q < kq; q++)
+      for (int o0 = 0; o0 < n_other; o0 += 16) {
+        const __mmask16 m = first(n_other - o0);
+        _mm512_mask_storeu_epi32(dst + o0 + size_t(q) * d_q, m, row_pair_words(src, s_p, K, q, o0, m));
+      }
+    return;
+  }
+  for (int o0 = 0; o0 < n_other; o0 += 16) {
+    const __mmask16 m = first(n_other - o0);
+    for (int q0 = 0; q0 < kq; q0 += 16) {
+      __m512i r[16];
+      for (int t = 0; t < 16; t++) r[t] = row_pair_words(src, s_p, K, q0 + t, o0, m);
+      transpose16(r);  // r[t] = the words of o0 + t for q0 .. q0 + 15
+      for (int t = 0; t < 16 && o0 + t < n_other; t++)
+        _mm512_mask_storeu_epi32(dst + size_t(o0 + t) * d_o + size_t(q0) * d_q, first(kq - q0), r[t]);
+    }
+  }
+}
+
+void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t rsb, size_t csb,
+                   int M, int N, int K) {
+  const size_t kp = size_t(K + 1) / 2 * 2, kq = kp / 2;
+  const int panels = (N + TILE_N - 1) / TILE_N;
+  uint16_t* Ap = scratch16(0, size_t(M) * kp);
+  uint16_t* Bp = scratch16(1, size_t(panels) * kq * TILE_N * 2);
+  uint32_t* Aw = reinterpret_cast<uint32_t*>(Ap);
+  uint32_t* Bw = reinterpret_cast<uint32_t*>(Bp);
+  const bool big = double(M) * N * K >= 1e6;  // smaller: not worth waking threads
+  // A: row i's pairs at Aw[i·kq + q], 64 rows per task. B: panel by panel (columns past N zero).
+  const int a_tasks = (M + 63) / 64;
+#pragma omp parallel for schedule(static) if (big)
+  for (int t = 0; t < a_tasks + panels; t++) {
+    if (t < a_tasks) {
+      const int i0 = t * 64, n = std::min(64, M - i0);
+      pack_pairs(Aw + size_t(i0) * kq, kq, 1, A + size_t(i0) * rsa, csa, rsa, n, K);
+      continue;
+    }
+    const int q = t - a_tasks, j0 = q * TILE_N, n = std::min(TILE_N, N - j0);
+    uint32_t* panel = Bw + size_t(q) * kq * TILE_N;
+    if (n < TILE_N)
+      for (size_t p = 0; p < kq; p++) std::fill_n(panel + p * TILE_N + n, TILE_N - n, 0u);
+    pack_pairs(panel, 1, TILE_N, B + size_t(j0) * csb, rsb, csb, n, K);
+  }
+  const int tiles = (M + TM - 1) / TM;
+#pragma omp parallel if (big)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int i0 = std::min(M, tiles * t / nt * TM), i1 = std::min(M, tiles * (t + 1) / nt * TM);
+    if (i0 < i1) rows_bf16(C, ldc, Ap, kp, Bp, i0, i1, N);
+  }
+}
+
+// --- generic path -------------------------------------------------------------------------------
+
+float round_to(GemmPrecision p, float x) {
+  if (p == GemmPrecision::F32) return x;
+  return p == GemmPrecision::F16 ? f16_to_f32(f32_to_f16(x)) : bf16_to_f32(f32_to_bf16(x));
+}
+
+// Rows of A in chunks (the scratch stays small for a 50257-row dW), each chunk one cpu::matmul.
+void gemm_rounded_generic(GemmPrecision prec, float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
+                          const float* B, size_t rsb, size_t csb, int M, int N, int K) {
+  constexpr int kRows = 1024;
+  float* Bt = scratch32(0, size_t(N) * K);  // [N, K]: cpu::matmul's weight layout
+  blocked_walk(N, K, [&](int j, int p) { Bt[size_t(j) * K + p] = round_to(prec, B[p * rsb + j * csb]); });
+  const int ch = std::min(M, kRows);
+  float* Ar = scratch32(1, size_t(ch) * K);
+  float* tmp = scratch32(2, size_t(ch) * N);
+  for (int m0 = 0; m0 < M; m0 += ch) {
+    const int m = std::min(ch, M - m0);
+    blocked_walk(m, K, [&](int i, int p) { Ar[size_t(i) * K + p] = round_to(prec, A[(m0 + i) * rsa + p * csa]); });
+    matmul(tmp, Ar, Bt, DType::F32, nullptr, m, K, N);
+#pragma omp parallel for schedule(static) if (size_t(m) * N > (1u << 15))
+    for (int i = 0; i < m; i++) {
+      float* c = C + size_t(m0 + i) * ldc;
+      const float* t = tmp + size_t(i) * N;
+#pragma omp simd
+      for (int j = 0; j < N; j++) c[j] += t[j];
+    }
+  }
+}
+
+}  // namespace
+
+void set_train_gemm_precision(GemmPrecision p) { g_precision = p; }
+GemmPrecision train_gemm_precision() { return g_precision; }
+
+bool bf16_dot_available() {
+  static const bool cpu = __builtin_cpu_supports("avx512bf16");
+  return cpu && active_isa() == Isa::Avx512;
+}
+
+void gemm_acc_lowp(GemmPrecision prec, LowpPath path, float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
+                   const float* B, size_t rsb, size_t csb, int M, int N, int K) {
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  const bool unit_strides = (rsa == 1 || csa == 1) && (rsb == 1 || csb == 1);  // what pack_pairs reads
+  const bool dot = prec == GemmPrecision::BF16 && path != LowpPath::Generic && unit_strides && bf16_dot_available();
+  if (dot) return gemm_bf16_dot(C, ldc, A, rsa, csa, B, rsb, csb, M, N, K);
+  gemm_rounded_generic(prec, C, ldc, A, rsa, csa, B, rsb, csb, M, N, K);
+}
+
+}  // namespace orion::cpu
