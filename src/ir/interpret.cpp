@@ -81,8 +81,10 @@ Tensor32 unary(const Tensor32& x, F f) {
   return y;
 }
 
-float gelu_tanh(float x) { return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x))); }
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+// An elementwise unary op, unary_value(op, ·) on every element.
+Tensor32 unary_op(const Tensor32& x, Op op) {
+  return unary(x, [op](float v) { return unary_value(op, v); });
+}
 
 // a ∘ b with numpy broadcasting; the result shape comes from shape inference.
 template <typename F>
@@ -326,13 +328,15 @@ std::vector<Tensor32> eval_op(Op op, const std::vector<const Tensor32*>& in, con
     case Op::Sub: return one(binary(*in[0], *in[1], out, [](float a, float b) { return a - b; }));
     case Op::Mul: return one(binary(*in[0], *in[1], out, [](float a, float b) { return a * b; }));
     case Op::Pow: return one(binary(*in[0], *in[1], out, [](float a, float b) { return std::pow(a, b); }));
-    case Op::Neg: return one(unary(*in[0], [](float v) { return -v; }));
-    case Op::Relu: return one(unary(*in[0], [](float v) { return v > 0.0f ? v : 0.0f; }));
-    case Op::Tanh: return one(unary(*in[0], [](float v) { return std::tanh(v); }));
-    case Op::Sigmoid: return one(unary(*in[0], sigmoid));
-    case Op::Exp: return one(unary(*in[0], [](float v) { return std::exp(v); }));
-    case Op::Sqrt: return one(unary(*in[0], [](float v) { return std::sqrt(v); }));
-    case Op::Rsqrt: return one(unary(*in[0], [](float v) { return 1.0f / std::sqrt(v); }));
+    case Op::Neg:
+    case Op::Relu:
+    case Op::Tanh:
+    case Op::Sigmoid:
+    case Op::Exp:
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Gelu:
+    case Op::Silu: return one(unary_op(*in[0], op));
     case Op::ReduceSum: return one(reduce(*in[0], attrs, out, Reduction::Sum, node));
     case Op::ReduceMean: return one(reduce(*in[0], attrs, out, Reduction::Mean, node));
     case Op::ReduceMax: return one(reduce(*in[0], attrs, out, Reduction::Max, node));
@@ -344,8 +348,6 @@ std::vector<Tensor32> eval_op(Op op, const std::vector<const Tensor32*>& in, con
     case Op::Cast: return one(cast(*in[0], results[0].elem));
     case Op::Softmax: return one(softmax(*in[0], attr_int(attrs, "axis", node, -1)));
     case Op::Concat: return one(concat(in, attr_int(attrs, "axis", node), out));
-    case Op::Gelu: return one(unary(*in[0], gelu_tanh));
-    case Op::Silu: return one(unary(*in[0], [](float v) { return v * sigmoid(v); }));
     case Op::Attention: return one(attention(in, attrs, node));
   }
   bad(node, "unknown op");

@@ -10,6 +10,7 @@
 // anesim. Without it, fp16-typed values keep fp32 precision (constants still hold the fp16 values
 // they were stored as).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -48,6 +49,25 @@ Tensor32 const_values(const Node& n);
 // This is what interpret() calls per node; anesim can call it directly.
 std::vector<Tensor32> eval_op(Op op, const std::vector<const Tensor32*>& in, const Attrs& attrs,
                               const std::vector<Type>& results, const std::string& node_name);
+
+// What the elementwise unary op `op` (Neg, Relu, Tanh, Sigmoid, Exp, Sqrt, Rsqrt, Gelu, Silu)
+// computes on one element: the definition eval_op applies, and anesim's faster loops too.
+// Inline, so that a caller passing a constant op gets the bare formula in its loop.
+inline float unary_value(Op op, float v) {
+  const auto sigmoid = [](float x) { return 1.0f / (1.0f + std::exp(-x)); };
+  switch (op) {
+    case Op::Neg: return -v;
+    case Op::Relu: return v > 0.0f ? v : 0.0f;
+    case Op::Tanh: return std::tanh(v);
+    case Op::Sigmoid: return sigmoid(v);
+    case Op::Exp: return std::exp(v);
+    case Op::Sqrt: return std::sqrt(v);
+    case Op::Rsqrt: return 1.0f / std::sqrt(v);
+    case Op::Gelu: return 0.5f * v * (1.0f + std::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    case Op::Silu: return v * sigmoid(v);
+    default: return v;
+  }
+}
 
 // x rounded to the nearest fp16 value, returned as fp32.
 float round_to_fp16(float x);

@@ -5,6 +5,7 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "runtime/fp16_span.h"
 
 namespace orion::runtime {
 
@@ -14,16 +15,17 @@ void Surface::resize(size_t alloc_bytes) { bytes_.assign(alloc_bytes, 0); }
 
 void Surface::clear() { std::fill(bytes_.begin(), bytes_.end(), uint8_t(0)); }
 
-// The conversion is the bulk one of base/dtype (multithreaded for large buffers); what lies after
+// The conversion is fp16_span's (F16C where the CPU has it, the scalar functions' bits, multithreaded
+// for large buffers); what lies after
 // the n·2 data bytes is left as it is — the caller decides whether the tail must be zero.
 void Surface::write_f32(const float* x, size_t n) {
   ORION_CHECK(n * 2 <= bytes_.size(), "{} fp16 elements do not fit a surface of {} bytes", n, bytes_.size());
-  convert_dtype(x, DType::F32, bytes_.data(), DType::F16, n);
+  f32_to_f16_span(reinterpret_cast<uint16_t*>(bytes_.data()), x, int64_t(n));
 }
 
 void Surface::read_f32(float* out, size_t n) const {
   ORION_CHECK(n * 2 <= bytes_.size(), "{} fp16 elements do not fit a surface of {} bytes", n, bytes_.size());
-  convert_dtype(bytes_.data(), DType::F16, out, DType::F32, n);
+  f16_to_f32_span(out, reinterpret_cast<const uint16_t*>(bytes_.data()), int64_t(n));
 }
 
 }  // namespace orion::runtime

@@ -12,8 +12,10 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "runtime/anesim/anesim_fast_ops.h"
 #include "runtime/anesim/anesim_gemm.h"
 #include "runtime/anesim/anesim_plan.h"
+#include "runtime/fp16_span.h"
 
 namespace orion::runtime::anesim {
 namespace {
@@ -55,14 +57,21 @@ std::vector<int64_t> batch_offsets(const Shape& in, const Shape& batch) {
 
 bool is_f16(const ir::Type& t) { return t.elem == ir::ElemType::F16; }
 
+// A reshape keeps the values and their order, so only the shape changes: the input's buffer is
+// taken over when this step is its last reader (and it is not a constant), copied otherwise.
+template <typename Get>
+Tensor32 reshaped(std::vector<std::vector<Tensor32>>& values, Get& get, ir::Value in, const Shape& shape,
+                  const std::vector<int>& freed_here) {
+  const bool last_read = std::find(freed_here.begin(), freed_here.end(), in.node) != freed_here.end() &&
+                         !values[size_t(in.node)].empty();
+  Tensor32 y = last_read ? std::move(values[size_t(in.node)][size_t(in.result)]) : get(in);
+  y.shape = shape;
+  return y;
+}
+
 }  // namespace
 
-void round_fp16(Tensor32& t) {
-  float* p = t.data.data();
-  const int64_t n = t.numel();
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t i = 0; i < n; i++) p[i] = f16_to_f32(f32_to_f16(p[i]));
-}
+void round_fp16(Tensor32& t) { round_fp16_span(t.data.data(), t.numel()); }
 
 Tensor32 conv1x1_fast(const Tensor32& x, const Tensor32& w) {
   // y[o, s] = Σ_i W[o, i]·x[i, s]: W [Cout, Cin] is A, x [Cin, S] (channel-major) is B as it is.
@@ -145,7 +154,7 @@ void Plan::run(const std::vector<const uint16_t*>& inputs, const std::vector<uin
   for (size_t k = 0; k < inputs.size(); k++) {
     const ir::Node& n = graph.node(input_nodes_[k]);
     Tensor32 t(n.results[0].shape);
-    for (int64_t i = 0; i < t.numel(); i++) t.data[size_t(i)] = f16_to_f32(inputs[k][i]);  // packed from byte 0 (C14)
+    f16_to_f32_span(t.data.data(), inputs[k], t.numel());  // packed from byte 0 (C14)
     values[size_t(input_nodes_[k])].push_back(std::move(t));
   }
   auto get = [&](ir::Value v) -> const Tensor32& {
@@ -155,7 +164,11 @@ void Plan::run(const std::vector<const uint16_t*>& inputs, const std::vector<uin
   for (const Step& s : steps_) {
     const ir::Node& n = graph.node(s.node);
     std::vector<Tensor32>& out = values[size_t(s.node)];
-    if (n.op == Op::Conv1x1 && n.inputs.size() == 2) {
+    bool rounded = false;  // the fast ops round their results themselves
+    if (n.op == Op::Reshape && (is_f16(graph.type(n.inputs[0])) || !is_f16(n.results[0]))) {
+      out.push_back(reshaped(values, get, n.inputs[0], n.results[0].shape, s.frees));
+      rounded = true;  // the input's values, fp16 already when the type says so
+    } else if (n.op == Op::Conv1x1 && n.inputs.size() == 2) {
       out.push_back(conv1x1_fast(get(n.inputs[0]), get(n.inputs[1])));
     } else if (n.op == Op::Matmul) {
       out.push_back(matmul_fast(get(n.inputs[0]), get(n.inputs[1]), ir::attr_bool(n.attrs, "transpose_x", n.name, false),
@@ -163,15 +176,17 @@ void Plan::run(const std::vector<const uint16_t*>& inputs, const std::vector<uin
     } else {
       std::vector<const Tensor32*> in;
       for (ir::Value v : n.inputs) in.push_back(&get(v));
-      out = ir::eval_op(n.op, in, n.attrs, n.results, n.name);
+      out.resize(1);
+      rounded = eval_fast_op(n.op, in, n.attrs, n.results[0], n.name, out[0]);
+      if (!rounded) out = ir::eval_op(n.op, in, n.attrs, n.results, n.name);
     }
-    for (size_t r = 0; r < out.size(); r++)
+    for (size_t r = 0; r < out.size() && !rounded; r++)
       if (is_f16(n.results[r])) round_fp16(out[r]);  // stored as fp16 between ops
     for (int dead : s.frees) values[size_t(dead)].clear();
   }
   for (size_t k = 0; k < outputs.size(); k++) {
     const Tensor32& t = get(output_values_[k]);
-    for (int64_t i = 0; i < t.numel(); i++) outputs[k][i] = f32_to_f16(t.data[size_t(i)]);  // packed at byte 0
+    f32_to_f16_span(outputs[k], t.data.data(), t.numel());  // packed at byte 0
   }
 }
 

@@ -5,8 +5,11 @@
 //
 // Numerics (what the ANE does, DESIGN.md §2): tensors are stored in fp16, so every fp16-typed
 // result is rounded to the nearest fp16 at its op boundary; matmul and conv accumulate in fp32
-// inside the op (the CPU backend's vectorised cpu::matmul, which sums in fp32 in a fixed order);
-// every other op is the reference interpreter's ir::eval_op on fp16-valued inputs, then rounded.
+// inside the op (anesim_gemm.h's product, which sums in fp32 in a fixed order);
+// every other op is the reference interpreter's definition on fp16-valued inputs, then rounded —
+// the elementwise ops, softmax and the reductions in anesim_fast_ops.h's vectorised, multithreaded
+// loops (the same bits), the rest through ir::eval_op. The fp16 conversions use F16C where the CPU
+// has it (runtime/fp16_span.h, the same bits as the scalar ones).
 #pragma once
 #include <cstdint>
 #include <memory>
