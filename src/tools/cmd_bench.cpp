@@ -67,7 +67,7 @@ void add_bench_command(CLI::App& app) {
   gen->add_flag("--no-bandwidth", a->no_bandwidth, "skip the STREAM-triad bandwidth measurement");
   gen->add_flag("--no-gemm-peak", a->no_gemm, "skip the GEMM-peak measurement behind the prefill bound");
   gen->add_option("--gemm", a->gemm,
-                  "prompt GEMMs through Orion's kernels (bit-identical to decode) or oneDNN (default when built in)")
+                  "prompt GEMMs through Orion's kernels (default; bit-identical to decode) or oneDNN (when built in)")
       ->check(CLI::IsMember({"orion", "onednn"}));
   a->threads.add(gen);
   gen->callback([a] { run_bench_generate(*a); });

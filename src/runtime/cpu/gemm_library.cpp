@@ -1,9 +1,10 @@
 // Prompt-sized matrix products through a GEMM library: oneDNN's sgemm, when the build found it
-// (ORION_HAVE_ONEDNN). It picks AMX, AVX-512 or AVX2 code at run time and, on the prompt shapes of
-// a transformer (M ≥ a few dozen tokens), reaches a higher fraction of the FMA peak than Orion's
-// register tiles (bench/RESULTS.md, "Prefill"). Its kernels sum each element in their own order,
-// so rows computed here are not bit-identical to the decode matvec; matmul() therefore uses it only
-// for M ≥ kLibraryGemmMinRows (prompts), never for decode or a batched decode step.
+// (ORION_HAVE_ONEDNN). It picks AMX, AVX-512 or AVX2 code at run time and reaches a higher GEMM
+// peak than Orion's register tiles, so `orion bench generate` measures the prefill bound with it;
+// whether it also makes prompts faster end to end is measured per machine (bench/RESULTS.md,
+// "Prefill"). Its kernels sum each element in their own order, so rows computed here are not
+// bit-identical to the decode matvec: matmul() uses it only when chosen and only for
+// M ≥ kLibraryGemmMinRows (prompts), never for decode or a batched decode step.
 #include <omp.h>
 
 #include <algorithm>
@@ -29,16 +30,19 @@ constexpr bool kHaveLibrary = true;
 constexpr bool kHaveLibrary = false;
 #endif
 
-// ORION_GEMM=orion|onednn at start-up; the library by default when it was built in.
+// ORION_GEMM=onednn at start-up chooses the library (when built in); Orion's kernels by default:
+// measured end to end, a Stories110M prompt is no faster through oneDNN on the AVX-512 machine
+// (bench/RESULTS.md, "Prefill"), and Orion's rows stay bit-identical to decode.
 PrefillGemm initial_choice() {
   const char* env = std::getenv("ORION_GEMM");
-  if (env && std::string(env) == "orion") return PrefillGemm::Orion;
-  return kHaveLibrary ? PrefillGemm::OneDnn : PrefillGemm::Orion;
+  return kHaveLibrary && env && std::string(env) == "onednn" ? PrefillGemm::OneDnn : PrefillGemm::Orion;
 }
 
 PrefillGemm g_choice = initial_choice();
 
 #if ORION_HAVE_ONEDNN
+constexpr size_t kLibraryPanelBytes = 4u << 20;
+
 // y[:, p0:p1] = x · W[p0:p1, :]ᵀ (+ bias) on the calling thread, one L2-sized panel of weight rows
 // at a time (f16/bf16 rows widened to fp32 into `panel` first; f32 rows are used where they lie).
 //   x: [M, K];  W: [N, K] in dtype wt;  y: [M, N] (row stride N)
@@ -84,7 +88,10 @@ bool use_library_gemm(DType wt, int M) {
 // y do not depend on the thread count.
 void matmul_library(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N) {
 #if ORION_HAVE_ONEDNN
-  const int step = 16, tiles = (N + step - 1) / step, panel = panel_rows(K, step);
+  // The library packs x again on every call, so it gets wide panels: all of a thread's rows for
+  // f32 weights, up to kLibraryPanelBytes of widened rows otherwise.
+  const int step = 16, tiles = (N + step - 1) / step;
+  const int panel = wt == DType::F32 ? N : std::max(step, int(kLibraryPanelBytes / (size_t(K) * 4)) / step * step);
 #pragma omp parallel
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();

@@ -38,8 +38,8 @@ void matmul(float* y, const float* x, const void* W, DType wt, const float* bias
 // decode), or oneDNN's sgemm when the build found it (faster on prompts; its own summation order,
 // so those rows agree with decode to rounding, ~1e-6, not bit for bit). Decode, batched decode
 // steps (fewer rows) and q8_0 weights always use Orion's kernels; either way the result does not
-// depend on the thread count. Default: oneDNN when built in; ORION_GEMM=orion at start-up or
-// set_prefill_gemm (false if that path is not built) chooses.
+// depend on the thread count. Default: Orion's; ORION_GEMM=onednn at start-up or set_prefill_gemm
+// (false if that path is not built) chooses the library.
 enum class PrefillGemm { Orion, OneDnn };
 constexpr int kLibraryGemmMinRows = 64;
 bool prefill_gemm_available(PrefillGemm g);
