@@ -167,6 +167,74 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
   store_tile<MT, NT>(y, ldy, acc, bias);
 }
 
+// --- batched decode: a few tokens against weights streamed from memory ----------------------------
+//
+// A decode step of a few sequences (M ≤ STREAM_TOKENS_MAX, e.g. orion serve's batch) is still
+// memory-bound: each weight is loaded once (with matvec's prefetching), widened in a register and
+// used by every token of a tile, instead of being widened into a scratch panel first. Each
+// accumulator sums like matvec_block's (lane j over k ≡ j mod 16, masked tail, hsum), so every row
+// equals its single-sequence decode bit for bit.
+constexpr int STREAM_TOKENS_MAX = 16, STREAM_TM = 4, STREAM_R = 6;
+
+// y[i, n + r] = Σ_k x[i, k]·W[n + r, k] (+ bias) for i < MT, r < R.   x: MT rows, stride K; y: stride ldy
+template <DType D, int MT, int R>
+inline void stream_tile(float* y, int ldy, const float* x, const void* W, const float* bias, int K, int n) {
+  const size_t row_bytes = size_t(K) * dtype_size(D);
+  const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+  __m512 acc[MT][R];
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[i][r] = _mm512_setzero_ps();
+  auto step = [&](int k, __mmask16 m) {
+    __m512 xv[MT];
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; i++) xv[i] = _mm512_maskz_loadu_ps(m, x + size_t(i) * K + k);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const __m512 wv = load16<D>(w0 + r * row_bytes, k, m);
+#pragma GCC unroll 8
+      for (int i = 0; i < MT; i++) acc[i][r] = _mm512_fmadd_ps(wv, xv[i], acc[i][r]);
+    }
+  };
+  int k = 0;
+  for (; k + 16 <= K; k += 16) {
+    if (k * dtype_size(D) % 64 == 0)  // once per 64-byte cache line of each row, as in matvec_block
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * dtype_size(D));
+        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+      }
+    step(k, 0xffff);
+  }
+  if (k < K) step(k, __mmask16((1u << (K - k)) - 1));
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const float sum = hsum(acc[i][r]);
+      y[size_t(i) * ldy + n + r] = bias ? sum + bias[n + r] : sum;
+    }
+}
+
+// All M tokens against weight rows R at a time: the tiles of STREAM_TM tokens reuse the R rows
+// while they are in L1.
+template <DType D, int R>
+void stream_rows_block(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n) {
+  int m = 0;
+  for (; m + STREAM_TM <= M; m += STREAM_TM)
+    stream_tile<D, STREAM_TM, R>(y + size_t(m) * N, N, x + size_t(m) * K, W, bias, K, n);
+  for (; m < M; m++) stream_tile<D, 1, R>(y + size_t(m) * N, N, x + size_t(m) * K, W, bias, K, n);
+}
+
+template <DType D>
+void stream_rows(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
+  int n = n0;
+  for (; n + STREAM_R <= n1; n += STREAM_R) stream_rows_block<D, STREAM_R>(y, x, W, bias, M, K, N, n);
+  for (; n < n1; n++) stream_rows_block<D, 1>(y, x, W, bias, M, K, N, n);
+}
+
 // One tile of MT tokens (x: MT rows, kept in L1) against the fp32 weight rows n0 .. n1−1 of a panel
 // (w: its first row; the panel stays in L2): TN rows at a time, then single leftover rows.
 template <int MT>
@@ -181,6 +249,12 @@ void gemm_tile_row(float* y, int N, const float* x, const float* w, const float*
 void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0, int n1,
                float* scratch) {
   if (wt == DType::Q8_0) return q8_gemm_avx512(y, x, W, bias, M, K, N, n0, n1);
+  if (M <= STREAM_TOKENS_MAX) switch (wt) {
+      case DType::F32: return stream_rows<DType::F32>(y, x, W, bias, M, K, N, n0, n1);
+      case DType::F16: return stream_rows<DType::F16>(y, x, W, bias, M, K, N, n0, n1);
+      case DType::BF16: return stream_rows<DType::BF16>(y, x, W, bias, M, K, N, n0, n1);
+      case DType::Q8_0: break;
+    }
   const float* w = static_cast<const float*>(W) + size_t(n0) * K;
   if (wt != DType::F32) {
     to_f32(scratch, static_cast<const uint8_t*>(W) + size_t(n0) * K * dtype_size(wt), wt, size_t(n1 - n0) * K);
