@@ -157,6 +157,82 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
     }
 }
 
+// --- batched decode: a few tokens against weights streamed from memory ----------------------------
+//
+// As in kernels_avx512.cpp: a decode step of a few sequences (M ≤ STREAM_TOKENS_MAX) loads each
+// weight once from memory (matvec's prefetching), widens it in a register and uses it for every
+// token of a tile (3 tokens × 4 rows = 12 accumulators, 3 x registers, 1 weight). Each accumulator
+// sums like matvec_block's, so every row equals its single-sequence decode bit for bit.
+constexpr int STREAM_TOKENS_MAX = 16, STREAM_TM = 3, STREAM_R = 4;
+
+// y[i, n + r] = Σ_k x[i, k]·W[n + r, k] (+ bias) for i < MT, r < R.   x: MT rows, stride K; y: stride ldy
+template <DType D, int MT, int R>
+inline void stream_tile(float* y, int ldy, const float* x, const void* W, const float* bias, int K, int n) {
+  const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
+  const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+  __m256 acc[MT][R];
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[i][r] = _mm256_setzero_ps();
+  // One step: 8 k of every x row (xs, stride sx) and weight row (ws(r)).
+  auto step = [&](const float* xs, size_t sx, auto&& ws) {
+    __m256 xv[MT];
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xs + i * sx);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const __m256 wv = load8<D>(ws(r));
+#pragma GCC unroll 8
+      for (int i = 0; i < MT; i++) acc[i][r] = _mm256_fmadd_ps(wv, xv[i], acc[i][r]);
+    }
+  };
+  int k = 0;
+  for (; k + 8 <= K; k += 8) {
+    if (k * es % 64 == 0)  // once per 64-byte cache line of each row, as in matvec_block
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * es);
+        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+      }
+    step(x + k, size_t(K), [&](int r) { return w0 + r * row_bytes + k * es; });
+  }
+  if (k < K) {  // tail of K % 8, copied into zero-padded blocks of 8 (as matvec_block does)
+    const int t = K - k;
+    alignas(32) float xt[MT][8] = {};
+    alignas(32) uint8_t wt[R][32] = {};
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; i++) std::memcpy(xt[i], x + size_t(i) * K + k, t * 4);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) std::memcpy(wt[r], w0 + r * row_bytes + k * es, t * es);
+    step(xt[0], 8, [&](int r) { return static_cast<const void*>(wt[r]); });
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const float sum = hsum(acc[i][r]);
+      y[size_t(i) * ldy + n + r] = bias ? sum + bias[n + r] : sum;
+    }
+}
+
+// All M tokens against weight rows R at a time: the token tiles reuse the R rows while in L1.
+template <DType D, int R>
+void stream_rows_block(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n) {
+  int m = 0;
+  for (; m + STREAM_TM <= M; m += STREAM_TM)
+    stream_tile<D, STREAM_TM, R>(y + size_t(m) * N, N, x + size_t(m) * K, W, bias, K, n);
+  for (; m < M; m++) stream_tile<D, 1, R>(y + size_t(m) * N, N, x + size_t(m) * K, W, bias, K, n);
+}
+
+template <DType D>
+void stream_rows(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
+  int n = n0;
+  for (; n + STREAM_R <= n1; n += STREAM_R) stream_rows_block<D, STREAM_R>(y, x, W, bias, M, K, N, n);
+  for (; n < n1; n++) stream_rows_block<D, 1>(y, x, W, bias, M, K, N, n);
+}
+
 // One tile of MT tokens (x: MT rows, kept in L1) against the fp32 weight rows n0 .. n1−1 of a panel
 // (w: its first row; the panel stays in L2): TN rows at a time, then single leftover rows.
 template <int MT>
@@ -171,6 +247,12 @@ void gemm_tile_row(float* y, int N, const float* x, const float* w, const float*
 void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0, int n1,
                float* scratch) {
   if (wt == DType::Q8_0) return q8_gemm_avx2(y, x, W, bias, M, K, N, n0, n1);
+  if (M <= STREAM_TOKENS_MAX) switch (wt) {
+      case DType::F32: return stream_rows<DType::F32>(y, x, W, bias, M, K, N, n0, n1);
+      case DType::F16: return stream_rows<DType::F16>(y, x, W, bias, M, K, N, n0, n1);
+      case DType::BF16: return stream_rows<DType::BF16>(y, x, W, bias, M, K, N, n0, n1);
+      case DType::Q8_0: break;
+    }
   const float* w = static_cast<const float*>(W) + size_t(n0) * K;
   if (wt != DType::F32) {
     to_f32(scratch, static_cast<const uint8_t*>(W) + size_t(n0) * K * dtype_size(wt), wt, size_t(n1 - n0) * K);
