@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "model/io/gguf_file.h"
 #include "model/io/model_io.h"
 #include "model/weights.h"
 
@@ -178,7 +179,6 @@ void write_llmc(const ModelWeights& w, const std::string& path, DType dtype);
 ModelWeights read_hf(const std::string& path);  // folder, model.safetensors or config.json; sharded folders too
 void write_hf(const ModelWeights& w, const std::string& path, std::optional<DType> dtype);
 ModelWeights read_gguf(const std::string& path);
-struct GgufOutValue;
 // `extra`: metadata written after the model's keys (a tokenizer's: gguf_tokenizer.h).
 void write_gguf_model(const ModelWeights& w, const std::string& path, std::optional<DType> dtype,
                       const std::vector<GgufOutValue>& extra = {});
