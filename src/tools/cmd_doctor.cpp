@@ -84,8 +84,14 @@ json diagnose() {
 #else
   j["python_binding"] = false;
 #endif
-  // OpenBLAS is linked only into bench/ (the reference GEMM); Orion's kernels are its own.
-  j["blas"] = "not used: Orion's kernels are its own (OpenBLAS is only bench/'s reference GEMM)";
+  // OpenBLAS is linked only into bench/ (the reference GEMM); oneDNN, when built in, can take
+  // prompt-sized products (runtime/cpu/gemm_library.cpp).
+  const bool onednn = cpu::prefill_gemm_available(cpu::PrefillGemm::OneDnn);
+  j["blas"] = std::string(onednn ? "oneDNN built in" : "oneDNN not built in") + "; prompt GEMMs: " +
+              cpu::prefill_gemm_name(cpu::prefill_gemm()) +
+              (onednn ? " (ORION_GEMM=onednn|orion chooses)" : " (install libdnnl-dev and rebuild for oneDNN)") +
+              "; OpenBLAS is only bench/'s reference GEMM";
+  j["prompt_gemm"] = {{"path", cpu::prefill_gemm_name(cpu::prefill_gemm())}, {"onednn_built_in", onednn}};
   j["ane"] = ane_status();
   const std::string detected = chip_from_cpu_model(model);
   const compiler::ChipProfile& chip = detected.empty() ? compiler::default_chip() : compiler::chip_profile(detected);

@@ -195,7 +195,8 @@ TEST(GgufFamilyFiles, DamagedQwen3FilesAreInputErrors) {
   const std::string good_path = written(root + "/qwen3", "good.gguf"), good = test::slurp(good_path);
   const std::string path = test::temp_dir() + "/bad.gguf";
   size_t header = good.size();  // the tensor data starts after the header and the table
-  for (const io::GgufTensor& t : io::GgufFile::open(good_path).tensors()) header = std::min(header, t.file_offset);
+  const io::GgufFile good_file = io::GgufFile::open(good_path);  // tensors() refers into it
+  for (const io::GgufTensor& t : good_file.tensors()) header = std::min(header, t.file_offset);
   auto expect_clean = [&](const std::string& bytes, const std::string& what) {
     test::spit(path, bytes);
     try {

@@ -20,13 +20,17 @@ nlohmann::json doctor_json() {
 
 TEST(CliDoctor, JsonHasEveryField) {
   const nlohmann::json j = doctor_json();
-  for (const char* key : {"cpu", "kernels", "threads", "mpi", "python_binding", "blas", "ane", "chip", "compile_budget"})
+  for (const char* key :
+       {"cpu", "kernels", "threads", "mpi", "python_binding", "blas", "prompt_gemm", "ane", "chip", "compile_budget"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_FALSE(j["cpu"]["model"].get<std::string>().empty());
   EXPECT_GE(j["threads"].get<int>(), 1);
   EXPECT_TRUE(j["mpi"].is_boolean());
   EXPECT_TRUE(j["python_binding"].is_boolean());
   EXPECT_TRUE(j["ane"]["available"].is_boolean());
+  // The prompt GEMM path is the one this process's kernels report (the child inherits ORION_GEMM).
+  EXPECT_EQ(j["prompt_gemm"]["path"], cpu::prefill_gemm_name(cpu::prefill_gemm()));
+  EXPECT_EQ(j["prompt_gemm"]["onednn_built_in"].get<bool>(), cpu::prefill_gemm_available(cpu::PrefillGemm::OneDnn));
   const std::string chip = j["chip"]["profile"];
   EXPECT_EQ(j["compile_budget"]["limit"].get<int>(), compiler::chip_profile(chip).compile_budget);
   EXPECT_EQ(j["compile_budget"]["warn_at"].get<int>(), (compiler::chip_profile(chip).compile_budget * 9 + 9) / 10);
