@@ -47,7 +47,7 @@ std::string format_description(ModelFormat f) {
     case ModelFormat::Llama2cV1: return "llama2.c .bin (version 1 \"ak42\", fp32)";
     case ModelFormat::Safetensors: return "Hugging Face safetensors + config.json";
     case ModelFormat::LlmC: return "llm.c .bin (gpt2_124M.bin layout)";
-    case ModelFormat::Gguf: return "llama.cpp GGUF (f32, f16, bf16 tensors)";
+    case ModelFormat::Gguf: return "llama.cpp GGUF (f32, f16, bf16, q8_0 tensors)";
   }
   return "?";
 }
