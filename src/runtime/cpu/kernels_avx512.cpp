@@ -218,52 +218,9 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
     }
 }
 
-// All M tokens against weight rows R at a time: the tiles of STREAM_TM tokens reuse the R rows
-// while they are in L1.
-template <DType D, int R>
-void stream_rows_block(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n) {
-  int m = 0;
-  for (; m + STREAM_TM <= M; m += STREAM_TM)
-    stream_tile<D, STREAM_TM, R>(y + size_t(m) * N, N, x + size_t(m) * K, W, bias, K, n);
-  for (; m < M; m++) stream_tile<D, 1, R>(y + size_t(m) * N, N, x + size_t(m) * K, W, bias, K, n);
-}
-
-template <DType D>
-void stream_rows(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
-  int n = n0;
-  for (; n + STREAM_R <= n1; n += STREAM_R) stream_rows_block<D, STREAM_R>(y, x, W, bias, M, K, N, n);
-  for (; n < n1; n++) stream_rows_block<D, 1>(y, x, W, bias, M, K, N, n);
-}
-
-// One tile of MT tokens (x: MT rows, kept in L1) against the fp32 weight rows n0 .. n1−1 of a panel
-// (w: its first row; the panel stays in L2): TN rows at a time, then single leftover rows.
-template <int MT>
-void gemm_tile_row(float* y, int N, const float* x, const float* w, const float* bias, int K, int n0, int n1) {
-  int n = n0;
-  for (; n + TN <= n1; n += TN) gemm_tile<MT, TN>(y + n, N, x, w + size_t(n - n0) * K, bias ? bias + n : nullptr, K);
-  for (; n < n1; n++) gemm_tile<MT, 1>(y + n, N, x, w + size_t(n - n0) * K, bias ? bias + n : nullptr, K);
-}
-
-// Columns n0 .. n1−1 of y (a panel the caller sized to fit L2): the panel's weight rows widened to
-// fp32 once, then every tile of TM tokens sweeps the whole panel.
-void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0, int n1,
-               float* scratch) {
-  if (wt == DType::Q8_0) return q8_gemm_avx512(y, x, W, bias, M, K, N, n0, n1);
-  if (M <= STREAM_TOKENS_MAX) switch (wt) {
-      case DType::F32: return stream_rows<DType::F32>(y, x, W, bias, M, K, N, n0, n1);
-      case DType::F16: return stream_rows<DType::F16>(y, x, W, bias, M, K, N, n0, n1);
-      case DType::BF16: return stream_rows<DType::BF16>(y, x, W, bias, M, K, N, n0, n1);
-      case DType::Q8_0: break;
-    }
-  const float* w = static_cast<const float*>(W) + size_t(n0) * K;
-  if (wt != DType::F32) {
-    to_f32(scratch, static_cast<const uint8_t*>(W) + size_t(n0) * K * dtype_size(wt), wt, size_t(n1 - n0) * K);
-    w = scratch;
-  }
-  int m = 0;
-  for (; m + TM <= M; m += TM) gemm_tile_row<TM>(y + size_t(m) * N, N, x + size_t(m) * K, w, bias, K, n0, n1);
-  for (; m < M; m++) gemm_tile_row<1>(y + size_t(m) * N, N, x + size_t(m) * K, w, bias, K, n0, n1);
-}
+// The prefill and batched-decode loops over the tiles above (shared with the other ISA file).
+constexpr auto q8_gemm_isa = q8_gemm_avx512;
+#include "runtime/cpu/kernels_gemm_loops.inc"
 
 float dot(const float* a, const float* b, int n) {
   __m512 acc = _mm512_setzero_ps();
