@@ -83,6 +83,10 @@ def concurrent(port, clients, per_client, max_tokens):
     return time.perf_counter() - t, sorted(latencies), tokens[0], failed[0]
 
 
+def server_stats(port):
+    return json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/stats"))
+
+
 def percentile(sorted_values, p):
     return sorted_values[min(len(sorted_values) - 1, int(p * len(sorted_values)))]
 
@@ -123,14 +127,22 @@ def main():
                   f"{failed} failed, p50 {1e3 * percentile(lat, 0.5):.1f} ms, p95 {1e3 * percentile(lat, 0.95):.1f} ms, "
                   f"{tokens / wall:.1f} tok/s aggregate")
 
-            rates = {}
+            rates, model_rates = {}, {}
             for streams in (1, args.clients):
+                before = server_stats(port)
                 wall, _, tokens, failed = concurrent(port, streams, 1, args.stream_tokens)
+                after = server_stats(port)
+                d = {k: after[k] - before[k] for k in ("decode_steps", "decoded_rows", "prompt_tokens", "step_seconds", "prefill_seconds")}
                 rates[streams] = tokens / wall
+                model_rates[streams] = d["decoded_rows"] / max(1e-9, d["step_seconds"] + d["prefill_seconds"])
                 print(f"decode: {streams} stream{'s' if streams > 1 else ''} of {args.stream_tokens} tokens: "
-                      f"{rates[streams]:.1f} tok/s aggregate{f', {failed} failed' if failed else ''}")
-            print(f"ratio: {args.clients} streams / 1 stream = {rates[args.clients] / rates[1]:.2f}x")
-            stats = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/stats"))
+                      f"{rates[streams]:.1f} tok/s aggregate{f', {failed} failed' if failed else ''} over {wall:.2f} s; "
+                      f"server: {d['decode_steps']} steps, mean batch {d['decoded_rows'] / max(1, d['decode_steps']):.2f}, "
+                      f"{d['prompt_tokens']} prompt tokens, model busy {d['step_seconds'] + d['prefill_seconds']:.2f} s "
+                      f"({model_rates[streams]:.1f} tok/s)")
+            print(f"ratio: {args.clients} streams / 1 stream = {rates[args.clients] / rates[1]:.2f}x over HTTP, "
+                  f"{model_rates[args.clients] / model_rates[1]:.2f}x while the model ran")
+            stats = server_stats(port)
             print(f"server: {stats['completed']} completed, mean batch "
                   f"{stats['decoded_rows'] / max(1, stats['decode_steps']):.2f} rows"
                   + (f", {stats['compiles']} programs compiled" if "compiles" in stats else ""))

@@ -18,13 +18,14 @@ BatchedDecoder::BatchedDecoder(const ModelWeights& weights, int slots, int max_s
       slots_(slots),
       max_seq_(max_seq > 0 ? std::min(max_seq, weights.config.seq_len) : weights.config.seq_len),
       kv_dim_(weights.config.kv_dim()),
-      layers_(weights.config.n_layers) {
+      layers_(weights.config.n_layers),
+      max_rows_(slots + kPromptRows) {
   ORION_CHECK(slots >= 1, "batched decoder with {} slots", slots);
   const ModelConfig& c = w_.config;
-  const size_t rows = size_t(std::max(Transformer::kChunk, slots)), C = c.dim, Q = size_t(c.n_heads) * c.head_dim();
+  const size_t rows = size_t(std::max(Transformer::kChunk, max_rows_)), C = c.dim, Q = size_t(c.n_heads) * c.head_dim();
   a_.x.resize(rows * C), a_.xb.resize(rows * C), a_.q.resize(rows * Q), a_.att.resize(rows * Q);
   a_.hb.resize(rows * c.hidden_dim), a_.hb2.resize(rows * c.hidden_dim);
-  k_rows_.resize(size_t(slots) * kv_dim_), v_rows_.resize(size_t(slots) * kv_dim_);
+  k_rows_.resize(size_t(max_rows_) * kv_dim_), v_rows_.resize(size_t(max_rows_) * kv_dim_);
   const size_t cache = size_t(slots) * layers_ * max_seq_ * kv_dim_;
   key_cache_.assign(cache, 0.0f), value_cache_.assign(cache, 0.0f);
   if (model_family(c.arch).anatomy().positions == Positions::Rope) rope_freq_ = llama_rope_frequencies(c);
@@ -91,22 +92,41 @@ const float* BatchedDecoder::prefill(int slot, const int* tokens, int n, const L
   return logits_.data();
 }
 
-const float* BatchedDecoder::decode(const std::vector<Row>& rows) {
+// Rows of one slot must come at consecutive positions, in row order; at most one row per slot
+// besides kPromptRows prompt tokens.
+void BatchedDecoder::check_rows(const std::vector<Row>& rows) const {
   const int B = int(rows.size());
-  ORION_CHECK(B >= 1 && B <= slots_, "decode step of {} rows with {} slots", B, slots_);
+  ORION_CHECK(B >= 1 && B <= max_rows_, "decode step of {} rows with {} slots", B, slots_);
+  std::vector<int> last_pos(size_t(slots_), -1);
+  int extra = 0;  // rows beyond the first of their slot
+  for (const Row& r : rows) {
+    ORION_CHECK(r.slot >= 0 && r.slot < slots_, "slot {} of {}", r.slot, slots_);
+    int& last = last_pos[size_t(r.slot)];
+    ORION_CHECK(last < 0 || r.pos == last + 1, "slot {} fed position {} after {} in one decode step", r.slot, r.pos, last);
+    extra += last >= 0;
+    last = r.pos;
+    check_tokens(&r.token, 1, r.pos);
+  }
+  ORION_CHECK(extra <= kPromptRows, "decode step with {} prompt rows (at most {})", extra, kPromptRows);
+}
+
+const float* BatchedDecoder::decode(const std::vector<Row>& rows) {
+  check_rows(rows);
+  const int B = int(rows.size());
   std::vector<int> tokens, positions;
   std::vector<std::vector<LoraLayerRef>> lora(rows.size());
   for (size_t b = 0; b < rows.size(); b++) {
     const Row& r = rows[b];
-    ORION_CHECK(r.slot >= 0 && r.slot < slots_, "slot {} of {}", r.slot, slots_);
-    for (size_t e = 0; e < b; e++) ORION_CHECK(rows[e].slot != r.slot, "slot {} twice in one decode step", r.slot);
-    check_tokens(&r.token, 1, r.pos);
     tokens.push_back(r.token), positions.push_back(r.pos);
-    if (r.adapter) lora[b] = lora_layer_refs(w_.config, *r.adapter, r.scale_mult);
+    if (!r.adapter) continue;
+    // Rows of one request share its adapter: build its per-layer references once.
+    const bool same = b > 0 && rows[b - 1].adapter == r.adapter && rows[b - 1].scale_mult == r.scale_mult;
+    lora[b] = same ? lora[b - 1] : lora_layer_refs(w_.config, *r.adapter, r.scale_mult);
     reserve_lora(r.adapter, 1);
   }
   embed(tokens.data(), positions.data(), B);
-  logits_.resize(size_t(B) * w_.config.vocab_size);
+  const int wanted = int(std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.logits; }));
+  logits_.resize(size_t(std::max(1, wanted)) * w_.config.vocab_size);
   // One row without an adapter: the family's single-token fast path, as `orion generate` runs it
   // (a slot's cache has the Transformer's [L, max_seq, NKV·HS] layout).
   if (B == 1 && !rows[0].adapter &&
@@ -114,7 +134,16 @@ const float* BatchedDecoder::decode(const std::vector<Row>& rows) {
           .decode_token(w_, a_, rows[0].pos, k_cache(rows[0].slot, 0), v_cache(rows[0].slot, 0), max_seq_, logits_.data()))
     return logits_.data();
   for (int l = 0; l < layers_; l++) decode_block(l, rows, lora);
-  classify(a_.x.data(), B, logits_.data());
+  if (wanted == B) {
+    classify(a_.x.data(), B, logits_.data());
+  } else if (wanted > 0) {  // only the rows whose logits are wanted go through the classifier
+    const size_t C = size_t(w_.config.dim);
+    wanted_x_.resize(size_t(wanted) * C);
+    float* dst = wanted_x_.data();
+    for (int b = 0; b < B; b++)
+      if (rows[size_t(b)].logits) dst = std::copy(a_.x.data() + size_t(b) * C, a_.x.data() + size_t(b + 1) * C, dst);
+    classify(wanted_x_.data(), wanted, logits_.data());
+  }
   return logits_.data();
 }
 
@@ -151,6 +180,9 @@ void BatchedDecoder::decode_block(int layer, const std::vector<Row>& rows,
     cpu::rmsnorm(k_rows_.data(), k_rows_.data(), l.k_norm.f32(), B * c.n_kv_heads, HS, c.norm_eps);
   }
   std::vector<float> cs(static_cast<size_t>(HS));
+  // Every row's key and value enter its slot's cache first, then all rows attend (in one pass): a
+  // prompt row thus sees the rows of its slot before it.
+  std::vector<cpu::AttentionRow> att(rows.size());
   for (int b = 0; b < B; b++) {
     const Row& r = rows[size_t(b)];
     float* qb = a_.q.data() + size_t(b) * Q;
@@ -164,9 +196,9 @@ void BatchedDecoder::decode_block(int layer, const std::vector<Row>& rows,
     float* vc = v_cache(r.slot, layer);
     std::copy(kb, kb + KV, kc + size_t(r.pos) * KV);
     std::copy(v_rows_.data() + size_t(b) * KV, v_rows_.data() + size_t(b + 1) * KV, vc + size_t(r.pos) * KV);
-    cpu::attention(a_.att.data() + size_t(b) * Q, qb, kc, vc, 1, r.pos, c.n_heads, c.n_kv_heads, HS, KV,
-                   c.sliding_window);
+    att[size_t(b)] = {a_.att.data() + size_t(b) * Q, qb, kc, vc, r.pos};
   }
+  cpu::attention_rows(att.data(), B, c.n_heads, c.n_kv_heads, HS, KV, c.sliding_window);  // all rows in one pass
   project(xb, a_.att.data(), l.wo, l.bo, LoraTarget::O, Q, C);
   cpu::add_inplace(x, xb, size_t(B) * C);
 

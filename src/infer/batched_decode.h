@@ -10,7 +10,10 @@
 //
 // prefill() feeds a prompt into one slot through the family's own block (ModelFamily::block_forward),
 // the same code the Transformer runs; sequences join a running batch between steps and leave when
-// done: the slots are independent.
+// done: the slots are independent. A step may also carry prompt tokens as rows (several of one slot
+// at consecutive positions): each row's key and value enter its slot's cache before any row
+// attends, so a prompt token sees the ones before it as in a prefill — the same operations row by
+// row, so the same logits as prefill().
 #pragma once
 #include <vector>
 
@@ -30,8 +33,11 @@ class BatchedDecoder final : public SlotDecoder {
   // Feeds tokens[0..n) at positions 0..n−1 of `slot` (a new sequence). Returns the last token's logits [V],
   // valid until the next call.
   const float* prefill(int slot, const int* tokens, int n, const LoraAdapter* adapter, float scale_mult = 1.0f) override;
-  // One token for each row (distinct slots, at most slots() rows). Returns logits [rows, V].
+  // One token for each row, plus up to prompt_rows() prompt tokens (see SlotDecoder::decode).
+  // Returns the logits [rows wanting them, V].
   const float* decode(const std::vector<Row>& rows) override;
+  int prompt_rows() const override { return kPromptRows; }
+  static constexpr int kPromptRows = 64;  // prompt tokens a step takes besides its decoding rows
 
   int slots() const override { return slots_; }
   int max_seq() const override { return max_seq_; }
@@ -39,6 +45,7 @@ class BatchedDecoder final : public SlotDecoder {
 
  private:
   void check_tokens(const int* tokens, int n, int pos) const;
+  void check_rows(const std::vector<Row>& rows) const;
   void embed(const int* tokens, const int* positions, int n);
   void classify(const float* x, int rows, float* logits);
   void decode_block(int layer, const std::vector<Row>& rows, const std::vector<std::vector<LoraLayerRef>>& lora);
@@ -48,10 +55,11 @@ class BatchedDecoder final : public SlotDecoder {
 
   const ModelWeights& w_;
   int slots_, max_seq_, kv_dim_, layers_;
-  Transformer::Activations a_;                  // rows: max(kChunk, slots)
+  int max_rows_;                                // rows a step holds: slots + kPromptRows
+  Transformer::Activations a_;                  // rows: max(kChunk, max_rows_)
   std::vector<float> key_cache_, value_cache_;  // [slots, L, max_seq, NKV·HS]
-  std::vector<float> k_rows_, v_rows_;  // [slots, NKV·HS] this step's keys and values before the cache
-  std::vector<float> logits_, rope_freq_;
+  std::vector<float> k_rows_, v_rows_;  // [max_rows_, NKV·HS] this step's keys and values before the cache
+  std::vector<float> logits_, rope_freq_, wanted_x_;
 };
 
 }  // namespace orion

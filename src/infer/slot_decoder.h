@@ -17,18 +17,26 @@ class SlotDecoder {
   virtual ~SlotDecoder() = default;
 
   // One row of a decode step: feed `token` at position `pos` of slot `slot` (pos = the tokens the
-  // slot holds) with `adapter` (nullptr: the base model) scaled by scale_mult.
+  // slot holds) with `adapter` (nullptr: the base model) scaled by scale_mult. `logits`: whether the
+  // caller wants this row's logits (a prompt token that is not the prompt's last needs none).
   struct Row {
     int slot = 0, token = 0, pos = 0;
     const LoraAdapter* adapter = nullptr;
     float scale_mult = 1.0f;
+    bool logits = true;
   };
 
   // Feeds tokens[0..n) at positions 0..n−1 of `slot` (a new sequence). Returns the last token's
   // logits [V], valid until the next call.
   virtual const float* prefill(int slot, const int* tokens, int n, const LoraAdapter* adapter, float scale_mult) = 0;
-  // One token for each row (distinct slots, at most slots() rows). Returns logits [rows, V].
+  // One token for each row (distinct slots, at most slots() rows). Returns the logits of the rows
+  // that want them, in row order: [rows wanting logits, V].
+  // Where prompt_rows() > 0, a step may also carry up to that many prompt tokens besides one row
+  // per slot: several rows of one slot, at consecutive positions in row order, fed as a prefill
+  // would (each attends to the positions before it) — prompts join the pass over the weights that
+  // the decoding rows make anyway (chunked prefill) instead of a pass of their own.
   virtual const float* decode(const std::vector<Row>& rows) = 0;
+  virtual int prompt_rows() const { return 0; }
 
   virtual int slots() const = 0;
   virtual int max_seq() const = 0;

@@ -167,42 +167,83 @@ bool Engine::admit(const std::shared_ptr<Job>& job, int slot) {
   const std::vector<int>& prompt = job->params.prompt;
   job->prompt_tokens = int(prompt.size());
   job->prev_token_ = prompt.back();
+  if (decoder_->prompt_rows() > 0) {  // the prompt rides in the next decode steps
+    job->fed_ = 0;
+    return true;
+  }
+  const float* lg = nullptr;
   try {
-    const float* lg = decoder_->prefill(slot, prompt.data(), int(prompt.size()), job->adapter_.get(), opt_.lora_scale);
-    logits_.assign(lg, lg + decoder_->vocab_size());
+    const auto t0 = std::chrono::steady_clock::now();
+    lg = decoder_->prefill(slot, prompt.data(), int(prompt.size()), job->adapter_.get(), opt_.lora_scale);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+    std::lock_guard lk(mu_);
+    stats_.prefill_seconds += took.count(), stats_.prompt_tokens += int64_t(prompt.size());
   } catch (const Error& e) {
     retire(job, "error", e.message());
     return false;
   }
-  job->pos_ = int(prompt.size());
+  return start_token(job, lg);
+}
+
+// The prompt is in the cache and `logits` are its last token's: sample the first token.
+bool Engine::start_token(const std::shared_ptr<Job>& job, const float* logits) {
+  job->pos_ = job->prompt_tokens, job->fed_ = -1;
+  logits_.assign(logits, logits + decoder_->vocab_size());
   const std::string end = take_token(*job, logits_.data());
   if (end.empty()) return true;
   retire(job, end);
   return false;
 }
 
+// One step: a row for every job that is decoding, then up to prompt_rows() tokens of the prompts
+// being fed, in slot order (a prompt longer than what is left goes on in the next step).
 void Engine::decode_step() {
   std::vector<SlotDecoder::Row> rows;
-  std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<std::shared_ptr<Job>> jobs;  // the job of each row that wants logits, in row order
+  std::vector<std::shared_ptr<Job>> feeding;
   const auto now = std::chrono::steady_clock::now();
+  int decoding = 0, budget = decoder_->prompt_rows();
   for (auto& job : active_) {
     if (!job) continue;
     if (job->cancelled() || now > job->deadline_) {  // the client left, or the time limit passed
       retire(std::shared_ptr<Job>(job), job->cancelled() ? "cancelled" : "length");
       continue;
     }
+    if (job->fed_ >= 0) {
+      feeding.push_back(job);
+      continue;
+    }
     rows.push_back({job->slot_, job->last_token_, job->pos_, job->adapter_.get(), opt_.lora_scale});
     jobs.push_back(job);
+    decoding++;
+  }
+  for (auto& job : feeding) {
+    const std::vector<int>& prompt = job->params.prompt;
+    const int n = std::min(budget, int(prompt.size()) - job->fed_);
+    for (int i = job->fed_; i < job->fed_ + n; i++) {
+      const bool last = i + 1 == int(prompt.size());
+      rows.push_back({job->slot_, prompt[size_t(i)], i, job->adapter_.get(), opt_.lora_scale, last});
+      if (last) jobs.push_back(job);
+    }
+    job->fed_ += n, budget -= n;
   }
   if (rows.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
   const float* lg = decoder_->decode(rows);
   const size_t V = size_t(decoder_->vocab_size());
   {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
     std::lock_guard lk(mu_);
-    stats_.decode_steps++, stats_.decoded_rows += int64_t(rows.size());
+    stats_.decode_steps += decoding > 0, stats_.decoded_rows += decoding, stats_.step_seconds += took.count();
+    stats_.prompt_tokens += int64_t(rows.size()) - decoding;
   }
   for (size_t b = 0; b < jobs.size(); b++) {
-    logits_.assign(lg + b * V, lg + (b + 1) * V);
+    const float* row_logits = lg + b * V;
+    if (int(b) >= decoding) {  // a prompt ended in this step: its first token
+      start_token(jobs[b], row_logits);
+      continue;
+    }
+    logits_.assign(row_logits, row_logits + V);
     jobs[b]->pos_++;
     const std::string end = take_token(*jobs[b], logits_.data());
     if (!end.empty()) retire(jobs[b], end);

@@ -5,10 +5,13 @@
 //
 // HTTP threads submit() a Job and read its text as it grows; one scheduler thread owns the model.
 // Each turn of its loop
-//   1. admits queued jobs into free slots, prefilling each prompt (with the job's adapter) and
-//      sampling its first token;
+//   1. admits queued jobs into free slots; where the decoder takes prompt rows in its steps (the
+//      CPU) the prompt is fed there, otherwise it is prefilled now (with the job's adapter) and
+//      its first token sampled;
 //   2. runs ONE decode step for every active job (on the CPU one pass over the weights for all of
-//      them), each row with its own position, KV-cache slot, adapter and sampler;
+//      them), each row with its own position, KV-cache slot, adapter and sampler; on the CPU the
+//      same pass also carries the next chunk of the prompts still being fed (chunked prefill), and
+//      a job whose prompt ends in it samples its first token from that row;
 //   3. retires jobs that stopped (stop token or string, max_tokens, context full), ran past their
 //      time limit, or were cancelled (the client went away): their slots are free for the next turn.
 #pragma once
@@ -71,6 +74,7 @@ class Job {
   std::atomic<bool> cancelled_{false};
   // Scheduler state.
   int slot_ = -1, pos_ = 0, last_token_ = 0, prev_token_ = 0;
+  int fed_ = -1;  // prompt tokens in the slot's cache while the prompt rides in decode steps; −1: all
   std::chrono::steady_clock::time_point deadline_;
   std::unique_ptr<Sampler> sampler_;
   std::shared_ptr<const LoraAdapter> adapter_;
@@ -87,6 +91,10 @@ struct EngineStats {
   int slots = 0, active = 0, queued = 0;
   int64_t decode_steps = 0, decoded_rows = 0;  // rows / steps = the mean batch size
   int64_t completed = 0, cancelled = 0;
+  int64_t prompt_tokens = 0;  // prompt tokens fed (as prefills or as rows of decode steps)
+  // Wall time the scheduler spent in decode steps (with the prompt rows they carried) and in
+  // separate prefills: tokens ÷ seconds is what the model reached, whatever the clients and HTTP cost.
+  double step_seconds = 0, prefill_seconds = 0;
   int compiles = -1;  // programs compiled in this process (the ANE path); −1: none (the CPU)
 };
 
@@ -118,6 +126,7 @@ class Engine {
  private:
   void run();
   bool admit(const std::shared_ptr<Job>& job, int slot);  // prefill; false when it ended already
+  bool start_token(const std::shared_ptr<Job>& job, const float* logits);  // after the prompt; false: it ended
   void decode_step();
   // Samples from a row's logits and hands the token to the job; "" to go on, else why it ends
   // ("stop", "length").

@@ -225,7 +225,8 @@ void Server::Impl::routes() {
   http.Get("/v1/stats", [this](const httplib::Request&, httplib::Response& res) {
     const EngineStats s = engine.stats();
     json body = {{"slots", s.slots}, {"active", s.active}, {"queued", s.queued}, {"decode_steps", s.decode_steps},
-                 {"decoded_rows", s.decoded_rows}, {"completed", s.completed}, {"cancelled", s.cancelled}};
+                 {"decoded_rows", s.decoded_rows}, {"prompt_tokens", s.prompt_tokens}, {"step_seconds", s.step_seconds},
+                 {"prefill_seconds", s.prefill_seconds}, {"completed", s.completed}, {"cancelled", s.cancelled}};
     if (s.compiles >= 0) body["compiles"] = s.compiles;
     reply(res, 200, body);
   });

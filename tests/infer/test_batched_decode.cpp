@@ -1,6 +1,8 @@
 // Continuous batching: B sequences decoded together give, row for row, what each gets alone.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "base/error.h"
 #include "infer/batched_decode.h"
 #include "infer/generate.h"
@@ -69,6 +71,48 @@ TEST(BatchedDecode, LlamaRowsEqualEachSequenceAloneWithTheirOwnAdapters) {
 TEST(BatchedDecode, Gpt2RowsEqualEachSequenceAlone) {
   ModelConfig c = config_preset("gpt2-tiny");
   check_batch_equals_alone(c);
+}
+
+// A prompt fed as rows of decode steps (two chunks, beside another sequence's decoding row) gives
+// its last token the logits prefill() gives, bit for bit, and then the same greedy continuation.
+void check_prompt_rows_equal_prefill(const ModelConfig& c) {
+  ModelWeights w = random_weights(c, 7);
+  LoraAdapter a1 = random_adapter(c, 1);
+  const std::vector<int> prompt = {1, 30, 31, 32, 33, 34, 35, 36, 37}, other = {1, 5, 6, 7};
+  const int V = c.vocab_size;
+  BatchedDecoder ref(w, 1, 64);
+  const float* want = ref.prefill(0, prompt.data(), int(prompt.size()), &a1);
+  const std::vector<float> prefilled(want, want + V);
+
+  BatchedDecoder dec(w, 2, 64);
+  int tok = argmax(dec.prefill(1, other.data(), int(other.size()), nullptr), V), pos = int(other.size());
+  auto step = [&](int from, int to) {  // slot 1 decodes one token; prompt tokens [from, to) ride along
+    std::vector<BatchedDecoder::Row> rows = {{1, tok, pos, nullptr}};
+    for (int i = from; i < to; i++) rows.push_back({0, prompt[size_t(i)], i, &a1, 1.0f, i + 1 == int(prompt.size())});
+    const float* lg = dec.decode(rows);
+    tok = argmax(lg, V), pos++;
+    return lg;
+  };
+  step(0, 5);
+  const float* lg = step(5, int(prompt.size()));
+  const std::vector<float> fed(lg + V, lg + 2 * V);  // the second wanted row: the prompt's last token
+  EXPECT_EQ(0, std::memcmp(fed.data(), prefilled.data(), sizeof(float) * size_t(V)))
+      << "prompt rows and prefill() disagree; first logit " << fed[0] << " vs " << prefilled[0];
+
+  std::vector<int> got = {argmax(fed.data(), V)};  // then slot 0 decodes alone
+  for (int p = int(prompt.size()); got.size() < 6; p++) got.push_back(argmax(dec.decode({{0, got.back(), p, &a1}}), V));
+  EXPECT_EQ(got, alone(w, prompt, 6, &a1));
+}
+
+TEST(BatchedDecode, LlamaPromptRowsInADecodeStepEqualPrefill) { check_prompt_rows_equal_prefill(config_preset("stories260k")); }
+TEST(BatchedDecode, Gpt2PromptRowsInADecodeStepEqualPrefill) { check_prompt_rows_equal_prefill(config_preset("gpt2-tiny")); }
+
+TEST(BatchedDecode, RefusesPromptRowsOutOfOrder) {
+  ModelWeights w = random_weights(config_preset("stories260k"), 5);
+  BatchedDecoder dec(w, 2, 16);
+  const std::vector<BatchedDecoder::Row> gap = {{0, 1, 0}, {0, 1, 2}}, backwards = {{0, 1, 1}, {0, 1, 0}};
+  EXPECT_THROW(dec.decode(gap), Error);
+  EXPECT_THROW(dec.decode(backwards), Error);
 }
 
 TEST(BatchedDecode, RefusesAPositionPastTheContext) {

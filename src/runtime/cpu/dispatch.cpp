@@ -142,9 +142,17 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
   for (int p = 0; p < len; p++) ker.axpy(out, att[p], v + size_t(p) * kv_stride, head_dim);
 }
 
-// For each new token t and head h (one task each, spread over threads), attention_head over the
-// positions ≤ its own. With grouped-query attention, NH/NKV consecutive query heads share kv head
+// Query head h of the token at position pos (window: see attention_start): attention_head over
+// the positions it sees. With grouped-query attention, NH/NKV consecutive query heads share kv head
 // kvh = h / (NH/NKV).
+static void attention_task(float* out, const float* q, const float* k, const float* v, int pos, int h, int group, int HS,
+                           int kv_stride, int window, float* scratch) {
+  const int kvh = h / group, first = attention_start(pos, window), len = pos + 1 - first;
+  const size_t at = size_t(first) * kv_stride + size_t(kvh) * HS;  // the first visible position's head
+  attention_head(out + size_t(h) * HS, q + size_t(h) * HS, k + at, v + at, len, HS, kv_stride, scratch);
+}
+
+// For each new token t and head h (one task each, spread over threads), attention_task.
 void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads, int n_kv_heads,
                int head_dim, int kv_stride, int window) {
   const int group = n_heads / n_kv_heads, HS = head_dim, Q = n_heads * HS;
@@ -155,11 +163,25 @@ void attention(float* out, const float* q, const float* k, const float* v, int T
     // Round-robin: later tokens attend to more positions, so interleave them over threads.
 #pragma omp for schedule(static, 1)
     for (int task = 0; task < tasks; task++) {
-      const int t = task / n_heads, h = task % n_heads, kvh = h / group;
-      const int first = attention_start(pos0 + t, window), len = pos0 + t + 1 - first;
-      const size_t at = size_t(first) * kv_stride + size_t(kvh) * HS;  // the first visible position's head
-      attention_head(out + size_t(t) * Q + size_t(h) * HS, q + size_t(t) * Q + size_t(h) * HS, k + at, v + at, len, HS,
-                     kv_stride, att.data());
+      const int t = task / n_heads, h = task % n_heads;
+      attention_task(out + size_t(t) * Q, q + size_t(t) * Q, k, v, pos0 + t, h, group, HS, kv_stride, window,
+                     att.data());
+    }
+  }
+}
+
+void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, int head_dim, int kv_stride,
+                    int window) {
+  const int group = n_heads / n_kv_heads, tasks = B * n_heads;
+  int longest = 0;
+  for (int b = 0; b < B; b++) longest = std::max(longest, rows[b].pos + 1);
+#pragma omp parallel if (tasks > 1)
+  {
+    std::vector<float> att(static_cast<size_t>(longest));
+#pragma omp for schedule(static, 1)
+    for (int task = 0; task < tasks; task++) {
+      const AttentionRow& r = rows[task / n_heads];
+      attention_task(r.out, r.q, r.k, r.v, r.pos, task % n_heads, group, head_dim, kv_stride, window, att.data());
     }
   }
 }

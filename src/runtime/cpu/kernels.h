@@ -93,6 +93,19 @@ void rope_angles(float* cs, const float* inv_freq, int head_dim, int pos);
 // window > 0: a query at position p sees only positions p − window + 1 .. p (a sliding window).
 void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads, int n_kv_heads,
                int head_dim, int kv_stride, int window = 0);
+// Attention of one new token in each of B sequences (a batched decode step): row b's query at
+// position pos attends to its own cache's positions ≤ pos (its key/value already written). Each
+// (row, head) is attention_head, as attention() computes it for T = 1 — same bits — but all rows
+// share one parallel region instead of one each.
+struct AttentionRow {
+  float* out;          // [NH·HS]
+  const float* q;      // [NH·HS]
+  const float* k;      // [pos+1, NKV·HS], row stride kv_stride
+  const float* v;
+  int pos;
+};
+void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, int head_dim, int kv_stride,
+                    int window = 0);
 // The first position a query at pos sees: 0, or pos − window + 1 with a sliding window (window > 0).
 inline int attention_start(int pos, int window) { return window > 0 && pos >= window ? pos - window + 1 : 0; }
 
