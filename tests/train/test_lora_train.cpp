@@ -16,6 +16,7 @@
 #include "model/transformer.h"
 #include "support.h"
 #include "train/loop/checkpoint.h"
+#include "train/loop/loss_scaler.h"
 #include "train/lora/lora_base16.h"
 #include "train/lora/lora_train.h"
 
@@ -358,6 +359,34 @@ TEST(lora_train, ResumedRunEqualsAStraightRunBitForBit) {
   EXPECT_EQ(b.step_index(), 3);
   b.run();
   ASSERT_EQ(a.adapter().size(), b.adapter().size());
+  EXPECT_EQ(0, std::memcmp(a.adapter().data(), b.adapter().data(), a.adapter().size() * 4));
+}
+
+// A dynamic loss scale (growing after every 2 clean steps) goes on after a resume from where the
+// checkpoint left it, not from its initial value.
+TEST(lora_train, ResumedRunContinuesTheDynamicLossScale) {
+  const ModelConfig c = tiny(Arch::Llama);
+  Rig rig(c);
+  auto options = [&](const std::string& out) {
+    LoraTrainOptions o = rig.options(7);
+    o.train.loss_scale = "dynamic", o.train.loss_scale_window = 2, o.train.out = rig.dir + out;
+    return o;
+  };
+  LoraTrainer a(options("/straight"));
+  a.run();
+  LoraTrainOptions first = options("/resumed");
+  {
+    LoraTrainer b(first);
+    for (int i = 0; i < 3; i++) b.step();
+    b.save();
+  }
+  first.resume = true;
+  LoraTrainer b(first);
+  EXPECT_EQ(b.state().loss_scale, 2 * LossScaler::kInitialScale) << "one doubling in the first 3 steps";
+  EXPECT_EQ(b.state().loss_scale_clean_steps, 1);
+  b.run();
+  EXPECT_EQ(b.state().loss_scale, a.state().loss_scale);
+  EXPECT_EQ(a.state().loss_scale, 8 * LossScaler::kInitialScale) << "7 clean steps: three doublings";
   EXPECT_EQ(0, std::memcmp(a.adapter().data(), b.adapter().data(), a.adapter().size() * 4));
 }
 

@@ -147,6 +147,7 @@ class LoraTrainer {
   // adapted ones), or with --base-dtype f16/bf16 the 16-bit matrices plus the one-layer fp32 buffer.
   size_t base_bytes() const;
   int64_t step_index() const { return state_.step; }
+  const CheckpointState& state() const { return state_; }
 
  private:
   LoraAdapter load_resumed(LoraTrainingState* resumed);  // rank 0 reads it, the others receive it

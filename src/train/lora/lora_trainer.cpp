@@ -66,6 +66,8 @@ class LoraAdapterSet final : public TrainableSet {
                {"data_position", state.data_position},
                {"model", opt_.model},
                {"options", opt_.train.numeric_json()}};  // a resume continues with these
+    if (state.loss_scale > 0)  // a dynamic loss scale goes on from where it was
+      st.json["loss_scale"] = state.loss_scale, st.json["loss_scale_clean_steps"] = state.loss_scale_clean_steps;
     st.m = adam_.m(), st.v = adam_.v();
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -161,6 +163,8 @@ LoraAdapter LoraTrainer::load_resumed(LoraTrainingState* resumed) {
   state_.step = resumed->json.value("step", int64_t(0)), state_.skipped_steps = resumed->json.value("skipped", int64_t(0));
   state_.adam_steps = resumed->json.value("adam_steps", int64_t(0));
   state_.data_position = resumed->json.value("data_position", uint64_t(0));
+  state_.loss_scale = resumed->json.value("loss_scale", 0.0f);
+  state_.loss_scale_clean_steps = resumed->json.value("loss_scale_clean_steps", 0);
   // The run's numeric options and data continue it bit for bit (steps: a new total given wins).
   if (resumed->json.contains("options")) t.apply_numeric_json(resumed->json["options"], used);
   else if (t.steps <= 0 || t.data.empty())
