@@ -381,13 +381,13 @@ std::shared_ptr<Framework> framework_connection() {
   static const std::shared_ptr<Framework> connection = std::make_shared<MacFramework>();
   return connection;
 }
+#endif
 }  // namespace ane
 
+#if defined(__APPLE__)
 std::unique_ptr<Driver> make_ane_driver(const DriverOptions& options) {
   return std::make_unique<ane::AneDriver>(ane::framework_connection(), options);
 }
-#else
-}  // namespace ane
 #endif
 
 }  // namespace orion::runtime

@@ -7,6 +7,8 @@
 //   MIL text            UTF-8 bytes, checked before the framework sees them                (C19)
 //   model folder        <tmp>/<hexStringIdentifier>/model.mil and …/weights/<file>.bin, the files
 //                       the framework compiles from and a delta reload overwrites          (C10)
+//   model identity      every model's MIL text salted for this process and model, so no
+//                       two models, in any process of the user, share a folder (kModelSaltKey)
 //   bindings            inputs and outputs in alphabetical order of their MIL names, with
 //                       request indices 0…n−1 in that order                                (C6)
 //   surfaces            flat IOSurfaces (width = bytes, height 1, 1 byte per element), one
