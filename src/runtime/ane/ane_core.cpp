@@ -169,7 +169,7 @@ std::string patched_data_file(const ModelDir& dir, const std::vector<WeightEntry
 // C10 (ane_plan.h): a new descriptor and model for the new weights, in a folder of their own (a new
 // salt) that holds model.mil, weights/ and the compiled `data` file patched with the new values; the
 // next load loads that model without compiling. The old folder is read before the old model is
-// unloaded: the framework's unload removes its model's folder.
+// unloaded: a decompiled framework's unload removes its model's folder (docs/reliability.md).
 void AneDriver::replace_weight_files(DriverProgram& dp, const WeightDict& weights) {
   Program& p = own(dp);
   std::vector<WeightEntry> changed = plan_weight_entries(weights, p.name_);
