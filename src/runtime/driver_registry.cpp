@@ -6,9 +6,7 @@
 namespace orion::runtime {
 
 // ---- factories of the backends (each defined in its own folder) ---------------------------------
-#if defined(__APPLE__) || defined(ORION_ANE_DRIVER_BUILT)  // macOS, or Linux against the test fake
 std::unique_ptr<Driver> make_ane_driver(const DriverOptions& options);  // runtime/ane/
-#endif
 namespace anesim {
 std::unique_ptr<Driver> make_anesim_driver(const DriverOptions& options);
 }  // namespace anesim
@@ -20,12 +18,12 @@ struct Backend {
   std::unique_ptr<Driver> (*make)(const DriverOptions&);
 };
 
-// The software ANE exists everywhere, the Apple driver on macOS (and in Linux builds against the
-// test fake of its framework, ORION_ANE_FAKE, where make_ane_driver says it is unavailable unless
-// ORION_ANE_FRAMEWORK names the fake).
+// The software ANE exists everywhere, the Apple driver on macOS. Elsewhere "ane" is not listed, but
+// make_driver still asks make_ane_driver, which says it is unavailable — unless ORION_ANE_FRAMEWORK
+// names the test fake of the framework (runtime/ane/ane_module.cpp).
 const Backend kBackends[] = {
     {"anesim", &anesim::make_anesim_driver},
-#if defined(__APPLE__) || defined(ORION_ANE_DRIVER_BUILT)  // macOS, or Linux against the test fake
+#if defined(__APPLE__)
     {"ane", &make_ane_driver},
 #endif
     {nullptr, nullptr},  // end marker (keeps the array non-empty whatever is compiled in)
@@ -43,9 +41,7 @@ std::vector<std::string> driver_names() {
 std::unique_ptr<Driver> make_driver(const std::string& name, const DriverOptions& options) {
   for (const Backend& b : kBackends)
     if (b.name && name == b.name) return b.make(options);
-  if (name == "ane")
-    throw DriverError(DriverStatus::NotAvailable, "the ANE driver is not available on this platform",
-                      "use --backend anesim or cpu");
+  if (name == "ane") return make_ane_driver(options);  // off macOS: NotAvailable, or the test fake
   throw_usage_error(fmt::format("no ANE driver named '{}' (available: {})", name, fmt::join(driver_names(), ", ")),
                     "--backend", "use --backend anesim or cpu");
 }

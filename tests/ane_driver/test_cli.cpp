@@ -3,6 +3,7 @@
 // token and every loss must equal the --backend anesim run of the same command.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -59,6 +60,37 @@ TEST(AneDriverCli, FiveTrainingStepsThroughTheDriverEqualAnesim) {
   EXPECT_EQ(sim.size(), 5u);
   EXPECT_EQ(ane, sim);
   EXPECT_EQ(test::read_text(work + "/ane/model.bin"), test::read_text(work + "/sim/model.bin"));
+}
+
+// `orion doctor` on Linux: available only through the framework named by ORION_ANE_FRAMEWORK (the
+// fake), and saying why not when the driver module is not named.
+TEST(AneDriverCli, DoctorSaysWhetherTheNamedFrameworkOpens) {
+  ORION_REQUIRE_FAKE_FRAMEWORK();
+  std::string out, err;
+  ASSERT_EQ(run_orion("doctor", &out, &err), 0) << err;
+  EXPECT_NE(out.find("the driver opened the framework named by ORION_ANE_FRAMEWORK (a test fake)"), std::string::npos)
+      << out;
+  const std::string module = std::getenv("ORION_ANE_DRIVER_MODULE");
+  unsetenv("ORION_ANE_DRIVER_MODULE");
+  const int status = run_orion("doctor", &out, &err);
+  setenv("ORION_ANE_DRIVER_MODULE", module.c_str(), 1);
+  ASSERT_EQ(status, 0) << err;
+  EXPECT_NE(out.find("ORION_ANE_DRIVER_MODULE names none"), std::string::npos) << out;
+}
+
+// The driver's Objective-C++ is a module of its own: the orion binary these tests run links no
+// Objective-C runtime and no GNUstep, so a Linux build never depends on them.
+TEST(AneDriverCli, OrionLinksNoObjectiveCRuntime) {
+  ORION_REQUIRE_FAKE_FRAMEWORK();
+  std::string needed;  // every library the dynamic loader would load with it
+  FILE* ldd = popen((std::string("ldd '") + ORION_BINARY + "'").c_str(), "r");
+  ASSERT_NE(ldd, nullptr);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, ldd)) > 0;) needed.append(buf, n);
+  ASSERT_EQ(pclose(ldd), 0) << needed;
+  EXPECT_NE(needed.find("libc.so"), std::string::npos) << needed;
+  EXPECT_EQ(needed.find("gnustep"), std::string::npos) << needed;
+  EXPECT_EQ(needed.find("libobjc"), std::string::npos) << needed;
 }
 
 }  // namespace

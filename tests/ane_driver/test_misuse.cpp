@@ -75,6 +75,7 @@ class AneDriverMisuse : public ::testing::Test {
     fake = fake_library();
     fake.clear_misuse();
     prog = conv_program(test::process_scale());
+    prog.mil_text = test::process_own(prog.mil_text);
     entries = plan_weight_entries(prog.weights, "conv");
     in.resize(prog.inputs.alloc_bytes);
     out.resize(prog.outputs.alloc_bytes);

@@ -7,12 +7,12 @@
 #include <cstring>
 #include <fstream>
 
+#include "anesim_reference.h"
 #include "compiler/mil/emit_mil.h"
 #include "fake_framework_env.h"
 #include "runtime/ane/ane_core.h"
 #include "runtime/ane/ane_driver.h"
 #include "runtime/ane/ane_framework.h"
-#include "runtime/anesim/anesim_driver.h"
 
 namespace orion::runtime::ane {
 namespace {
@@ -30,23 +30,8 @@ compiler::CompiledProgram scaled_conv(float scale) {
   return compiler::emit_mil(g, compiler::default_chip());
 }
 
-Surface input_of(const compiler::CompiledProgram& p) {
-  Surface x(p.inputs.alloc_bytes);
-  std::vector<float> v(64 * 384);
-  for (size_t i = 0; i < v.size(); i++) v[i] = float(i % 31) / 31.0f - 0.5f;
-  x.write_f32(v.data(), v.size());
-  return x;
-}
-
-// What a fresh compile of `p` computes (anesim).
-std::vector<uint8_t> fresh(const compiler::CompiledProgram& p) {
-  auto sim = anesim::make_anesim_driver();
-  auto q = sim->compile(p.mil_text, p.weights, "fresh");
-  sim->load(*q);
-  Surface x = input_of(p), y(p.outputs.alloc_bytes);
-  sim->evaluate(*q, {&x}, {&y});
-  return {y.data(), y.data() + y.alloc_bytes()};
-}
+using test::input_of;
+std::vector<uint8_t> fresh(const compiler::CompiledProgram& p) { return test::fresh_output(p); }
 
 TEST(AneDriverReload, DeltaReloadComputesAsAFreshCompileOfTheNewWeights) {
   ORION_REQUIRE_FAKE_FRAMEWORK();
@@ -75,10 +60,11 @@ TEST(AneDriverReload, RewritingTheWeightFilesOfALoadedModelIsStale) {
   const auto one = scaled_conv(1.0f), two = scaled_conv(2.0f);
   auto framework = framework_connection();
   const auto entries = plan_weight_entries(one.weights, "conv");
-  auto m = framework->create_model(one.mil_text, entries);
+  const std::string mil = test::process_own(one.mil_text);
+  auto m = framework->create_model(mil, entries);
   ASSERT_NE(m, nullptr);
   const ModelDir dir = model_dir_layout(framework->temp_dir(), m->hex_identifier());
-  write_model_dir(dir, one.mil_text, entries);
+  write_model_dir(dir, mil, entries);
   ASSERT_TRUE(m->compile(kQoS).ok);
   ASSERT_TRUE(m->load(kQoS).ok);
   ASSERT_TRUE(m->unload(kQoS).ok);

@@ -291,6 +291,7 @@ TEST(AnePlan_anesim, AneDriverIsNotAvailableOffMacOS) {
 struct FakeLog {
   std::vector<std::string> calls;                     // "compile 21", "load 21", ...
   std::vector<std::string> models_created;            // MIL text of each create_model
+  std::vector<fs::path> folders;                      // <tmp>/<hex> of each create_model
   std::vector<std::vector<std::string>> weight_keys;  // per create_model
   std::vector<std::vector<uint64_t>> weight_offsets;
   int load_failures = 0;                  // the next N loads fail
@@ -363,6 +364,7 @@ class FakeFramework final : public Framework {
       compiled += std::string(e.data->begin(), e.data->end());
     }
     const std::string hex = fmt::format("{:016X}", std::hash<std::string>{}(program));
+    log_.folders.push_back(tmp_ + "/" + hex);
     return std::make_unique<FakeModel>(log_, hex, tmp_ + "/" + hex, compiled);
   }
   std::string temp_dir() override { return tmp_; }
@@ -371,6 +373,14 @@ class FakeFramework final : public Framework {
   FakeLog& log_;
   std::string tmp_;
 };
+
+// The program's text, as the driver hands it to the framework: with the model's salt (kModelSaltKey)
+// added to its buildInfo, which this takes out again.
+std::string without_salt(const std::string& model_mil) {
+  const size_t at = model_mil.find(fmt::format("{{\"{}\", \"", kModelSaltKey));
+  if (at == std::string::npos) return model_mil;
+  return model_mil.substr(0, at) + model_mil.substr(model_mil.find("}, ", at) + 3);
+}
 
 struct FakeDriver {
   FakeLog log;
@@ -385,7 +395,8 @@ TEST(AneDriver_anesim, CompileWritesTheModelFolderAndCompilesAtQoS21) {
   auto p = f.driver.compile(prog.mil_text, prog.weights, "two_io");
   EXPECT_EQ(f.log.calls, (std::vector<std::string>{"create_model", "compile 21"}));
   ASSERT_EQ(f.log.models_created.size(), 1u);
-  EXPECT_EQ(f.log.models_created[0], prog.mil_text);
+  EXPECT_NE(f.log.models_created[0], prog.mil_text);  // salted: a model of its own
+  EXPECT_EQ(without_salt(f.log.models_created[0]), prog.mil_text);
   EXPECT_EQ(f.log.weight_keys[0], (std::vector<std::string>{"@model_path/weights/w.bin"}));
   EXPECT_EQ(f.log.weight_offsets[0], (std::vector<uint64_t>{0}));
   EXPECT_EQ(p->input_names(), (std::vector<std::string>{"alpha", "zeta"}));
@@ -397,7 +408,7 @@ TEST(AneDriver_anesim, CompileWritesTheModelFolderAndCompilesAtQoS21) {
   // <tmp>/<hex>/model.mil and weights/w.bin, byte for byte.
   std::vector<fs::path> dirs(fs::directory_iterator(f.tmp), fs::directory_iterator{});
   ASSERT_EQ(dirs.size(), 1u);
-  EXPECT_EQ(read_all((dirs[0] / "model.mil").string()), prog.mil_text);
+  EXPECT_EQ(read_all((dirs[0] / "model.mil").string()), f.log.models_created[0]);
   const auto& image = prog.weights.at("@model_path/weights/w.bin");
   EXPECT_EQ(read_all((dirs[0] / "weights" / "w.bin").string()), std::string(image.begin(), image.end()));
 
@@ -473,16 +484,17 @@ TEST(AneDriver_anesim, CompileCountIsTheProcesssNotTheDrivers) {
 
 // The delta reload (C10): a new model for the new weights, in its own folder with model.mil, the
 // weight files and the compiled `data` file patched with the new values, loaded without a compile.
-// Identical programs share one folder (the identifier is a function of the program): the reload of
-// one leaves the other's untouched.
+// The identifier is a function of what the framework is handed, and the driver salts every model's
+// text: identical programs get folders of their own, and the reload of one leaves the other's alone.
 TEST(AneDriver_anesim, DeltaReloadLoadsANewModelFromThePatchedDataFile) {
   FakeDriver f;
   auto prog = two_io_program();
   auto p1 = f.driver.compile(prog.mil_text, prog.weights, "first");
   auto p2 = f.driver.compile(prog.mil_text, prog.weights, "second");
   std::vector<fs::path> dirs(fs::directory_iterator(f.tmp), fs::directory_iterator{});
-  ASSERT_EQ(dirs.size(), 1u);
-  const fs::path shared = dirs[0];
+  ASSERT_EQ(dirs.size(), 2u);
+  ASSERT_EQ(f.log.folders.size(), 2u);
+  const fs::path first = f.log.folders[0], shared = f.log.folders[1];  // the second program's
   const std::string original = read_all((shared / "weights" / "w.bin").string());
   WeightDict changed = prog.weights;
   std::vector<uint8_t>& image = changed.begin()->second;
@@ -497,10 +509,12 @@ TEST(AneDriver_anesim, DeltaReloadLoadsANewModelFromThePatchedDataFile) {
   EXPECT_EQ(std::count(f.log.calls.begin(), f.log.calls.end(), "compile 21"), 0);
 
   EXPECT_EQ(read_all((shared / "weights" / "w.bin").string()), original) << "the second program's folder is untouched";
-  dirs.assign(fs::directory_iterator(f.tmp), fs::directory_iterator{});
-  ASSERT_EQ(dirs.size(), 2u);
-  const fs::path fresh = dirs[0] == shared ? dirs[1] : dirs[0];
-  EXPECT_EQ(read_all((fresh / "model.mil").string()), prog.mil_text);
+  EXPECT_FALSE(fs::exists(first)) << "the first program's old folder goes with its old model";
+  ASSERT_EQ(f.log.folders.size(), 3u);
+  const fs::path fresh = f.log.folders[2];
+  EXPECT_EQ(read_all((fresh / "model.mil").string()), f.log.models_created[2]);
+  EXPECT_EQ(without_salt(f.log.models_created[2]), prog.mil_text);
+  EXPECT_NE(f.log.models_created[2], f.log.models_created[0]);
   EXPECT_EQ(read_all((fresh / "weights" / "w.bin").string()), std::string(image.begin(), image.end()));
   EXPECT_EQ(read_all((fresh / "data").string()), "compiled:" + std::string(image.begin(), image.end()));
   p2.reset();  // the shared folder's last user

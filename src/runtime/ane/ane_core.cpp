@@ -43,7 +43,7 @@ class AneDriver::Program final : public DriverProgram {
 
   std::shared_ptr<State> state_;
   std::string name_;
-  std::string mil_text_;  // a delta reload makes a new model of it
+  std::string mil_text_;  // as the caller gave it (unsalted): a delta reload makes a new model of it
   IoPlan io_;
   ModelDir dir_;
   std::vector<std::string> weight_keys_;
@@ -65,6 +65,10 @@ const DriverCounters& AneDriver::counters() const {
   return counters_;
 }
 
+std::string AneDriver::salted(const std::string& mil_text) const {
+  return with_build_info_entry(mil_text, kModelSaltKey, state_->framework->next_model_salt());
+}
+
 AneDriver::Program& AneDriver::own(DriverProgram& p) {
   auto* prog = dynamic_cast<Program*>(&p);
   if (!prog || prog->state_ != state_)
@@ -80,7 +84,9 @@ std::unique_ptr<DriverProgram> AneDriver::compile(const std::string& mil_text, c
   std::vector<WeightEntry> entries = plan_weight_entries(weights, name);  // C19: empty dict when none
 
   const int attempt = ++state_->framework->compile_attempts;  // C9: every attempt counts against the process's budget
-  std::unique_ptr<FrameworkModel> model = state_->framework->create_model(mil_text, entries);
+  // A model of its own, in a folder of its own (kModelSaltKey, ane_plan.h).
+  const std::string model_mil = salted(mil_text);
+  std::unique_ptr<FrameworkModel> model = state_->framework->create_model(model_mil, entries);
   if (!model) {
     counters_.failed_compiles++;
     throw framework_error(Phase::Compile, name, "the framework refused to create the in-memory model", *chip_, attempt);
@@ -93,7 +99,7 @@ std::unique_ptr<DriverProgram> AneDriver::compile(const std::string& mil_text, c
     if (state_->dirs.release(dir.root)) remove_model_dir(dir);
   };
   try {
-    write_model_dir(dir, mil_text, entries);
+    write_model_dir(dir, model_mil, entries);
   } catch (...) {
     counters_.failed_compiles++;
     release();
@@ -160,10 +166,10 @@ std::string patched_data_file(const ModelDir& dir, const std::vector<WeightEntry
 
 }  // namespace
 
-// C10 (ane_plan.h): a new descriptor and model for the new weights, in a folder of their own that
-// holds model.mil, weights/ and the compiled `data` file patched with the new values; the next load
-// loads that model without compiling. The program's old folder — which an identical program may
-// share — is left as it is.
+// C10 (ane_plan.h): a new descriptor and model for the new weights, in a folder of their own (a new
+// salt) that holds model.mil, weights/ and the compiled `data` file patched with the new values; the
+// next load loads that model without compiling. The old folder is read before the old model is
+// unloaded: a decompiled framework's unload removes its model's folder (docs/reliability.md).
 void AneDriver::replace_weight_files(DriverProgram& dp, const WeightDict& weights) {
   Program& p = own(dp);
   std::vector<WeightEntry> changed = plan_weight_entries(weights, p.name_);
@@ -171,23 +177,23 @@ void AneDriver::replace_weight_files(DriverProgram& dp, const WeightDict& weight
     if (std::find(p.weight_keys_.begin(), p.weight_keys_.end(), e.key) == p.weight_keys_.end())
       throw_usage_error(fmt::format("program '{}' has no weight file '{}'", p.name_, e.key), "weights",
                         fmt::format("its weight files: {}", fmt::join(p.weight_keys_, ", ")));
-  unload(p);  // a no-op when the caller unloaded it already
-
   // Every weight file, old and new (a file the caller left out keeps its value).
   const WeightDict current = read_weight_files(p.dir_, p.weight_keys_);
   WeightDict next = current;
   for (const WeightEntry& e : changed) next[e.key] = *e.data;
   const std::vector<WeightEntry> after = plan_weight_entries(next, p.name_);
   const std::string data = patched_data_file(p.dir_, plan_weight_entries(current, p.name_), after, p.name_);
+  unload(p);  // a no-op when the caller unloaded it already
 
-  std::unique_ptr<FrameworkModel> model = state_->framework->create_model(p.mil_text_, after);
+  const std::string model_mil = salted(p.mil_text_);
+  std::unique_ptr<FrameworkModel> model = state_->framework->create_model(model_mil, after);
   if (!model)
     throw framework_error(Phase::Load, p.name_, "the framework refused to create the in-memory model", *chip_,
                           counters().compiles);
   ModelDir dir = model_dir_layout(state_->framework->temp_dir(), model->hex_identifier());
   state_->dirs.acquire(dir.root);
   try {
-    write_model_dir(dir, p.mil_text_, after);
+    write_model_dir(dir, model_mil, after);
     write_file_atomic(dir.root + "/" + kCompiledDataFileName, [&](FileWriter& w) { w.write_str(data); });
   } catch (...) {
     if (state_->dirs.release(dir.root)) remove_model_dir(dir);

@@ -1,8 +1,10 @@
 // AneDriver: the Driver of the real ANE, written against the Framework calls of ane_framework.h so
 // that everything but the Objective-C lives here and is tested on every machine with a fake.
 //
-//   compile   MIL must be UTF-8 (C19); the parser reads its bindings (C6); descriptor + model;
-//             model.mil and weights/ written under <tmp>/<hexStringIdentifier>; compile, QoS 21;
+//   compile   MIL must be UTF-8 (C19); the parser reads its bindings (C6); descriptor + model of
+//             the text salted for this process and model (kModelSaltKey: no other model, in this
+//             process or another, shares its identifier); model.mil and weights/ written under
+//             <tmp>/<hexStringIdentifier>; compile, QoS 21;
 //             a failure past the chip's budget says so (C9)
 //   load      QoS 21, retried once after 100 ms (a slot may still be being reclaimed)
 //   evaluate  surfaces checked first (C5, C7, C13, C14 → BadSurfaces, the hardware's 0x1d) and
@@ -45,6 +47,8 @@ class AneDriver final : public Driver {
  private:
   class Program;
   Program& own(DriverProgram& p);
+  // The text a new model is made of: the caller's with this model's salt in its buildInfo.
+  std::string salted(const std::string& mil_text) const;
 
   const compiler::ChipProfile* chip_;
   mutable DriverCounters counters_;  // compiles: refreshed from the framework's count when read

@@ -1,8 +1,8 @@
 // The Apple driver's factory, registered as "ane" in driver_registry.cpp. On macOS it is defined in
-// ane_driver.mm (dlopen of the private framework; DriverError(NotAvailable) when that fails), and so
-// it is on Linux builds with ORION_ANE_FAKE, where it is NotAvailable unless ORION_ANE_FRAMEWORK
-// names the test fake of the framework (tests/ane_driver/); elsewhere ane_stub.cpp defines it to
-// throw DriverError(NotAvailable).
+// ane_driver.mm (dlopen of the private framework; DriverError(NotAvailable) when that fails).
+// Elsewhere ane_module.cpp defines it: NotAvailable, unless ORION_ANE_FRAMEWORK names the test fake
+// of the framework and ORION_ANE_DRIVER_MODULE the driver's Objective-C half built as a module
+// (tests/ane_driver/).
 #pragma once
 #include <memory>
 

@@ -2,8 +2,9 @@
 // (DESIGN.md §3) behind the Framework interface of ane_framework.h, and make_ane_driver. Every
 // decision — weight-dictionary keys, the model folder, binding order, surface sizes, statuses — is
 // made in ane_plan.cpp / ane_core.cpp, which are tested on every machine; this file only talks to
-// the framework. Built on macOS with -fobjc-arc. On Linux (ORION_ANE_FAKE) it is built with manual
-// reference counting against GNUstep and runs in ctest against a fake of the framework that checks
+// the framework. Built on macOS with -fobjc-arc, into orion. On Linux (ORION_ANE_FAKE) it is built
+// with manual reference counting against GNUstep into a loadable module of its own (the end of this
+// file; ane_module.cpp loads it) and runs in ctest against a fake of the framework that checks
 // every call (tests/ane_driver/), so it may rely on no ARC-only behaviour: objects it keeps are
 // ones the framework keeps alive. CI also compiles it for syntax and types under ARC
 // (scripts/check_ane_driver_syntax.sh). The private classes, and off Apple the few CoreFoundation /
@@ -370,9 +371,9 @@ class MacFramework final : public Framework {
 
 }  // namespace
 
+#if defined(__APPLE__)
 std::shared_ptr<Framework> framework_connection() {
   const Classes& c = classes();
-  if (c.off_macos) throw not_available_off_macos();
   if (!c.missing.empty())
     throw DriverError(DriverStatus::NotAvailable, "the 'ane' driver is not available on this Mac: " + c.missing,
                       "use --backend anesim (the software ANE) or --backend cpu");
@@ -380,10 +381,32 @@ std::shared_ptr<Framework> framework_connection() {
   static const std::shared_ptr<Framework> connection = std::make_shared<MacFramework>();
   return connection;
 }
+#endif
 }  // namespace ane
 
+#if defined(__APPLE__)
 std::unique_ptr<Driver> make_ane_driver(const DriverOptions& options) {
   return std::make_unique<ane::AneDriver>(ane::framework_connection(), options);
 }
+#endif
 
 }  // namespace orion::runtime
+
+#if !defined(__APPLE__)
+// Off macOS this file is the loadable driver module (kDriverModuleEnv; ane_module.cpp opens it), so
+// orion itself links no Objective-C runtime. Its one entry answers instead of throwing: a C++
+// exception is not to cross from the module into its loader.
+extern "C" __attribute__((visibility("default"))) bool orion_ane_driver_module_connect(
+    std::shared_ptr<orion::runtime::ane::Framework>* connection, std::string* why) {
+  using namespace orion::runtime::ane;
+  const Classes& c = classes();
+  if (c.off_macos || !c.missing.empty()) {
+    *why = c.off_macos ? std::string(kFrameworkPathEnv) + " names no framework" : c.missing;
+    return false;
+  }
+  // One connection per process, shared by every driver: the compile budget (C9) is the process's.
+  static const std::shared_ptr<Framework> shared = std::make_shared<MacFramework>();
+  *connection = shared;
+  return true;
+}
+#endif

@@ -49,6 +49,11 @@ class Framework {
   // process's, not one driver's: a process has one connection to the framework, which every
   // driver in it shares (make_ane_driver), so every driver counts and reads the same number here.
   std::atomic<int> compile_attempts = 0;
+
+  // The salt of the next model's MIL text (kModelSaltKey, ane_plan.h): unique to this process
+  // and, by the count, to the model — so no two models anywhere share a folder.
+  std::string next_model_salt() { return process_salt() + "-" + std::to_string(++models_made); }
+  std::atomic<uint64_t> models_made = 0;
 };
 
 }  // namespace orion::runtime::ane

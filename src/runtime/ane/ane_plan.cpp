@@ -5,7 +5,10 @@
 #include <cctype>
 #include <filesystem>
 #include <numeric>
+#include <random>
 #include <string_view>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -128,6 +131,29 @@ void write_model_dir(const ModelDir& dir, const std::string& mil_text, const std
   if (ec) throw_runtime_error(fmt::format("cannot create folder: {}", ec.message()), dir.weights_dir);
   write_file_atomic(dir.mil_path, [&](FileWriter& w) { w.write_str(mil_text); });
   write_weight_files(dir, weights);
+}
+
+std::string with_build_info_entry(const std::string& mil_text, const std::string& key, const std::string& value) {
+  const std::string entry = fmt::format("{{\"{}\", \"{}\"}}", key, value);
+  static constexpr std::string_view kDictOpen = "[buildInfo = dict<string, string>({";
+  if (size_t at = mil_text.find(kDictOpen); at != std::string::npos) {
+    at += kDictOpen.size();
+    const bool empty = at < mil_text.size() && mil_text[at] == '}';
+    return mil_text.substr(0, at) + entry + (empty ? "" : ", ") + mil_text.substr(at);
+  }
+  // No buildInfo: one after the first line, `program(1.3)`.
+  const size_t eol = mil_text.find('\n');
+  if (mil_text.rfind("program(", 0) != 0 || eol == std::string::npos) return mil_text;
+  return mil_text.substr(0, eol + 1) + "[buildInfo = dict<string, string>({" + entry + "})]\n" + mil_text.substr(eol + 1);
+}
+
+const std::string& process_salt() {
+  static const std::string salt = [] {
+    std::random_device random;
+    const uint64_t bits = (uint64_t(random()) << 32) ^ uint64_t(random());
+    return fmt::format("{}-{:016x}", static_cast<long>(getpid()), bits);
+  }();
+  return salt;
 }
 
 void remove_model_dir(const ModelDir& dir) noexcept {

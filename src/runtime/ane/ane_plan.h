@@ -7,6 +7,8 @@
 //   MIL text            UTF-8 bytes, checked before the framework sees them                (C19)
 //   model folder        <tmp>/<hexStringIdentifier>/model.mil and …/weights/<file>.bin, the files
 //                       the framework compiles from and a delta reload overwrites          (C10)
+//   model identity      every model's MIL text salted for this process and model, so no
+//                       two models, in any process of the user, share a folder (kModelSaltKey)
 //   bindings            inputs and outputs in alphabetical order of their MIL names, with
 //                       request indices 0…n−1 in that order                                (C6)
 //   surfaces            flat IOSurfaces (width = bytes, height 1, 1 byte per element), one
@@ -40,6 +42,12 @@ inline constexpr const char* kWeightDataKey = "data";
 // Tests point the driver at a fake of the framework with this environment variable (off macOS it is
 // the only framework there is; tests/ane_driver/).
 inline constexpr const char* kFrameworkPathEnv = "ORION_ANE_FRAMEWORK";
+// Off macOS the driver's Objective-C half is a loadable module of its own (liborion_ane_driver.so,
+// built with ORION_ANE_FAKE for the tests, linking GNUstep), opened from the path this names when
+// kFrameworkPathEnv is set — so the orion binary itself links no Objective-C runtime. The module's
+// one entry point: bool kDriverModuleEntry(std::shared_ptr<Framework>* connection, std::string* why).
+inline constexpr const char* kDriverModuleEnv = "ORION_ANE_DRIVER_MODULE";
+inline constexpr const char* kDriverModuleEntry = "orion_ane_driver_module_connect";
 inline constexpr int kLoadAttempts = 2;  // a load may fail while the ANE reclaims a slot
 inline constexpr int kLoadRetryDelayMs = 100;
 
@@ -90,8 +98,24 @@ std::string patch_compiled_data(std::string data, const std::vector<WeightEntry>
                                 const std::vector<WeightEntry>& new_images, const std::string& program);
 void remove_model_dir(const ModelDir& dir) noexcept;
 
-// Two compiles of the same program get the same hexStringIdentifier and so the same folder: the
-// folder is removed when the last program using it goes.
+// ---- one identity per model ------------------------------------------------------------------
+// The framework names a model by hashes of what it was handed — "<MIL hash>_<weights hash>_<options
+// hash>" — and keeps it in <NSTemporaryDirectory()>/<that name>, a folder of the user's, not of the
+// process: two processes compiling the same program (orion serve beside orion train, two test
+// processes) would share one folder, and one's delta reload or unload would rewrite or remove what
+// the other loads. The weights hash may not even see the values: per weight it hashes one value of
+// the {offset, data} entry, whichever the dictionary lists first. So the driver makes every model's
+// MIL text its own: an entry in the program's buildInfo dictionary — metadata the MIL compiler
+// records and the hardware never reads — carries a salt unique to this process and this model.
+inline constexpr const char* kModelSaltKey = "orion-model";
+// `mil_text` with {"<key>", "<value>"} added to its [buildInfo = dict<string, string>({...})] line,
+// or with such a line added after `program(...)` when it has none (unchanged when it has neither).
+std::string with_build_info_entry(const std::string& mil_text, const std::string& key, const std::string& value);
+// A salt no other process shares: the process id and 64 random bits, "<pid>-<16 hex digits>".
+const std::string& process_salt();
+
+// Models with the same hexStringIdentifier share one folder: the folder is removed when the last
+// program using it goes.
 class ModelDirUsers {
  public:
   void acquire(const std::string& root) { ++users_[root]; }

@@ -3,9 +3,10 @@
 #   macOS   Apple's clang and frameworks, ARC (ane.cmake).
 #   Linux   ORION_ANE_FAKE: the same .mm built with clang++ against GNUstep's Foundation on GCC's
 #           Objective-C runtime (-fobjc-runtime=gcc; that runtime has no ARC, so reference counting
-#           is manual), so the real driver code runs in ctest against a fake of the private framework
+#           is manual) into a loadable module (ane.cmake; never into orion, which links no GNUstep),
+#           so the real driver code runs in ctest against a fake of the private framework
 #           (tests/ane_driver/fake/). On by default when clang++ and GNUstep are installed
-#           (scripts/setup.sh); without them the driver stays ane_stub.cpp and the ane_driver tests
+#           (scripts/setup.sh); without them the driver module is not built and the ane_driver tests
 #           skip, saying why.
 if(APPLE)
   enable_language(OBJCXX)

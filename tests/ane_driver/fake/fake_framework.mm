@@ -15,9 +15,11 @@
 //   surfaces    fake_surface.mm: flat buffers, touched only while locked
 // What it models of the hardware: past kCompileBudget compiles a process's compile fails silently
 // (NO, no error); uneven or too-small surfaces answer status 0x1d; a reload after unload →
-// rewrite weights/*.bin → load still computes with the descriptor's weights (stale), while a new,
+// rewrite weights/*.bin → load still computes with the compiled weights (stale), while a new,
 // never-compiled model whose folder holds a compiled `data` file loads from that file without
-// compiling (the path that takes new weights).
+// compiling (the path that takes new weights). The identifier — so the folder — is derived from
+// the descriptor's contents as the framework derives it, and the compiled model is kept under it
+// for every process of the user: programs that hash alike share it (hex_identifier, loadWithQoS).
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -66,20 +68,27 @@ bool file_equals(const std::string& path, const std::string& bytes) {
   return in.good() || in.eof() ? s.str() == bytes : false;
 }
 
-// FNV-1a over the MIL and the weight dictionary: equal programs get equal identifiers.
-std::string hex_identifier(const std::string& mil, const rt::WeightDict& weights) {
+// FNV-1a of some bytes, as 16 hex digits (the framework's hexStringForData:, a stronger hash).
+std::string hex_of(const std::string& bytes) {
   uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const void* p, size_t n) {
-    for (size_t i = 0; i < n; i++) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
-  };
-  mix(mil.data(), mil.size());
-  for (const auto& [key, data] : weights) {
-    mix(key.data(), key.size() + 1);
-    mix(data.data(), data.size());
-  }
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
   char out[17];
   std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
   return out;
+}
+
+// The identifier as the framework's descriptor derives it: "<MIL hash>_<weights hash>_<options
+// hash>", the weights hash taken over, per key in sorted order, the FIRST of the entry's values
+// (`[[entry allValues] firstObject]`) — for an {offset, data} entry whichever the dictionary lists
+// first, here GNUstep's order. Equal programs get equal identifiers, in any process of the user.
+std::string hex_identifier(NSData* mil, NSDictionary* weights, NSData* options) {
+  std::string first_values;
+  for (id key in [[weights allKeys] sortedArrayUsingSelector:@selector(compare:)]) {
+    id first = [[[weights objectForKey:key] allValues] firstObject];
+    first_values += [first isKindOfClass:[NSData class]] ? bytes_of(first) : text_of([first description]);
+    first_values += '\0';
+  }
+  return hex_of(bytes_of(mil)) + "_" + hex_of(first_values) + "_" + hex_of(options ? bytes_of(options) : "");
 }
 
 // Every call but unload takes QoS 21, an empty options dictionary and an error pointer.
@@ -126,6 +135,7 @@ int orion_fake_ane_compiles() { return compiles.load(); }
 struct FakeDescriptor {
   std::string mil;
   rt::WeightDict weights;  // key "@model_path/weights/<f>.bin" → file image
+  std::string hex;         // hexStringIdentifier
 };
 
 
@@ -139,7 +149,7 @@ struct FakeDescriptor {
     misuse("modelWithMILText:weights:optionsPlist: " + why);
     return nil;
   }
-  auto* d = new FakeDescriptor{bytes_of(milText), {}};
+  auto* d = new FakeDescriptor{bytes_of(milText), {}, hex_identifier(milText, weights, optionsPlist)};
   for (id key in weights) {
     NSDictionary* v = [weights objectForKey:key];
     const std::string k = [key isKindOfClass:[NSString class]] ? text_of(key) : "";
@@ -252,6 +262,7 @@ struct FakeModel {
   std::string hex;
   Phase phase = Phase::Created;
   std::unique_ptr<rt::DriverProgram> program;  // anesim's, once compiled or loaded from `data`
+  rt::WeightDict weights;                      // … computing with these
   int loads = 0;                               // numbers the loads, for the request check
 };
 
@@ -291,7 +302,17 @@ std::string folder_mismatch(const FakeModel& m) {
 
 BOOL compile_program(FakeModel& m, const rt::WeightDict& weights, NSError** error) {
   HardwareAnswer a = hardware_compile(m.descriptor->mil, weights, m.hex, m.program);
-  return a.error.empty() ? YES : refuse(error, "_ANECompiler : ANECCompile() FAILED: " + a.error);
+  if (!a.error.empty()) return refuse(error, "_ANECompiler : ANECCompile() FAILED: " + a.error);
+  m.weights = weights;
+  return YES;
+}
+
+// The weights of the compiled model in the model's folder (its `data` file); false when there is none.
+bool compiled_weights(const FakeModel& m, rt::WeightDict& weights) {
+  std::ifstream in(folder_of(m) + "/data", std::ios::binary);
+  std::stringstream data;
+  data << in.rdbuf();
+  return in && weights_from_data(data.str(), m.descriptor->weights, weights);
 }
 
 }  // namespace
@@ -306,7 +327,7 @@ BOOL compile_program(FakeModel& m, const rt::WeightDict& weights, NSError** erro
   }
   auto* m = new FakeModel;
   m->descriptor = ((_ANEInMemoryModelDescriptor*)descriptor)->d_;
-  m->hex = hex_identifier(m->descriptor->mil, m->descriptor->weights);
+  m->hex = m->descriptor->hex;
   _ANEInMemoryModel* o = [[_ANEInMemoryModel alloc] init];  // kept for the process
   o->m_ = m;
   return o;
@@ -327,20 +348,22 @@ BOOL compile_program(FakeModel& m, const rt::WeightDict& weights, NSError** erro
   return YES;
 }
 
-// A compiled model loads what its descriptor holds: weights/*.bin rewritten since are not read
-// (the stale reload). A never-compiled model loads from the compiled `data` file in its folder.
+// Every load loads the compiled model kept under the model's identifier — the `data` file of its
+// folder, the fake's stand-in for the compiled-model store the framework keys by that identifier
+// and shares between the user's processes. So weights/*.bin rewritten since the compile are not
+// read (the stale reload); a never-compiled model loads from a `data` file written for it; and a
+// model whose identifier another model shares loads whatever that one's delta reload left there.
 - (BOOL)loadWithQoS:(unsigned int)qos options:(NSDictionary*)options error:(NSError**)error {
   if (!call_ok("loadWithQoS:options:error:", qos, options, true, error)) return NO;
   if (m_->phase == FakeModel::Phase::Loaded) return misused(error, "load of a model already loaded");
-  if (m_->phase == FakeModel::Phase::Created) {
-    std::ifstream in(folder_of(*m_) + "/data", std::ios::binary);
-    std::stringstream data;
-    data << in.rdbuf();
-    rt::WeightDict weights;
-    if (!in || !weights_from_data(data.str(), m_->descriptor->weights, weights))
+  rt::WeightDict weights;
+  if (!compiled_weights(*m_, weights)) {
+    if (m_->phase == FakeModel::Phase::Created)
       return misused(error, "load of a model neither compiled nor with a compiled data file in " + folder_of(*m_));
-    if (!compile_program(*m_, weights, error)) return NO;
+    return refuse(error, "loadModel: no compiled model in " + folder_of(*m_) + " (removed since the compile)");
   }
+  if (m_->phase == FakeModel::Phase::Created || weights != m_->weights)
+    if (!compile_program(*m_, weights, error)) return NO;
   if (HardwareAnswer a = hardware_load(*m_->program); !a.error.empty()) return refuse(error, a.error);
   m_->phase = FakeModel::Phase::Loaded;
   m_->loads++;
