@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <vector>
 
@@ -77,6 +78,26 @@ std::map<int, double> run_losses(const std::string& run) {
     out[j["step"].get<int>()] = j["loss"].is_null() ? NAN : j["loss"].get<double>();
   }
   return out;
+}
+
+ModelConfig small_anesim_config(Arch arch) {
+  ModelConfig c = config_preset(arch == Arch::GPT2 ? "gpt2-tiny" : "stories260k");
+  if (arch == Arch::GPT2)
+    c.dim = 256, c.hidden_dim = 1024, c.n_heads = 4, c.n_kv_heads = 4, c.n_layers = 2, c.vocab_size = c.padded_vocab = 2000,
+    c.seq_len = 256;
+  else c.dim = 192, c.hidden_dim = 512, c.n_heads = 6, c.n_kv_heads = 3, c.n_layers = 2, c.seq_len = 256;
+  c.tied_embeddings = false;
+  return c;
+}
+
+LoraAdapter trained_like_adapter(const ModelConfig& c, int rank, float alpha, uint64_t seed) {
+  LoraAdapter a(c, rank, alpha, {LoraTarget::Q, LoraTarget::V});
+  a.init(seed);
+  std::mt19937 rng{uint32_t(seed)};
+  std::normal_distribution<float> n(0.0f, 0.3f);
+  for (const LoraTensor& t : a.tensors())
+    for (int64_t i = 0; i < t.out * rank; i++) a.B(t)[i] = n(rng);
+  return a;
 }
 
 }  // namespace orion::test

@@ -4,6 +4,9 @@
 #include <map>
 #include <string>
 
+#include "model/config.h"
+#include "model/lora/lora.h"
+
 namespace orion::test {
 
 std::string data_path(const std::string& rel);  // tests/testdata/<rel>
@@ -20,5 +23,11 @@ int run_orion(const std::string& args, std::string* out = nullptr, std::string* 
 // step → loss from a run folder's metrics.jsonl (doubles printed to round-trip the floats); a
 // non-finite or skipped step is a test failure.
 std::map<int, double> run_losses(const std::string& run);
+
+// The small GPT-2 and GQA Llama of the anesim LoRA and batched-decode tests: wide enough to be
+// real, small enough for anesim (their attention kernels reach the C7 minimum at buckets 128 / 256).
+ModelConfig small_anesim_config(Arch arch);
+// A q, v adapter initialised as training would, with random B (N(0, 0.3)) so that it changes outputs.
+LoraAdapter trained_like_adapter(const ModelConfig& c, int rank, float alpha, uint64_t seed);
 
 }  // namespace orion::test

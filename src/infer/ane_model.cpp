@@ -119,12 +119,13 @@ TensorMap AneModel::with_lora(int layer, TensorMap inputs) const {
   return inputs;
 }
 
-std::vector<frontends::ProgramSpec> AneModel::programs(int prompt_tokens) const {
-  return frontends::inference_programs(w_, std::min(prompt_tokens, max_seq_), attn_min_, cache_.driver().chip(), lora_slot_);
+std::vector<frontends::ProgramSpec> AneModel::programs(int prompt_tokens, int decode_rows) const {
+  return frontends::inference_programs(w_, std::min(prompt_tokens, max_seq_), attn_min_, cache_.driver().chip(), lora_slot_,
+                                       decode_rows);
 }
 
-int AneModel::prepare(int prompt_tokens) {
-  const std::vector<frontends::ProgramSpec> specs = programs(prompt_tokens);
+int AneModel::prepare(int prompt_tokens, int decode_rows) {
+  const std::vector<frontends::ProgramSpec> specs = programs(prompt_tokens, decode_rows);
   for (const frontends::ProgramSpec& p : specs) program(frontends::InferenceRole(p.role), p.layer, p.S);
   return int(specs.size());
 }
@@ -216,8 +217,7 @@ void AneModel::decode_layer_inference_kernels(int l, int pos) {
   ane_to_rows(p.at("q"), 1, q_.data());
   ane_to_rows(p.at("k"), 1, k_cache(l, pos));
   ane_to_rows(p.at("v"), 1, v_cache(l, pos));
-  cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, c.head_dim(),
-                 kv_dim_);
+  attend(l, pos);
   TensorMap f = program(frontends::kDecodeFfn, l, S)
                     ->run({{"x", rows_to_ane(x, 1, C, S)}, {"att", rows_to_ane(att_.data(), 1, C, S)}});
   ane_to_rows(f.at("y"), 1, x);
@@ -235,19 +235,25 @@ void AneModel::decode_layer_training_kernels(int l, int pos) {
   ane_to_rows(p.at("q"), 1, q_.data());
   ane_to_rows(p.at("k"), 1, k_cache(l, pos));
   ane_to_rows(p.at("v"), 1, v_cache(l, pos));
-  if (model_family(c.arch).anatomy().positions == Positions::Rope) {  // the config's (scaled) frequencies
-    std::vector<float> cs(static_cast<size_t>(HS));
-    cpu::rope_angles(cs.data(), llama_rope_frequencies(c).data(), HS, pos);
-    cpu::rope_rotate(q_.data(), cs.data(), HS, 0, Q);
-    cpu::rope_rotate(k_cache(l, pos), cs.data(), HS, 0, kv_dim_);
-  }
-  cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, HS, kv_dim_,
-                 c.sliding_window);
+  attend(l, pos);
   cpu::matmul(o_.data(), att_.data(), lw.wo.data, lw.wo.dtype, nullptr, 1, Q, C);  // Wo·att  [C]
   cpu::add_inplace(x, o_.data(), size_t(C));                                       // h = x + Wo·att
   constexpr int S = frontends::kDecodeBucket;
   TensorMap f = program(frontends::kDecodeFfn, l, S)->run({{"x", rows_to_ane(x, 1, C, S)}});
   ane_to_rows(f.at("y"), 1, x, /*accumulate=*/true);
+}
+
+void AneModel::attend(int l, int pos) {
+  const ModelConfig& c = w_.config;
+  const int HS = c.head_dim();
+  if (model_family(c.arch).anatomy().positions == Positions::Rope) {  // the config's (scaled) frequencies
+    std::vector<float> cs(static_cast<size_t>(HS));
+    cpu::rope_angles(cs.data(), llama_rope_frequencies(c).data(), HS, pos);
+    cpu::rope_rotate(q_.data(), cs.data(), HS, 0, c.n_heads * HS);
+    cpu::rope_rotate(k_cache(l, pos), cs.data(), HS, 0, kv_dim_);
+  }
+  cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, HS, kv_dim_,
+                 c.sliding_window);
 }
 
 // ANE: the final norm of one row (column 0 of the decode bucket). CPU: logits = W_cls·xnorm over

@@ -65,9 +65,10 @@ class AneModel final : public LanguageModel {
 
   // The programs a prompt of `prompt_tokens` and the decode after it use (model/frontends/
   // program_set.h: the list `orion compile` writes), and prepare() compiles (or finds) them all,
-  // so that later timings exclude compiles. Returns the number of programs.
-  std::vector<frontends::ProgramSpec> programs(int prompt_tokens) const;
-  int prepare(int prompt_tokens);
+  // so that later timings exclude compiles. Returns the number of programs. decode_rows > 1: with
+  // the buckets decode batches of up to that many rows use (decode_batch).
+  std::vector<frontends::ProgramSpec> programs(int prompt_tokens, int decode_rows = 1) const;
+  int prepare(int prompt_tokens, int decode_rows = 1);
   // The bucket a prefill of n tokens runs in: 16, 32, ... ≥ n, and ≥ attention_min_bucket().
   int prefill_bucket(int n) const;
   int attention_min_bucket() const { return attn_min_; }
@@ -84,6 +85,19 @@ class AneModel final : public LanguageModel {
   // The usage errors set_lora() would raise for `adapter` with the rank slot compiled now.
   void check_lora(const LoraAdapter& adapter) const;
   int lora_slot() const { return lora_slot_; }
+
+  // One decode step of several sequences — rows[b] feeds tokens[b] at position pos[b] of its own
+  // model — with ONE evaluation per position-wise program for all of them (ane_batch_decode.cpp):
+  // row b sits in column b of the program's bucket, the smallest of 16, 32, 64, … that holds the
+  // rows and is at least the bucket a single row runs at, so up to 16 rows (more where the single
+  // row's bucket is wider) run the very programs a single row does, and only a wider batch compiles
+  // a wider bucket, once. Each row's attention over its own KV cache stays on the CPU, as for one
+  // row. Every column is computed as it would be alone, so each row's logits equal forward(token,
+  // 1, pos) on its model bit for bit. The models share the weights, the program cache and the rank
+  // slot, and hold the same adapter (the rows' adapter inputs are rows[0]'s). Writes [rows, V].
+  static void decode_batch(const std::vector<AneModel*>& rows, const int* tokens, const int* pos, float* logits);
+  // The bucket `rows` rows of a program whose single row runs at `single_bucket` use.
+  int batch_bucket(int single_bucket, int rows) const;
 
  private:
   using Kernel = std::shared_ptr<runtime::AneKernel>;
@@ -103,6 +117,15 @@ class AneModel final : public LanguageModel {
   void decode_layer_inference_kernels(int l, int pos);
   void decode_layer_training_kernels(int l, int pos);
   void logits_of_row(int row);  // final norm (ANE) and classifier (CPU) of x_[row]
+  // The CPU's part of a decode layer, the token's projections in q_ and the cache's row pos: RoPE
+  // families rotate q_ and that key to pos; att_ = attention of q_ over the cache (its window).
+  void attend(int l, int pos);
+  // attend() for a row of a decode batch: its q, k, v in, its att [Q] out.
+  void attend_row(int l, int pos, const float* q, const float* k, const float* v, float* att);
+  // decode_batch's parts (ane_batch_decode.cpp), over x [B, C], the rows' residual streams.
+  static void batch_projections(const std::vector<AneModel*>& m, int l, float* x, float* q, float* k, float* v);
+  static void batch_layer_inference_kernels(const std::vector<AneModel*>& m, int l, const int* pos, float* x);
+  static void batch_layer_training_kernels(const std::vector<AneModel*>& m, int l, const int* pos, float* x);
 
   float* k_cache(int layer, int pos) { return key_cache_.data() + (size_t(layer) * max_seq_ + pos) * kv_dim_; }
   float* v_cache(int layer, int pos) { return value_cache_.data() + (size_t(layer) * max_seq_ + pos) * kv_dim_; }

@@ -2,11 +2,13 @@
 // sequences, each an AneModel of its own — its own KV cache — over ONE program cache, so every
 // program is compiled once for all of them.
 //
-// What this is and is not. A decode step runs its rows one after another through the batch-1
-// decode programs of AneModel (infer/ane_model.h): the scheduler still interleaves the sequences
-// (continuous batching: they join and leave between steps), but the weights are streamed once per
-// row, not once per step as the CPU's BatchedDecoder does. Batch-shaped decode programs (one per
-// batch-size bucket, per-row adapters as inputs) would share the pass; they are not built.
+// Batched decode. A decode step runs its rows as the columns of the decode programs
+// (AneModel::decode_batch): one evaluation per program for all rows that share an adapter, so the
+// weights are streamed once per step, as the CPU's BatchedDecoder does. The buckets are the single
+// row's (16, or the attention bucket) and wider ones (32, 64, …) only for batches that do not fit,
+// each compiled once; requests coming and going compile nothing more. Rows with different
+// adapters in one step run as one batch per adapter (the programs take one set of adapter inputs):
+// per-row adapter inputs in one evaluation are not built.
 //
 // Adapters. The attention programs take the LoRA matrices as inputs (a rank slot fixed at
 // construction), so switching a slot's adapter — per request, or to one added at run time —
@@ -46,6 +48,8 @@ class AneSlotDecoder final : public SlotDecoder {
   // Points slot's model at `adapter`. decode() calls it only when a row's adapter differs from the
   // slot's (within a sequence the adapter stays alive and in place: its address identifies it).
   void set_adapter(int slot, const LoraAdapter* adapter, float scale_mult);
+  // One decode_batch for rows[group] (rows with one adapter), logits into group_logits_.
+  void decode_group(const std::vector<Row>& rows, const std::vector<size_t>& group);
   void count_compiles() { compiles_ = cache_.driver().counters().compiles; }
 
   runtime::ProgramCache& cache_;
@@ -56,7 +60,8 @@ class AneSlotDecoder final : public SlotDecoder {
     float scale_mult = 1.0f;
   };
   std::vector<InUse> in_use_;  // [slots]: what each model's adapter inputs hold
-  std::vector<float> logits_;  // [rows, V]
+  std::vector<float> logits_;        // [rows, V]
+  std::vector<float> group_logits_;  // [rows of one adapter, V]
   std::atomic<int> compiles_{0};
 };
 

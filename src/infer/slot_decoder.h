@@ -3,7 +3,7 @@
 // every row with its own position and LoRA adapter. Two implementations:
 //   BatchedDecoder  (infer/batched_decode.h): the CPU, every row of a step in one pass over the weights;
 //   AneSlotDecoder  (infer/ane_slot_decoder.h): the ANE path (anesim or the ANE), an AneModel per
-//                   slot over one program cache, the rows of a step one after another.
+//                   slot over one program cache, the rows of a step as the columns of one evaluation.
 #pragma once
 #include <string>
 #include <vector>

@@ -12,30 +12,15 @@
 #include "model/lora/lora.h"
 #include "model/transformer.h"
 #include "runtime/cpu/kernels.h"
+#include "support.h"
 
 namespace orion {
 namespace {
 
-// The small GPT-2 and GQA Llama of test_anesim_generate.cpp: their attention kernels reach the
-// C7 minimum at buckets 128 / 256.
-ModelConfig small(Arch arch) {
-  ModelConfig c = config_preset(arch == Arch::GPT2 ? "gpt2-tiny" : "stories260k");
-  if (arch == Arch::GPT2)
-    c.dim = 256, c.hidden_dim = 1024, c.n_heads = 4, c.n_kv_heads = 4, c.n_layers = 2, c.vocab_size = c.padded_vocab = 2000,
-    c.seq_len = 256;
-  else c.dim = 192, c.hidden_dim = 512, c.n_heads = 6, c.n_kv_heads = 3, c.n_layers = 2, c.seq_len = 256;
-  c.tied_embeddings = false;
-  return c;
-}
+ModelConfig small(Arch arch) { return test::small_anesim_config(arch); }
 
 LoraAdapter trained_like(const ModelConfig& c, int rank, float alpha, uint64_t seed) {
-  LoraAdapter a(c, rank, alpha, {LoraTarget::Q, LoraTarget::V});
-  a.init(seed);
-  std::mt19937 rng{uint32_t(seed)};
-  std::normal_distribution<float> n(0.0f, 0.3f);
-  for (const LoraTensor& t : a.tensors())
-    for (int64_t i = 0; i < t.out * rank; i++) a.B(t)[i] = n(rng);
-  return a;
+  return test::trained_like_adapter(c, rank, alpha, seed);
 }
 
 // Logits of a prompt (prefill) and of 3 decode steps after it, concatenated.

@@ -179,8 +179,9 @@ TEST(anesim_PublicChecks, SdpaRunsWithItsMaskIgnoredAsTheHardwareDoes) {
   EXPECT_NE(refusal(m1_text, w, "m1").find("'scaled_dot_product_attention' is not in opset ios16"), std::string::npos);
 }
 
-// Every program generation and training use, for every chip, as the compiler emits it: it must
-// pass every public-definition check anesim makes (versions, signatures, blobs).
+// Every program generation (one row's decode and batched decode's wider buckets) and training
+// use, for every chip, as the compiler emits it: it must pass every public-definition check
+// anesim makes (versions, signatures, blobs).
 TEST(anesim_PublicChecks, EveryEmittedProgramOfEveryChipPasses) {
   int checked = 0;
   for (const std::string model : {"stories260k", "gpt2-tiny"}) {
@@ -190,8 +191,8 @@ TEST(anesim_PublicChecks, EveryEmittedProgramOfEveryChipPasses) {
       std::vector<frontends::ProgramSpec> programs;
       const int attention_min = frontends::inference_attention_bucket(w, chip);
       if (attention_min > 0)
-        for (int slot : {0, 1}) {
-          auto p = frontends::inference_programs(w, 20, attention_min, chip, slot);
+        for (int slot : {0, 1}) {  // with the buckets of decode batches of up to 40 rows (32, 64)
+          auto p = frontends::inference_programs(w, 20, attention_min, chip, slot, 40);
           programs.insert(programs.end(), p.begin(), p.end());
         }
       const frontends::TrainingBuckets tb = frontends::training_buckets(w, 32, chip);

@@ -73,6 +73,17 @@ int decode_attention_bucket(Arch arch, int lora_slot, int attention_min) {
   return lora_slot > 0 || !model_family(arch).ane_inference_kernels() ? attention_min : kDecodeBucket;
 }
 
+int decode_batch_bucket(int single_bucket, int rows, const compiler::ChipProfile& chip) {
+  if (rows <= single_bucket) return single_bucket;
+  const int64_t S = compiler::sequence_bucket_at_least(rows, chip);
+  ORION_CHECK(S > 0, "a decode batch of {} rows is beyond the largest sequence bucket", rows);
+  return std::max(int(S), single_bucket);
+}
+
+bool decode_projections_positionwise(Arch arch, int lora_slot) {
+  return lora_slot > 0 || model_family(arch).ane_inference_kernels();
+}
+
 TrainingBuckets training_buckets(const ModelWeights& w, int T, const compiler::ChipProfile& chip, int lora_slot) {
   w.config.require_plain_blocks({}, "the ANE path");
   const std::vector<KernelSpec> kernels = training_kernels(w.config.arch, lora_slot);
@@ -88,7 +99,7 @@ TrainingBuckets training_buckets(const ModelWeights& w, int T, const compiler::C
 }
 
 std::vector<ProgramSpec> inference_programs(const ModelWeights& w, int prompt_tokens, int attention_min,
-                                            const compiler::ChipProfile& chip, int lora_slot) {
+                                            const compiler::ChipProfile& chip, int lora_slot, int decode_rows) {
   const ModelConfig& c = w.config;
   const std::vector<KernelSpec> kernels = inference_kernels(c.arch, lora_slot);
   std::vector<ProgramSpec> out;
@@ -111,6 +122,17 @@ std::vector<ProgramSpec> inference_programs(const ModelWeights& w, int prompt_to
     add(kDecodeAttn, l, decode_attn), add(kDecodeFfn, l, kDecodeBucket);
   }
   add(kFinalNorm, -1, kDecodeBucket);
+  // Wider decode batches: every bucket up to the one decode_rows rows need. The projections run a
+  // row at a time where the kernel attends across columns (Llama's fwd_attn without adapters).
+  const bool positionwise_projections = decode_projections_positionwise(c.arch, lora_slot);
+  for (int rows = 2 * kDecodeBucket; rows / 2 < decode_rows; rows *= 2) {
+    const int n = std::min(rows, decode_rows);
+    for (int l = 0; l < c.n_layers; l++) {
+      if (positionwise_projections) add(kDecodeAttn, l, decode_batch_bucket(decode_attn, n, chip));
+      add(kDecodeFfn, l, decode_batch_bucket(kDecodeBucket, n, chip));
+    }
+    add(kFinalNorm, -1, decode_batch_bucket(kDecodeBucket, n, chip));
+  }
   return out;
 }
 
