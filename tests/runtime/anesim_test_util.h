@@ -3,14 +3,18 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "compiler/chip.h"
 #include "compiler/compile.h"
 #include "compiler/mil/emit_mil.h"
 #include "ir/interpret.h"
 #include "runtime/anesim/anesim_driver.h"
+#include "runtime/cpu/kernels.h"
 #include "runtime/surface.h"
 
 namespace orion::test {
@@ -70,6 +74,21 @@ inline ErrorStats compare(const Tensor32& got, const Tensor32& want) {
     if (!std::isfinite(got.data[i])) e.max_abs = INFINITY;
   }
   return e;
+}
+
+// Calls f(label) once per instruction set the CPU has × 1 and 2 threads, then restores both.
+template <typename F>
+void on_every_path(F f) {
+  const cpu::Isa isa_before = cpu::active_isa();
+  const int threads_before = cpu::num_threads();
+  for (cpu::Isa isa : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+    if (!cpu::set_isa(isa)) continue;
+    for (int threads : {1, 2}) {
+      cpu::set_num_threads(threads);
+      f(fmt::format("{} × {} thread(s)", cpu::isa_name(isa), threads));
+    }
+  }
+  cpu::set_isa(isa_before), cpu::set_num_threads(threads_before);
 }
 
 }  // namespace orion::test

@@ -10,6 +10,7 @@
 
 #include "anesim_test_util.h"
 #include "base/dtype.h"
+#include "runtime/anesim/anesim_gemm.h"
 #include "runtime/anesim/anesim_plan.h"
 #include "runtime/cpu/kernels.h"
 
@@ -112,31 +113,64 @@ TEST(anesim_Eval, FastConvMatchesTheInterpreter) {
 // The ANE's sums do not depend on the host: every instruction set's tile and any thread count give
 // the same bits (anesim_gemm.h), so a program's fp16 outputs are the same on every machine.
 TEST(anesim_Eval, MatmulAndConvGiveTheSameBitsOnEveryInstructionSetAndThreadCount) {
-  const cpu::Isa isa_before = cpu::active_isa();
-  const int threads_before = cpu::num_threads();
   // Odd sizes: partial row tiles and columns past the last whole tile of every width (8, 16, 32),
   // and big enough (M·N·K > 2¹⁸) to be split over threads.
   const int64_t M = 45, K = 301, N = 83;
   const Tensor32 x = test::random_t({2, 1, M, K}, 21), y = test::random_t({1, 3, N, K}, 22);
   const Tensor32 cx = test::random_t({1, K, 1, N}, 23), cw = test::random_t({M, K, 1, 1}, 24);
+  Tensor32 cwt({K, M});  // the conv weight as the plan keeps a constant one: transposed
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t k = 0; k < K; k++) cwt.data[size_t(k * M + m)] = cw.data[size_t(m * K + k)];
   std::vector<Tensor32> mm, conv;
   std::vector<std::string> runs;
-  for (cpu::Isa isa : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
-    if (!cpu::set_isa(isa)) continue;
-    for (int threads : {1, 2}) {
-      cpu::set_num_threads(threads);
-      mm.push_back(matmul_fast(x, y, false, true, {2, 3, M, N}));
-      conv.push_back(conv1x1_fast(cx, cw));
-      runs.push_back(fmt::format("{} × {} thread(s)", cpu::isa_name(isa), threads));
-    }
-  }
-  cpu::set_isa(isa_before), cpu::set_num_threads(threads_before);
+  test::on_every_path([&](const std::string& run) {
+    mm.push_back(matmul_fast(x, y, false, true, {2, 3, M, N}));
+    conv.push_back(conv1x1_fast(cx, cw));
+    EXPECT_EQ(std::memcmp(conv1x1_fast_transposed(cx, cwt).data.data(), conv.back().data.data(), M * N * 4), 0)
+        << "conv with the transposed weight: " << run;
+    runs.push_back(run);
+  });
   std::printf("  compared: %s\n", fmt::format("{}", fmt::join(runs, ", ")).c_str());
   for (size_t i = 1; i < mm.size(); i++) {
     EXPECT_EQ(std::memcmp(mm[i].data.data(), mm[0].data.data(), mm[0].data.size() * 4), 0)
         << "matmul: " << runs[i] << " vs " << runs[0];
     EXPECT_EQ(std::memcmp(conv[i].data.data(), conv[0].data.data(), conv[0].data.size() * 4), 0)
         << "conv: " << runs[i] << " vs " << runs[0];
+  }
+}
+
+// What gemm_fixed_order promises, checked against the definition itself: every output is
+// acc = acc + A(m, k)·B(k, n) for k = 0 .. K−1, the product rounded before the add. Covered: the
+// wide tiles (row-major A), the narrow product (A with contiguous rows, few columns), columns of B
+// equal bit for bit to earlier ones (computed once and copied), on every instruction set and
+// thread count.
+TEST(anesim_Eval, FixedOrderGemmIsTheAscendingSumWithRoundedProducts) {
+  const int M = 150, K = 67;  // rows past the last whole tile or narrow group of every path
+  const Tensor32 a = test::random_t({M, K}, 31);
+  Tensor32 at({K, M});  // the same A stored transposed: its rows (m) contiguous
+  for (int m = 0; m < M; m++)
+    for (int k = 0; k < K; k++) at.data[size_t(k) * M + m] = a.data[size_t(m) * K + k];
+  for (int N : {1, 2, 3, 5, 13, 33, 70}) {
+    Tensor32 b = test::random_t({K, N}, 32 + N);
+    for (int k = 0; k < K; k++)  // columns 2, 4, 6, … repeat column 0 (a decode program's padding)
+      for (int n = 2; n < N; n += 2) b.data[size_t(k) * N + n] = b.data[size_t(k) * N];
+    std::vector<float> want(size_t(M) * N);
+    for (int m = 0; m < M; m++)
+      for (int n = 0; n < N; n++) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; k++) {
+          volatile float product = a.data[size_t(m) * K + k] * b.data[size_t(k) * N + n];  // rounded: never an FMA
+          acc = acc + product;
+        }
+        want[size_t(m) * N + n] = acc;
+      }
+    test::on_every_path([&](const std::string& run) {
+      std::vector<float> c(want.size()), ct(want.size());
+      gemm_fixed_order(c.data(), a.data.data(), K, 1, b.data.data(), N, M, K, N);
+      gemm_fixed_order(ct.data(), at.data.data(), 1, M, b.data.data(), N, M, K, N);
+      EXPECT_EQ(std::memcmp(c.data(), want.data(), want.size() * 4), 0) << "row-major A, N " << N << ", " << run;
+      EXPECT_EQ(std::memcmp(ct.data(), want.data(), want.size() * 4), 0) << "transposed A, N " << N << ", " << run;
+    });
   }
 }
 

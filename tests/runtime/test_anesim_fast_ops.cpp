@@ -36,21 +36,6 @@ float from_bits(uint32_t u) {
   return f;
 }
 
-// Calls f(label) once per instruction set the CPU has × 1 and 2 threads, then restores both.
-template <typename F>
-void on_every_path(F f) {
-  const cpu::Isa isa_before = cpu::active_isa();
-  const int threads_before = cpu::num_threads();
-  for (cpu::Isa isa : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
-    if (!cpu::set_isa(isa)) continue;
-    for (int threads : {1, 2}) {
-      cpu::set_num_threads(threads);
-      f(fmt::format("{} × {} thread(s)", cpu::isa_name(isa), threads));
-    }
-  }
-  cpu::set_isa(isa_before), cpu::set_num_threads(threads_before);
-}
-
 // fp32 values that exercise the conversion: random bit patterns (all exponents, NaNs with
 // payloads among them), the fp16 boundaries (largest finite, the overflow threshold 65520, the
 // subnormals and half the smallest), ties, zeros and infinities. Long enough to be split over
@@ -70,7 +55,7 @@ TEST(anesim_FastOps, Fp16ConversionsMatchTheScalarFunctionsBitForBit) {
   const std::vector<float> f = awkward_floats();
   std::vector<uint16_t> every_half(65536 + 7);  // every fp16 bit pattern (and a tail)
   for (size_t i = 0; i < every_half.size(); i++) every_half[i] = uint16_t(i);
-  on_every_path([&](const std::string& path) {
+  test::on_every_path([&](const std::string& path) {
     SCOPED_TRACE(path);
     std::vector<float> rounded = f, widened(every_half.size());
     std::vector<uint16_t> narrowed(f.size());
@@ -106,7 +91,7 @@ TEST(anesim_FastOps, BinaryOpsWithBroadcastingMatchTheInterpreter) {
       {{2, 3, 5, 37}, {2, 3, 5, 37}}, {{2, 3, 5, 37}, {1, 3, 1, 1}}, {{1, 1, 1, 37}, {2, 3, 5, 37}},
       {{2, 3, 5, 37}, {1}},           {{2, 1, 5, 1}, {1, 3, 1, 37}}, {{5, 37}, {2, 3, 1, 37}},
       {{2, 3, 5, 1}, {2, 3, 5, 37}},  {{1, 768, 1, 256}, {1, 768, 1, 1}}};
-  on_every_path([&](const std::string& path) {
+  test::on_every_path([&](const std::string& path) {
     uint32_t seed = 30;
     for (const auto& [sa, sb] : cases) {
       std::vector<int64_t> out(std::max(sa.size(), sb.size()), 1);
@@ -131,7 +116,7 @@ TEST(anesim_FastOps, BinaryOpsWithBroadcastingMatchTheInterpreter) {
 TEST(anesim_FastOps, UnaryOpsMatchTheInterpreter) {
   Tensor32 x = test::random_t({1, 64, 1, 1100}, 40, 6.0f);  // > 2¹⁵ elements: threads share it
   x.data[0] = -0.0f, x.data[1] = std::numeric_limits<float>::infinity(), x.data[2] = -12.0f, x.data[3] = 11.5f;
-  on_every_path([&](const std::string& path) {
+  test::on_every_path([&](const std::string& path) {
     for (Op op : {Op::Neg, Op::Relu, Op::Tanh, Op::Sigmoid, Op::Exp, Op::Sqrt, Op::Rsqrt, Op::Gelu, Op::Silu})
       for (ElemType t : {ElemType::F16, ElemType::F32}) {
         const ir::Type type{t, x.shape};
@@ -150,7 +135,7 @@ TEST(anesim_FastOps, SoftmaxAndReductionsMatchTheInterpreter) {
   Tensor32 scores = test::random_t({1, 12, 64, 64}, 60, 4.0f), mid = test::random_t({2, 7, 3, 5}, 61, 4.0f);
   scores.data[5] = -std::numeric_limits<float>::infinity();  // a masked score
   const Tensor32 act = test::random_t({1, 768, 1, 48}, 62, 3.0f);
-  on_every_path([&](const std::string& path) {
+  test::on_every_path([&](const std::string& path) {
     for (auto [x, axis] : {std::pair{&scores, int64_t(-1)}, std::pair{&mid, int64_t(1)}}) {
       const ir::Attrs attrs = {{"axis", axis}};
       const ir::Type type{ElemType::F16, x->shape};

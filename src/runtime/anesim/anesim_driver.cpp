@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <malloc.h>
+
 #include "compiler/compile.h"
 #include "compiler/mil/parse_mil.h"
 #include "compiler/pass.h"
@@ -159,10 +161,28 @@ void check_surfaces(const char* side, const char* uniform_rule, const std::vecto
   }
 }
 
+// anesim allocates every op's result afresh and frees it a few ops later. glibc would hand freed
+// blocks above its thresholds back to the kernel, so the next result of that size is a fresh
+// mapping that faults in and zeroes every page again — half of a training step's evaluation time
+// on a virtual machine. Keeping blocks up to 32 MB (glibc's largest mmap threshold) in the heap and
+// the heap untrimmed up to 1 GB makes them reused instead. Once per process.
+void keep_freed_tensors_in_the_heap() {
+#ifdef M_MMAP_THRESHOLD
+  static const bool done = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)done;
+#endif
+}
+
 }  // namespace
 
 AnesimDriver::AnesimDriver(const DriverOptions& options)
-    : chip_(options.chip ? options.chip : &compiler::default_chip()), options_(options) {}
+    : chip_(options.chip ? options.chip : &compiler::default_chip()), options_(options) {
+  keep_freed_tensors_in_the_heap();
+}
 
 std::unique_ptr<DriverProgram> AnesimDriver::compile(const std::string& mil_text, const WeightDict& weights,
                                                      const std::string& name) {

@@ -81,6 +81,14 @@ Tensor32 conv1x1_fast(const Tensor32& x, const Tensor32& w) {
   return y;
 }
 
+Tensor32 conv1x1_fast_transposed(const Tensor32& x, const Tensor32& wt) {
+  // The same product with W stored transposed, [Cin, Cout]: A(o, i) = wt[i·Cout + o].
+  const int64_t Cin = x.shape[1], S = x.shape[3], Cout = wt.shape[1];
+  Tensor32 y({1, Cout, 1, S});
+  gemm_fixed_order(y.data.data(), wt.data.data(), 1, Cout, x.data.data(), S, int(Cout), int(Cin), int(S));
+  return y;
+}
+
 Tensor32 matmul_fast(const Tensor32& x, const Tensor32& y, bool tx, bool ty, const Shape& out_shape) {
   const size_t R = out_shape.size(), rx = x.shape.size(), ry = y.shape.size();
   const int64_t M = out_shape[R - 2], N = out_shape[R - 1];
@@ -143,6 +151,32 @@ Plan::Plan(std::shared_ptr<const ir::Graph> g, const std::vector<std::string>& i
     if (n.dead || n.op == Op::Const || last_use[size_t(i)] >= N || last_use[size_t(i)] < 0) continue;
     steps_[step_of.at(last_use[size_t(i)])].frees.push_back(i);
   }
+  transpose_conv_weights();
+}
+
+void Plan::transpose_conv_weights() {
+  const ir::Graph& graph = *g_;
+  const size_t N = graph.nodes().size();
+  conv_weights_t_.resize(N);
+  std::vector<int> other_readers(N, 0);  // readers of each node that are not 1×1 convs' weights
+  for (const Step& s : steps_) {
+    const ir::Node& n = graph.node(s.node);
+    for (size_t k = 0; k < n.inputs.size(); k++)
+      if (!(n.op == Op::Conv1x1 && n.inputs.size() == 2 && k == 1)) other_readers[size_t(n.inputs[k].node)]++;
+  }
+  for (ir::Value v : output_values_) other_readers[size_t(v.node)]++;
+  for (const Step& s : steps_) {
+    const ir::Node& n = graph.node(s.node);
+    if (n.op != Op::Conv1x1 || n.inputs.size() != 2 || graph.node(n.inputs[1].node).op != Op::Const) continue;
+    const size_t w = size_t(n.inputs[1].node);
+    Tensor32& c = constants_[w];
+    if (!conv_weights_t_[w].data.empty()) continue;  // transposed already (a weight shared by several convs)
+    const int64_t Cout = c.shape[0], Cin = c.numel() / Cout;
+    Tensor32 t({Cin, Cout});
+    transpose2d(t.data.data(), c.data.data(), Cout, Cin);
+    conv_weights_t_[w] = std::move(t);
+    if (other_readers[w] == 0) c = Tensor32();  // no other reader needs the [Cout, Cin] layout
+  }
 }
 
 void Plan::run(const std::vector<const uint16_t*>& inputs, const std::vector<uint16_t*>& outputs) const {
@@ -169,7 +203,9 @@ void Plan::run(const std::vector<const uint16_t*>& inputs, const std::vector<uin
       out.push_back(reshaped(values, get, n.inputs[0], n.results[0].shape, s.frees));
       rounded = true;  // the input's values, fp16 already when the type says so
     } else if (n.op == Op::Conv1x1 && n.inputs.size() == 2) {
-      out.push_back(conv1x1_fast(get(n.inputs[0]), get(n.inputs[1])));
+      const Tensor32& wt = conv_weights_t_[size_t(n.inputs[1].node)];
+      out.push_back(wt.data.empty() ? conv1x1_fast(get(n.inputs[0]), get(n.inputs[1]))
+                                    : conv1x1_fast_transposed(get(n.inputs[0]), wt));
     } else if (n.op == Op::Matmul) {
       out.push_back(matmul_fast(get(n.inputs[0]), get(n.inputs[1]), ir::attr_bool(n.attrs, "transpose_x", n.name, false),
                                 ir::attr_bool(n.attrs, "transpose_y", n.name, false), n.results[0].shape));

@@ -13,7 +13,7 @@ using ir::Op;
 using ir::Tensor32;
 using Shape = std::vector<int64_t>;
 
-constexpr int64_t kParallelAbove = 1 << 15;  // elements; smaller ops are not worth waking threads
+constexpr int64_t kParallelAbove = 1 << 17;  // elements; smaller ops are not worth waking threads
 
 // out = a ∘ b over numpy-broadcast shapes, as rows: the output's axes with the broadcast strides
 // of both operands, size-1 axes dropped and neighbours merged wherever both operands step through
@@ -86,17 +86,22 @@ void binary_row(float* y, const float* a, int64_t sa, const float* b, int64_t sb
   }
 }
 
+// The rows are cut into pieces of at most kChunk elements, shared among threads: a long row (two
+// operands of one shape fold into a single row) is split too, and each piece is rounded while it
+// is in cache, by a call too short to start a parallel region of its own.
 template <typename F>
 void binary(const Tensor32& a, const Tensor32& b, Tensor32& y, bool round, F f) {
+  constexpr int64_t kChunk = 4096;
   const Rows r = fold_axes(a.shape, b.shape, y.shape);
-  const int64_t rows = r.rows();
-#pragma omp parallel for schedule(static) if (rows * r.n > kParallelAbove && rows > 1)
-  for (int64_t row = 0; row < rows; row++) {
+  const int64_t rows = r.rows(), per_row = (r.n + kChunk - 1) / kChunk, pieces = rows * per_row;
+#pragma omp parallel for schedule(static) if (rows * r.n > kParallelAbove && pieces > 1)
+  for (int64_t p = 0; p < pieces; p++) {
+    const int64_t row = p / per_row, i0 = p % per_row * kChunk, len = std::min(kChunk, r.n - i0);
     int64_t oa, ob;
     r.offsets(row, oa, ob);
-    float* yr = y.data.data() + row * r.n;
-    binary_row(yr, a.data.data() + oa, r.step_a, b.data.data() + ob, r.step_b, r.n, f);
-    if (round) round_fp16_span(yr, r.n);
+    float* yr = y.data.data() + row * r.n + i0;
+    binary_row(yr, a.data.data() + oa + i0 * r.step_a, r.step_a, b.data.data() + ob + i0 * r.step_b, r.step_b, len, f);
+    if (round) round_fp16_span(yr, len);
   }
 }
 

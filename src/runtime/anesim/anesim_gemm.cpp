@@ -6,19 +6,20 @@
 // The work is cut into tiles of MR rows × NR columns of C. A tile keeps its MR·NR sums in
 // registers and walks k from 0 to K−1; at each k it loads NR consecutive values of B's row k and
 // adds A(m, k)·B[k, n .. n+NR−1] to each of its rows. Every output element is therefore the same
-// sequence of roundings whatever NR is, so the AVX-512 (NR = 32), AVX2 (16) and portable (8)
-// tiles give identical bits; they differ only in how many sums run side by side.
+// sequence of roundings whatever MR and NR are, so the AVX-512 (8 × 32), AVX2 (6 × 16) and
+// portable (6 × 8) tiles give identical bits; they differ only in how many sums run side by side.
 #include "runtime/anesim/anesim_gemm.h"
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
+#include <vector>
 
 #include "runtime/cpu/kernels.h"
 
 namespace orion::runtime::anesim {
 namespace {
 
-constexpr int MR = 6;  // rows of C per tile: 6 rows × 2 vector registers of accumulators
 
 struct Operands {
   const float* a;
@@ -29,53 +30,177 @@ struct Operands {
   int K, N;
 };
 
-// Rows m0 .. m0+mr−1 and columns n0 .. n0+NR−1 of C (mr ≤ MR; NR columns all exist).
-template <int NR>
+// Rows m0 .. m0+mr−1 and columns n0 .. n0+2L−1 of C (mr ≤ MR; the 2L columns all exist), with L
+// the lanes of one native vector register. The MR·2 sums live in registers for the whole k loop
+// (every loop below is unrolled, so none of them is spilled to the stack); at each k the tile
+// loads two vectors of B's row k, broadcasts A(m, k) of each row and adds the product. MR is
+// chosen so that the sums, B's two vectors and the broadcast fit the register file.
+template <int L, int MR>
 [[gnu::always_inline]] inline void tile(const Operands& o, int m0, int mr, int n0) {
-  typedef float vec __attribute__((vector_size(NR * sizeof(float))));
+  typedef float vec __attribute__((vector_size(L * sizeof(float))));
   const float* arow[MR];
-  for (int i = 0; i < MR; i++) arow[i] = o.a + int64_t(m0 + std::min(i, mr - 1)) * o.a_row;  // spare rows repeat the last
-  vec acc[MR] = {};
-  for (int k = 0; k < o.K; k++) {
-    vec bk;
-    std::memcpy(&bk, o.b + int64_t(k) * o.ldb + n0, sizeof bk);
-    for (int i = 0; i < MR; i++) acc[i] = acc[i] + arow[i][int64_t(k) * o.a_k] * bk;  // C(m, n) += A(m, k)·B(k, n)
+  vec lo[MR], hi[MR];  // columns n0 .. n0+L−1 and n0+L .. n0+2L−1
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; i++) {
+    arow[i] = o.a + int64_t(m0 + std::min(i, mr - 1)) * o.a_row;  // spare rows repeat the last
+    lo[i] = vec{}, hi[i] = vec{};
   }
-  for (int i = 0; i < mr; i++) std::memcpy(o.c + int64_t(m0 + i) * o.N + n0, &acc[i], sizeof(vec));
+  const float* bk = o.b + n0;
+  for (int64_t ak = 0, k = 0; k < o.K; k++, ak += o.a_k, bk += o.ldb) {
+    vec b_lo, b_hi;
+    std::memcpy(&b_lo, bk, sizeof b_lo);
+    std::memcpy(&b_hi, bk + L, sizeof b_hi);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) {
+      const float a = arow[i][ak];
+      lo[i] = lo[i] + a * b_lo;  // C(m, n) += A(m, k)·B(k, n)
+      hi[i] = hi[i] + a * b_hi;
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; i++)
+    if (i < mr) {
+      float* crow = o.c + int64_t(m0 + i) * o.N + n0;
+      std::memcpy(crow, &lo[i], sizeof(vec));
+      std::memcpy(crow + L, &hi[i], sizeof(vec));
+    }
+}
+
+// One element of C, summed the same way as a tile sums it.
+float element(const Operands& o, int m, int n) {
+  float s = 0.0f;
+  const float* arow = o.a + int64_t(m) * o.a_row;
+  for (int k = 0; k < o.K; k++) s = s + arow[int64_t(k) * o.a_k] * o.b[int64_t(k) * o.ldb + n];
+  return s;
 }
 
 // The columns past the last whole tile, one element at a time in the same order.
 void tail_columns(const Operands& o, int m0, int mr, int n0) {
   for (int i = 0; i < mr; i++)
-    for (int n = n0; n < o.N; n++) {
-      float s = 0.0f;
-      const float* arow = o.a + int64_t(m0 + i) * o.a_row;
-      for (int k = 0; k < o.K; k++) s = s + arow[int64_t(k) * o.a_k] * o.b[int64_t(k) * o.ldb + n];
-      o.c[int64_t(m0 + i) * o.N + n] = s;
+    for (int n = n0; n < o.N; n++) o.c[int64_t(m0 + i) * o.N + n] = element(o, m0 + i, n);
+}
+
+// A narrow product (fewer columns than a tile is wide) with A's rows contiguous (a_row = 1, as for
+// a weight stored transposed): the vectors run down C's rows instead of along them. A block holds
+// MV·L rows × U columns of C; at each k it loads MV vectors of A(m0 .. , k), broadcasts B(k, n)
+// and adds the products — each element still the sequence acc = acc + A(m, k)·B(k, n), k ascending.
+template <int L, int MV, int U>
+[[gnu::always_inline]] inline void column_block(const Operands& o, int m0, int n0) {
+  typedef float vec __attribute__((vector_size(L * sizeof(float))));
+  vec acc[U][MV];
+#pragma GCC unroll 16
+  for (int j = 0; j < U; j++)
+#pragma GCC unroll 16
+    for (int v = 0; v < MV; v++) acc[j][v] = vec{};
+  const float* ak = o.a + m0;
+  const float* bk = o.b + n0;
+  for (int k = 0; k < o.K; k++, ak += o.a_k, bk += o.ldb) {
+    vec a[MV];
+#pragma GCC unroll 16
+    for (int v = 0; v < MV; v++) std::memcpy(&a[v], ak + v * L, sizeof(vec));
+#pragma GCC unroll 16
+    for (int j = 0; j < U; j++) {
+      const float b = bk[j];
+#pragma GCC unroll 16
+      for (int v = 0; v < MV; v++) acc[j][v] = acc[j][v] + a[v] * b;
     }
+  }
+  for (int j = 0; j < U; j++)
+    for (int v = 0; v < MV; v++)
+      for (int l = 0; l < L; l++) o.c[int64_t(m0 + v * L + l) * o.N + n0 + j] = acc[j][v][l];
+}
+
+// Columns n0 .. n0+u−1 (u ≤ 4) of rows m0 .. m0 + MV·L − 1.
+template <int L, int MV>
+[[gnu::always_inline]] inline void column_group(const Operands& o, int m0, int n0, int u) {
+  switch (u) {
+    case 1: return column_block<L, MV, 1>(o, m0, n0);
+    case 2: return column_block<L, MV, 2>(o, m0, n0);
+    case 3: return column_block<L, MV, 3>(o, m0, n0);
+    default: return column_block<L, MV, 4>(o, m0, n0);
+  }
 }
 
 using TileFn = void (*)(const Operands&, int, int, int);
-template <int NR>
-void tile_generic(const Operands& o, int m0, int mr, int n0) {
-  tile<NR>(o, m0, mr, n0);
-}
-[[gnu::target("avx2")]] void tile_avx2(const Operands& o, int m0, int mr, int n0) { tile<16>(o, m0, mr, n0); }
-[[gnu::target("avx512f")]] void tile_avx512(const Operands& o, int m0, int mr, int n0) { tile<32>(o, m0, mr, n0); }
+void tile_generic(const Operands& o, int m0, int mr, int n0) { tile<4, 6>(o, m0, mr, n0); }  // SSE: 16 registers
+[[gnu::target("avx2")]] void tile_avx2(const Operands& o, int m0, int mr, int n0) { tile<8, 6>(o, m0, mr, n0); }
+[[gnu::target("avx512f")]] void tile_avx512(const Operands& o, int m0, int mr, int n0) { tile<16, 8>(o, m0, mr, n0); }
 
-// The tile kernel of the active instruction set and its width in columns.
+using GroupFn = void (*)(const Operands&, int, int, int);
+void group_generic(const Operands& o, int m0, int n0, int u) { column_group<4, 2>(o, m0, n0, u); }
+[[gnu::target("avx2")]] void group_avx2(const Operands& o, int m0, int n0, int u) { column_group<8, 2>(o, m0, n0, u); }
+[[gnu::target("avx512f")]] void group_avx512(const Operands& o, int m0, int n0, int u) {
+  column_group<16, 4>(o, m0, n0, u);
+}
+
+// The kernels of the active instruction set: the tile, its width in columns and height in rows;
+// the narrow product's column group and its height in rows.
 struct TileChoice {
   TileFn fn;
-  int NR;
+  int NR, MR;
+  GroupFn group;
+  int group_rows;
   const char* path;
 };
 TileChoice tile_choice() {
   switch (cpu::active_isa()) {
-    case cpu::Isa::Avx512: return {tile_avx512, 32, "avx512 (32-column tiles)"};
-    case cpu::Isa::Avx2: return {tile_avx2, 16, "avx2 (16-column tiles)"};
+    case cpu::Isa::Avx512: return {tile_avx512, 32, 8, group_avx512, 64, "avx512 (8×32 tiles)"};
+    case cpu::Isa::Avx2: return {tile_avx2, 16, 6, group_avx2, 16, "avx2 (6×16 tiles)"};
     case cpu::Isa::Generic: break;
   }
-  return {tile_generic<8>, 8, "generic (8-column tiles)"};
+  return {tile_generic, 8, 6, group_generic, 8, "generic (6×8 tiles)"};
+}
+
+constexpr int64_t kParallelAbove = 1 << 18;  // multiply-adds; smaller products run on one thread
+
+// The narrow product: groups of up to 4 columns × group_rows rows, the rows past the last whole
+// group one element at a time.
+void narrow_product(const TileChoice& choice, const Operands& o, int M) {
+  const int rows = choice.group_rows, m_groups = M / rows, n_groups = (o.N + 3) / 4;
+  const int64_t groups = int64_t(m_groups) * n_groups;
+#pragma omp parallel for schedule(static) if (int64_t(M) * o.N * o.K > kParallelAbove)
+  for (int64_t g = 0; g < groups; g++) {
+    const int n0 = int(g / m_groups) * 4, m0 = int(g % m_groups) * rows;
+    choice.group(o, m0, n0, std::min(4, o.N - n0));
+  }
+  for (int m = m_groups * rows; m < M; m++)
+    for (int n = 0; n < o.N; n++) o.c[int64_t(m) * o.N + n] = element(o, m, n);
+}
+
+// The wide product: MR × NR tiles; consecutive tiles share a column panel of B (n outer, m inner),
+// which then stays in cache.
+void tiled_product(const TileChoice& choice, const Operands& o, int M) {
+  const int NR = choice.NR, MR = choice.MR;
+  const int m_tiles = (M + MR - 1) / MR, n_whole = o.N / NR, n_tiles = n_whole + (o.N % NR ? 1 : 0);
+  const int64_t tiles = int64_t(m_tiles) * n_tiles;
+#pragma omp parallel for schedule(static) if (int64_t(M) * o.N * o.K > kParallelAbove)
+  for (int64_t t = 0; t < tiles; t++) {
+    const int nb = int(t / m_tiles), m0 = int(t % m_tiles) * MR, mr = std::min(MR, M - m0);
+    if (nb < n_whole) choice.fn(o, m0, mr, nb * NR);
+    else tail_columns(o, m0, mr, n_whole * NR);
+  }
+}
+
+// For every column of B, the first column with the same bits (itself when none earlier has them),
+// found by hashing the columns and comparing the candidates.
+std::vector<int> first_equal_columns(const float* b, int64_t ldb, int K, int N) {
+  std::vector<uint64_t> h(size_t(N), 0x9e3779b97f4a7c15ull);
+  for (int k = 0; k < K; k++)
+    for (int n = 0; n < N; n++) {
+      uint32_t bits;
+      std::memcpy(&bits, b + int64_t(k) * ldb + n, 4);
+      h[size_t(n)] = (h[size_t(n)] ^ bits) * 0x100000001b3ull;
+    }
+  std::vector<int> first(static_cast<size_t>(N));
+  std::unordered_map<uint64_t, int> seen;
+  for (int n = 0; n < N; n++) {
+    auto [it, inserted] = seen.emplace(h[size_t(n)], n);
+    bool same = !inserted;
+    for (int k = 0; k < K && same; k++)
+      same = std::memcmp(b + int64_t(k) * ldb + n, b + int64_t(k) * ldb + it->second, 4) == 0;
+    first[size_t(n)] = same ? it->second : n;
+  }
+  return first;
 }
 
 }  // namespace
@@ -85,18 +210,28 @@ const char* gemm_fixed_order_path() { return tile_choice().path; }
 void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M, int K,
                       int N) {
   const TileChoice choice = tile_choice();
-  const TileFn fn = choice.fn;
-  const int NR = choice.NR;
-  const Operands o{a, a_row, a_k, b, ldb, c, K, N};
-  const int m_tiles = (M + MR - 1) / MR, n_whole = N / NR, n_tiles = n_whole + (N % NR ? 1 : 0);
-  const int64_t tiles = int64_t(m_tiles) * n_tiles;
-  // Consecutive tiles share a column panel of B (n outer, m inner), which then stays in cache.
-#pragma omp parallel for schedule(static) if (int64_t(M) * N * K > (1 << 18))
-  for (int64_t t = 0; t < tiles; t++) {
-    const int nb = int(t / m_tiles), m0 = int(t % m_tiles) * MR, mr = std::min(MR, M - m0);
-    if (nb < n_whole) fn(o, m0, mr, nb * NR);
-    else tail_columns(o, m0, mr, n_whole * NR);
+  // Column n of C depends on column n of B alone, so columns of B with equal bits give equal
+  // columns of C: each distinct column is computed once (a decode program's padding columns).
+  const std::vector<int> first = N > 1 ? first_equal_columns(b, ldb, K, N) : std::vector<int>{0};
+  std::vector<int> distinct;
+  for (int n = 0; n < N; n++)
+    if (first[size_t(n)] == n) distinct.push_back(n);
+  if (int(distinct.size()) == N) {
+    const Operands o{a, a_row, a_k, b, ldb, c, K, N};
+    if (a_row == 1 && N < choice.NR) narrow_product(choice, o, M);
+    else tiled_product(choice, o, M);
+    return;
   }
+  const int U = int(distinct.size());
+  std::vector<float> bu(size_t(K) * U), cu(size_t(M) * U);
+  for (int k = 0; k < K; k++)
+    for (int j = 0; j < U; j++) bu[size_t(k) * U + j] = b[int64_t(k) * ldb + distinct[size_t(j)]];
+  gemm_fixed_order(cu.data(), a, a_row, a_k, bu.data(), U, M, K, U);
+  std::vector<int> slot(static_cast<size_t>(N));  // column n of C = column slot[n] of cu
+  for (int j = 0; j < U; j++) slot[size_t(distinct[size_t(j)])] = j;
+  for (int n = 0; n < N; n++) slot[size_t(n)] = slot[size_t(first[size_t(n)])];
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) c[int64_t(m) * N + n] = cu[size_t(m) * U + size_t(slot[size_t(n)])];
 }
 
 }  // namespace orion::runtime::anesim

@@ -16,8 +16,11 @@ namespace orion::runtime::anesim {
 //   A(m, k) = a[m·a_row + k·a_k]   (any strides: a row-major [M, K] has a_row = K, a_k = 1;
 //                                   a transposed [K, M] has a_row = 1, a_k = M)
 //   B: [K, N] row-major (row stride ldb ≥ N)        C: [M, N] row-major
-// Multithreaded (OpenMP) above a small size; vectorised across n with the active CPU ISA.
-// The tile kernel gemm_fixed_order uses on this CPU ("avx512 (32-column tiles)", …; `orion doctor`).
+// Multithreaded (OpenMP) above a small size; vectorised across n with the active CPU ISA, or,
+// for fewer columns than a tile is wide and A's rows contiguous (a_row = 1), across m. Columns of
+// B equal bit for bit to an earlier one are computed once (column n of C depends on column n of B
+// alone): a decode program's 32 columns hold one token and padding, so it costs two columns.
+// The tile kernel gemm_fixed_order uses on this CPU ("avx512 (8×32 tiles)", …; `orion doctor`).
 const char* gemm_fixed_order_path();
 void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M, int K,
                       int N);
