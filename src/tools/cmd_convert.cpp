@@ -104,7 +104,8 @@ void add_convert_command(CLI::App& app) {
       "  safetensors  Hugging Face model.safetensors + config.json (a folder), f32/f16/bf16, every family\n"
       "  llmc         llm.c gpt2_124M.bin, fp32 (version 3) or bf16 (version 5), GPT-2 only\n"
       "  gguf         llama.cpp .gguf (version 3; reads 2 and 3), f32/f16/bf16/q8_0, every family; with the\n"
-      "               tokenizer.json beside --in (or --tokenizer) and its chat template in its metadata\n"
+      "               tokenizer.json beside --in (or --tokenizer: also a tokenizer.bin or .model) and its chat\n"
+      "               template in its metadata\n"
       "q8_0 is llama.cpp's Q8_0 (blocks of 32 int8 weights with an fp16 scale); only gguf stores it.\n"
       "Without --to the output name decides: *.safetensors or a folder → safetensors; *.gguf → gguf;\n"
       "*.bin → llama2c for Llama models, llmc for GPT-2. The input format is detected from the file.\n"
@@ -112,7 +113,7 @@ void add_convert_command(CLI::App& app) {
       "  orion convert --in stories15M.bin --out stories15M-hf/ --dtype bf16\n"
       "  orion convert --in gpt2_124M.bin --out gpt2-hf --to safetensors\n"
       "  orion convert --in TinyLlama/ --out tiny.bin\n"
-      "  orion convert --in stories15M.bin --out stories15M.gguf --dtype f16\n"
+      "  orion convert --in stories15M.bin --out stories15M.gguf --dtype f16 --tokenizer tokenizer.bin\n"
       "  orion convert --in stories15M.bin --out stories15M-q8.gguf --dtype q8_0\n"
       "  orion convert --config llama3.2-1b --out llama1b-random/ --dtype bf16   (random weights, for benchmarks)");
   auto* in = cmd->add_option("--in", args->in, "Input model: a .bin file, a model.safetensors, or its folder");
@@ -121,7 +122,7 @@ void add_convert_command(CLI::App& app) {
       ->excludes(in);
   cmd->add_option("--seed", args->seed, "Random seed for --config's weights")->capture_default_str();
   cmd->add_option("--out", args->out, "Output file or folder (existing files are replaced atomically)")->required();
-  cmd->add_option("--tokenizer", args->tokenizer, "gguf output: the tokenizer.json to store (default: the one beside --in)");
+  cmd->add_option("--tokenizer", args->tokenizer, "gguf output: the tokenizer to store: a tokenizer.json (default: the one beside --in), a llama2.c tokenizer.bin or a SentencePiece .model");
   cmd->add_option("--to", args->to, "Output format: llama2c, llama2c-v1, safetensors, llmc, gguf");
   cmd->add_option("--from", args->from, "Input format, to skip detection: llama2c, llama2c-v1, safetensors, llmc, gguf");
   cmd->add_option("--dtype", args->dtype, "Matrix dtype to write: f32, f16, bf16, q8_0 (gguf only) (default: as loaded; f32 for .bin)");

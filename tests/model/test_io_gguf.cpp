@@ -1,6 +1,7 @@
 // GGUF files (llama.cpp): Orion's writer and reader round-trip both families in every dtype; a GGUF
 // written by an independent converter (tests/model/gguf_reference/hf_to_gguf.py, python3 + numpy
-// from the published spec) reads as the same weights; malformed files are Input errors naming the
+// from the published spec) reads as the same weights; a tokenizer.bin stored beside the weights
+// reads back piece for piece; malformed files are Input errors naming the
 // file and field, for every truncation of a valid file.
 #include <gtest/gtest.h>
 
@@ -10,6 +11,8 @@
 #include "base/file.h"
 #include "model/io/gguf_file.h"
 #include "model/io/model_io.h"
+#include "model/tokenizer/gguf_tokenizer.h"
+#include "model/tokenizer/llama2c_tokenizer.h"
 #include "support.h"
 #include "test_io_util.h"
 
@@ -64,6 +67,27 @@ TEST(ModelIoGguf, MatricesAreViewsIntoTheMapping) {
   EXPECT_EQ(f.version(), 3u);
   EXPECT_EQ(f.find_value("general.architecture")->value, "llama");
   EXPECT_EQ(f.find("token_embd.weight")->shape, (std::vector<int64_t>{300, 64}));  // ne = {64, 300}
+}
+
+// A llama2.c model and its tokenizer.bin in one GGUF file (what llama.cpp's tools load): the
+// weights and the tokenizer read back as they were.
+TEST(ModelIoGguf, LlamaWithItsTokenizerBinRoundTripsInOneFile) {
+  const std::string bin = test::data_path("tokenizer/spm_stories/tokenizer.bin");
+  const Llama2cTokenizer ref(bin);
+  ModelConfig c = tiny_llama();
+  c.vocab_size = c.padded_vocab = ref.vocab_size();
+  const ModelWeights w = random_model(c, 35);
+  std::string why;
+  const std::vector<io::GgufOutValue> keys = gguf_tokenizer_metadata(bin, &why);
+  ASSERT_FALSE(keys.empty()) << why;
+  const std::string path = test::temp_dir() + "/with_tokenizer.gguf";
+  save_gguf_model(w, path, DType::F16, keys);
+  expect_same_weights(w, load_model(path), DType::F16);
+  ASSERT_TRUE(gguf_has_tokenizer(path));
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer(path);
+  test::expect_same_pieces(*tok, ref);
+  const std::string text = "Once upon a time, there was a little cat named Lily.";
+  EXPECT_EQ(tok->encode(text, true), ref.encode(text, true));
 }
 
 // The converter follows llama.cpp's layout; reading its file must give Orion's canonical weights

@@ -1,5 +1,6 @@
 // Helpers shared by the model-file tests (tests/model/test_io_*.cpp): tiny configs, random weights
-// with random vectors too, bit-exact comparison, and raw file surgery for malformed-input tests.
+// with random vectors too, bit-exact comparison (of weights, and of a tokenizer read back), and raw
+// file surgery for malformed-input tests.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "base/error.h"
 #include "model/io/gguf_file.h"
 #include "model/io/model_io.h"
+#include "model/tokenizer/llama2c_tokenizer.h"
 #include "model/weights.h"
 
 namespace orion::test {
@@ -106,6 +108,17 @@ inline std::string slurp(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A tokenizer read back from a file is the llama2.c tokenizer `ref`: the same pieces and scores.
+inline void expect_same_pieces(const Tokenizer& back, const Llama2cTokenizer& ref) {
+  const auto* t = dynamic_cast<const Llama2cTokenizer*>(&back);
+  ASSERT_NE(t, nullptr) << back.name();
+  ASSERT_EQ(t->vocab_size(), ref.vocab_size());
+  for (int id = 0; id < ref.vocab_size(); id++) {
+    EXPECT_EQ(t->piece(id), ref.piece(id)) << id;
+    EXPECT_EQ(t->score(id), ref.score(id)) << id;
+  }
 }
 
 inline void spit(const std::string& path, const std::string& bytes) {

@@ -1,7 +1,8 @@
 // The tokenizer a GGUF model carries (tokenizer.ggml.*): the byte-level kinds give the ids of the
 // transformers.js goldens (tests/testdata/tokenizer/hf_goldens) when their tokenizer.json is
 // written into GGUF metadata the way llama.cpp's converter lays it out; the SentencePiece kind
-// ("llama": pieces + scores) encodes like the llama2.c tokenizer.bin it came from; bad metadata is
+// ("llama": pieces + scores) encodes like the llama2.c tokenizer.bin it came from, and Orion writes
+// tokenizer.bin and .model files as that kind; bad metadata is
 // an Input error naming the key.
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "model/tokenizer/llama2c_tokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 #include "support.h"
+#include "test_io_util.h"
 
 namespace orion {
 namespace {
@@ -133,6 +135,73 @@ TEST(GgufTokenizer, SentencePieceScoresEncodeLikeTheTokenizerBin) {
     EXPECT_EQ(tok->encode(text, true), ref.encode(text, true)) << text;
     EXPECT_EQ(tok->decode(tok->encode(text, false)), ref.decode(ref.encode(text, false))) << text;
   }
+}
+
+std::string spm_stories(const std::string& name) { return test::data_path("tokenizer/spm_stories/" + name); }
+
+// Orion's writer for the SentencePiece kind (orion convert --to gguf --tokenizer tokenizer.bin): the
+// pieces and scores read back as they were, spelled and typed as llama.cpp's converter does.
+TEST(GgufTokenizer, TokenizerBinWrittenAsTheLlamaKindReadsBackPieceForPiece) {
+  Llama2cTokenizer ref(spm_stories("tokenizer.bin"));
+  std::string why;
+  const std::vector<GgufOutValue> keys = gguf_tokenizer_metadata(spm_stories("tokenizer.bin"), &why);
+  ASSERT_FALSE(keys.empty()) << why;
+  const std::string path = write_keys(keys);
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer(path);
+  test::expect_same_pieces(*tok, ref);
+  const io::GgufFile f = io::GgufFile::open(path);
+  EXPECT_EQ(f.find_value("tokenizer.ggml.model")->value, "llama");
+  const json& types = f.find_value("tokenizer.ggml.token_type")->value;
+  const json& tokens = f.find_value("tokenizer.ggml.tokens")->value;
+  EXPECT_EQ(types[0], 2);  // <unk>: unknown
+  EXPECT_EQ(types[1], 3);  // BOS, EOS: control
+  EXPECT_EQ(types[2], 3);
+  EXPECT_EQ(types[3], 6);  // <0x00> … <0xFF>: byte
+  EXPECT_EQ(types[258], 6);
+  EXPECT_EQ(tokens[3], "<0x00>");
+  const int space = ref.encode(" ", false).at(0);  // the dummy prefix
+  EXPECT_EQ(tokens[size_t(space)], "\xE2\x96\x81");
+  EXPECT_EQ(types[size_t(space)], 1);
+  EXPECT_EQ(f.find_value("tokenizer.ggml.bos_token_id")->value, 1);
+  EXPECT_EQ(f.find_value("tokenizer.ggml.eos_token_id")->value, 2);
+  for (const json& g : json::parse(read_text_file(spm_stories("golden.json")))) {
+    const std::string text = g["text"];
+    EXPECT_EQ(tok->encode(text, true), ref.encode(text, true)) << text;
+    EXPECT_EQ(tok->decode(tok->encode(text, true)), text);
+  }
+}
+
+TEST(GgufTokenizer, SentencePieceModelWrittenAsTheLlamaKindEncodesLikeLibsentencepiece) {
+  const std::unique_ptr<Tokenizer> ref = load_tokenizer(spm_stories("tokenizer.model"));
+  std::string why;
+  const std::vector<GgufOutValue> keys = gguf_tokenizer_metadata(spm_stories("tokenizer.model"), &why);
+  ASSERT_FALSE(keys.empty()) << why;
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer(write_keys(keys));
+  EXPECT_EQ(tok->vocab_size(), ref->vocab_size());
+  const json golden = json::parse(read_text_file(spm_stories("golden.json")));
+  for (const json& g : golden) {
+    const std::string text = g["text"];
+    EXPECT_EQ(tok->encode(text, true), ref->encode(text, true)) << text;
+    EXPECT_EQ(tok->encode(text, false), g["ids"].get<std::vector<int>>()) << text;  // the goldens have no BOS
+  }
+}
+
+// run.c's encoder, and so Orion's reader of the llama kind, assume Llama 2's special and byte ids:
+// a tokenizer.bin without them is declined, not written as a tokenizer that reads back otherwise.
+TEST(GgufTokenizer, WriterDeclinesATokenizerBinWithoutLlama2sLayout) {
+  const std::string bin = test::temp_dir() + "/no_bytes.bin";
+  std::string bytes(4, '\0');
+  bytes[0] = 8;  // max_token_length
+  for (int id = 0; id < 300; id++) {
+    const std::string piece = "p" + std::to_string(id);
+    const float score = 0;
+    const int32_t len = int32_t(piece.size());
+    bytes.append(reinterpret_cast<const char*>(&score), 4).append(reinterpret_cast<const char*>(&len), 4).append(piece);
+  }
+  test::spit(bin, bytes);
+  std::string why;
+  EXPECT_TRUE(gguf_tokenizer_metadata(bin, &why).empty());
+  EXPECT_NE(why.find("Llama 2"), std::string::npos) << why;
 }
 
 // SentencePiece-style BPE tokenizer.json files (Llama 2, Mistral: Metaspace, byte fallback) are not

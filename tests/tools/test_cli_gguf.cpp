@@ -1,7 +1,8 @@
 // GGUF end to end: `orion convert --to gguf` writes a model together with its tokenizer and chat
 // template, and `orion generate --model x.gguf` needs nothing else to give the safetensors
 // original's greedy text; a GGUF written by the independent numpy converter (tests/model/
-// gguf_reference/hf_to_gguf.py) gives it too. The model is a tiny random Qwen2 (q/k/v biases, kept in
+// gguf_reference/hf_to_gguf.py) gives it too, and so does a llama2.c model converted with its
+// tokenizer.bin. The model is a tiny random Qwen2 (q/k/v biases, kept in
 // Hugging Face's q/k order in GGUF) with a 256-token byte-level tokenizer.
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include "base/file.h"
 #include "model/io/gguf_file.h"
 #include "model/io/model_io.h"
+#include "model/tokenizer/tokenizer.h"
 #include "support.h"
 
 namespace orion {
@@ -85,6 +87,29 @@ TEST(CliGguf, ConvertedFileCarriesItsTokenizerAndGivesTheSameGreedyText) {
   // A GGUF converted from a GGUF keeps the tokenizer.
   ASSERT_EQ(run_orion("convert --in " + dir + "/m.gguf --out " + dir + "/again.gguf --dtype f16", &out, &err), 0) << err;
   EXPECT_EQ(generate("--model " + dir + "/again.gguf"), generate("--model " + hf + " --dtype f16"));
+}
+
+// A llama2.c model with its tokenizer.bin (as run.c takes them) converted to one GGUF file: the same
+// greedy text with no --tokenizer, in f32 and f16 (the original's weights rounded the same way).
+TEST(CliGguf, Llama2cModelWithItsTokenizerBinGivesTheSameGreedyText) {
+  const std::string tok = test::data_path("tokenizer/spm_stories/tokenizer.bin"), dir = test::temp_dir();
+  ModelConfig c;
+  c.arch = Arch::Llama;
+  c.dim = 64, c.hidden_dim = 160, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 4, c.seq_len = 64;
+  c.vocab_size = c.padded_vocab = load_tokenizer(tok)->vocab_size();
+  save_model(random_weights(c, 11), dir + "/m.bin", ModelFormat::Llama2c);
+  std::string out, err;
+  for (const char* dtype : {"f32", "f16"}) {
+    SCOPED_TRACE(dtype);
+    const std::string gguf = dir + "/m-" + dtype + ".gguf";
+    ASSERT_EQ(run_orion("convert --in " + dir + "/m.bin --tokenizer " + tok + " --out " + gguf + " --dtype " + dtype, &out, &err),
+              0)
+        << err;
+    EXPECT_EQ(io::GgufFile::open(gguf).find_value("tokenizer.ggml.model")->value, "llama");
+    const std::string expected = generate("--model " + dir + "/m.bin --tokenizer " + tok + " --dtype " + dtype);
+    EXPECT_GT(expected.size(), std::string("Hello there\n").size());
+    EXPECT_EQ(generate("--model " + gguf), expected);
+  }
 }
 
 TEST(CliGguf, IndependentConvertersFileGivesTheSameGreedyText) {

@@ -5,12 +5,14 @@
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sentencepiece_processor.h>
 
 #include "base/error.h"
 #include "base/file.h"
 #include "model/io/gguf_file.h"
 #include "model/tokenizer/hf_tokenizer.h"
 #include "model/tokenizer/llama2c_tokenizer.h"
+#include "model/tokenizer/sentencepiece_tokenizer.h"
 
 namespace orion {
 using json = nlohmann::json;
@@ -20,7 +22,10 @@ using io::GgufValueType;
 
 namespace {
 
-constexpr int kControlToken = 3, kUserDefinedToken = 4;
+// tokenizer.ggml.token_type values.
+constexpr int kNormalToken = 1, kUnknownToken = 2, kControlToken = 3, kUserDefinedToken = 4, kUnusedToken = 5,
+              kByteToken = 6;
+const std::string kSpaceMark = "\xE2\x96\x81";  // ▁ U+2581, SentencePiece's spelling of a space
 
 // The pipelines of the byte-level models llama.cpp names in tokenizer.ggml.pre, as the models'
 // own tokenizer.json files have them.
@@ -134,10 +139,9 @@ std::unique_ptr<Tokenizer> byte_level_bpe(const GgufFile& f, const Keys& k, cons
 
 // SentencePiece pieces spell a space as ▁ (U+2581); llama2.c's pieces hold the space itself.
 std::string space_for_underline(const std::string& piece) {
-  static const std::string underline = "\xE2\x96\x81";
   std::string out;
   for (size_t i = 0; i < piece.size();) {
-    if (piece.compare(i, underline.size(), underline) == 0) out += ' ', i += underline.size();
+    if (piece.compare(i, kSpaceMark.size(), kSpaceMark) == 0) out += ' ', i += kSpaceMark.size();
     else out += piece[i++];
   }
   return out;
@@ -223,9 +227,78 @@ io::GgufOutValue string_array(const std::string& key, json values) {
   return {key, {GgufValueType::Array, GgufValueType::String, std::move(values)}};
 }
 
-}  // namespace
+// A SentencePiece-kind vocabulary as GGUF's "llama" tokenizer holds it: pieces spelling a space ▁.
+struct ScoredPieces {
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::vector<int> types;  // tokenizer.ggml.token_type
+  int bos = -1, eos = -1, unk = -1;
+};
 
-std::vector<io::GgufOutValue> gguf_tokenizer_metadata(const std::string& tokenizer_json, std::string* why_not) {
+// llama2.c's tokenizer.bin in Llama 2's layout: <unk>, BOS, EOS, then the 256 byte pieces.
+std::optional<ScoredPieces> pieces_of(const Llama2cTokenizer& t, std::string* why_not) {
+  ScoredPieces p;
+  p.bos = t.bos_id(), p.eos = t.eos_id(), p.unk = 0;
+  for (int id = 0; id < t.vocab_size(); id++) {
+    const std::string& piece = t.piece(id);
+    if (piece.find(kSpaceMark) != std::string::npos) {
+      *why_not = fmt::format("token {} holds the character ▁, which GGUF's llama tokenizer reads as a space", id);
+      return std::nullopt;
+    }
+    std::string spelled;
+    for (char c : piece) spelled += c == ' ' ? kSpaceMark : std::string(1, c);
+    const bool byte = id >= 3 && id < 3 + 256 && piece == fmt::format("<0x{:02X}>", id - 3);
+    p.pieces.push_back(std::move(spelled));
+    p.scores.push_back(t.score(id));
+    p.types.push_back(id == p.unk ? kUnknownToken
+                      : id == p.bos || id == p.eos ? kControlToken
+                      : byte                       ? kByteToken
+                                                   : kNormalToken);
+  }
+  return p;
+}
+
+// A SentencePiece .model: its own pieces, scores and piece kinds.
+ScoredPieces pieces_of(const SentencePieceTokenizer& t) {
+  const sentencepiece::SentencePieceProcessor& sp = t.processor();
+  ScoredPieces p;
+  p.bos = sp.bos_id(), p.eos = sp.eos_id(), p.unk = sp.unk_id();
+  for (int id = 0; id < sp.GetPieceSize(); id++) {
+    p.pieces.push_back(sp.IdToPiece(id));
+    p.scores.push_back(sp.GetScore(id));
+    p.types.push_back(sp.IsUnknown(id) ? kUnknownToken
+                      : sp.IsControl(id) ? kControlToken
+                      : sp.IsByte(id)    ? kByteToken
+                      : sp.IsUnused(id)  ? kUnusedToken
+                                         : kNormalToken);
+  }
+  return p;
+}
+
+// tokenizer.ggml.model "llama": what sentencepiece_scores reads back, so only Llama 2's layout of
+// the special and byte ids (which run.c's encoder, and so Orion's reader, assume).
+std::vector<io::GgufOutValue> llama_metadata(const ScoredPieces& p, std::string* why_not) {
+  bool llama2_layout = p.bos == 1 && p.eos == 2 && p.pieces.size() >= 3 + 256;
+  for (int b = 0; llama2_layout && b < 256; b++) llama2_layout = p.pieces[size_t(3 + b)] == fmt::format("<0x{:02X}>", b);
+  if (!llama2_layout) {
+    *why_not = "its special and byte ids are not Llama 2's (BOS 1, EOS 2, <0x00>..<0xFF> at 3..258)";
+    return {};
+  }
+  std::vector<io::GgufOutValue> out = {
+      {"tokenizer.ggml.model", {GgufValueType::String, {}, "llama"}},
+      string_array("tokenizer.ggml.tokens", json(p.pieces)),
+      {"tokenizer.ggml.scores", {GgufValueType::Array, GgufValueType::F32, json(p.scores)}},
+      {"tokenizer.ggml.token_type", {GgufValueType::Array, GgufValueType::I32, json(p.types)}},
+      {"tokenizer.ggml.bos_token_id", {GgufValueType::U32, {}, p.bos}},
+      {"tokenizer.ggml.eos_token_id", {GgufValueType::U32, {}, p.eos}},
+      {"tokenizer.ggml.add_bos_token", {GgufValueType::Bool, {}, true}},
+      {"tokenizer.ggml.add_eos_token", {GgufValueType::Bool, {}, false}},
+  };
+  if (p.unk >= 0) out.push_back({"tokenizer.ggml.unknown_token_id", {GgufValueType::U32, {}, p.unk}});
+  return out;
+}
+
+std::vector<io::GgufOutValue> byte_level_metadata(const std::string& tokenizer_json, std::string* why_not) {
   json doc;
   try {
     doc = json::parse(read_text_file(tokenizer_json));
@@ -282,6 +355,20 @@ std::vector<io::GgufOutValue> gguf_tokenizer_metadata(const std::string& tokeniz
   out.push_back({"tokenizer.ggml.add_bos_token", {GgufValueType::Bool, {}, adds_bos}});
   out.push_back({"tokenizer.ggml.add_eos_token", {GgufValueType::Bool, {}, adds_eos}});
   return out;
+}
+
+}  // namespace
+
+std::vector<io::GgufOutValue> gguf_tokenizer_metadata(const std::string& path, std::string* why_not) {
+  if (path.ends_with(".json")) return byte_level_metadata(path, why_not);
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer(path);
+  if (const auto* t = dynamic_cast<const SentencePieceTokenizer*>(tok.get())) return llama_metadata(pieces_of(*t), why_not);
+  if (const auto* t = dynamic_cast<const Llama2cTokenizer*>(tok.get())) {
+    const std::optional<ScoredPieces> p = pieces_of(*t, why_not);
+    return p ? llama_metadata(*p, why_not) : std::vector<io::GgufOutValue>{};
+  }
+  *why_not = fmt::format("GGUF holds {} tokenizers only from their tokenizer.json", tok->name());
+  return {};
 }
 
 }  // namespace orion
