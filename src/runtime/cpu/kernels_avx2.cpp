@@ -14,10 +14,7 @@ namespace orion::cpu {
 namespace {
 
 constexpr int ROWS = 8;  // weight rows per step: ROWS independent FMA chains, x loaded once for all
-// Each row is prefetched ahead of its loads, near into L1 and far into L2: one core's L1 fill
-// buffers alone cannot keep enough lines in flight (kernels_avx512.cpp, where this is measured).
-constexpr int PREFETCH_L1_BYTES = 8 << 10;
-constexpr int PREFETCH_L2_BYTES = 128 << 10;
+// Each step prefetches the rows of a later step (prefetch_rows, kernels_impl.h).
 
 // 8 weights at p (element type of D) as fp32.
 template <DType D>
@@ -44,18 +41,14 @@ template <DType D, int R>
 inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+  const char* ahead = prefetch_ahead(w0, row_bytes, R);
   __m256 acc[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   int k = 0;
   for (; k + 8 <= K; k += 8) {
     if (k * es % 64 == 0)  // once per 64-byte cache line of each row
-#pragma GCC unroll 8
-      for (int r = 0; r < R; r++) {
-        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * es);
-        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
-        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
-      }
+      prefetch_rows(ahead, row_bytes, R, k * es);
     const __m256 xv = _mm256_loadu_ps(x + k);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(load8<D>(w0 + r * row_bytes + k * es), xv, acc[r]);
@@ -170,6 +163,7 @@ template <DType D, int MT, int R>
 inline void stream_tile(float* y, int ldy, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+  const char* ahead = prefetch_ahead(w0, row_bytes, R);
   __m256 acc[MT][R];
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
@@ -190,12 +184,7 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
   int k = 0;
   for (; k + 8 <= K; k += 8) {
     if (k * es % 64 == 0)  // once per 64-byte cache line of each row, as in matvec_block
-#pragma GCC unroll 8
-      for (int r = 0; r < R; r++) {
-        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * es);
-        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
-        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
-      }
+      prefetch_rows(ahead, row_bytes, R, k * es);
     step(x + k, size_t(K), [&](int r) { return w0 + r * row_bytes + k * es; });
   }
   if (k < K) {  // tail of K % 8, copied into zero-padded blocks of 8 (as matvec_block does)
@@ -237,6 +226,65 @@ void axpy(float* y, float s, const float* x, int n) {
   for (; i < n; i++) y[i] += s * x[i];
 }
 
+// Attention over cached positions (IsaKernels::scores, weighted_sum): the sums of dot and axpy.
+
+// att[j] = dot(q, k_j)·scale for P positions j (rows kv_stride apart), each summed as dot() does.
+template <int P>
+inline void scores_block(float* att, const float* q, const float* k, int n, int kv_stride, float scale) {
+  __m256 acc[P];
+#pragma GCC unroll 8
+  for (int j = 0; j < P; j++) acc[j] = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + i);
+#pragma GCC unroll 8
+    for (int j = 0; j < P; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + size_t(j) * kv_stride + i), acc[j]);
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < P; j++) {
+    const float* kj = k + size_t(j) * kv_stride;
+    float s = hsum(acc[j]);
+    for (int t = i; t < n; t++) s += q[t] * kj[t];
+    att[j] = s * scale;
+  }
+}
+
+void scores(float* att, const float* q, const float* k, int len, int head_dim, int kv_stride, float scale) {
+  constexpr int P = 4;  // positions per pass: P independent FMA chains
+  int p = 0;
+  for (; p + P <= len; p += P) scores_block<P>(att + p, q, k + size_t(p) * kv_stride, head_dim, kv_stride, scale);
+  for (; p < len; p++) scores_block<1>(att + p, q, k + size_t(p) * kv_stride, head_dim, kv_stride, scale);
+}
+
+// Channels i0 .. i0 + 8·G − 1 of out = Σ_p att[p]·v_p, in G registers over all positions: per
+// channel the same FMAs in the same order as axpy from out = 0.
+template <int G>
+inline void weighted_sum_slice(float* out, const float* att, const float* v, int len, int kv_stride, int i0) {
+  __m256 o[G];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; g++) o[g] = _mm256_setzero_ps();
+  for (int p = 0; p < len; p++) {
+    const __m256 sv = _mm256_set1_ps(att[p]);
+    const float* vp = v + size_t(p) * kv_stride + i0;
+#pragma GCC unroll 8
+    for (int g = 0; g < G; g++) o[g] = _mm256_fmadd_ps(sv, _mm256_loadu_ps(vp + 8 * g), o[g]);
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < G; g++) _mm256_storeu_ps(out + i0 + 8 * g, o[g]);
+}
+
+void weighted_sum(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride) {
+  constexpr int G = 8;  // registers of out per pass (64 channels)
+  int i = 0;
+  for (; i + 8 * G <= head_dim; i += 8 * G) weighted_sum_slice<G>(out, att, v, len, kv_stride, i);
+  for (; i + 8 <= head_dim; i += 8) weighted_sum_slice<1>(out, att, v, len, kv_stride, i);
+  for (; i < head_dim; i++) {  // the channels past the last 8, as axpy's scalar tail sums them
+    float o = 0;
+    for (int p = 0; p < len; p++) o += att[p] * v[size_t(p) * kv_stride + i];
+    out[i] = o;
+  }
+}
+
 // --- q8_0 weights (kernels_q8.h) ------------------------------------------------------------
 //
 // One 32-byte block of a weight row per step; the products are signed × signed bytes.
@@ -268,16 +316,12 @@ struct Avx2Q8 {
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     size_t next_line = 0;  // the next 64-byte line (offset within a row) to prefetch
+    const char* ahead = PF ? prefetch_ahead(w, row_bytes, R) : nullptr;
     for (int b = 0; b < blocks; b++) {
       const size_t at = size_t(b) * kQ8BlockBytes;
       if constexpr (PF)
         for (; next_line < at + kQ8BlockBytes; next_line += 64)
-#pragma GCC unroll 8
-          for (int r = 0; r < R; r++) {
-            const char* line = reinterpret_cast<const char*>(w + r * row_bytes + next_line);
-            _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
-            _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
-          }
+          prefetch_rows(ahead, row_bytes, R, next_line);
       const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + size_t(b) * kQ8Block));
       __m256i start = _mm256_setzero_si256();  // −128·Σ q_x per group of 4 (VNNI)
       if constexpr (VNNI)
@@ -307,7 +351,7 @@ struct Avx2Q8 {
 
 }  // namespace
 
-const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy};
+const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores, weighted_sum};
 
 bool avx2_vnni_on() { return g_vnni; }
 bool set_avx2_vnni(bool on) {

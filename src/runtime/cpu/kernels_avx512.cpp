@@ -23,16 +23,10 @@ namespace orion::cpu {
 namespace {
 
 constexpr int ROWS = 8;  // weight rows per step: ROWS independent FMA chains, x loaded once for all
-// Each row is prefetched ahead of its loads, twice. The hardware prefetcher alone keeps too few
-// lines in flight for one core to reach its share of the memory bandwidth, and so does a prefetch
-// into L1 alone: a core has only ~16 L1 fill buffers, so at ~100 ns of DRAM latency it cannot have
-// more than ~16 × 64 B in flight (≈ 10 GB/s). A prefetch into L2 (T1) far ahead uses the L2's
-// larger miss queue; the near one into L1 (T0) then hits in L2. Distances measured on Stories110M
-// f16 decode, 2 threads, alternating runs (bench/RESULTS.md): 2 KB T0 only 76.5 tok/s median,
-// 8 KB T0 + 128 KB T1 95.0; T0 alone past 24 KB falls (lines leave the 48 KB L1 before use).
-// (A prefetch past the end of W is harmless: it never faults.)
-constexpr int PREFETCH_L1_BYTES = 8 << 10;
-constexpr int PREFETCH_L2_BYTES = 128 << 10;
+// Each step prefetches the rows of a later step (prefetch_rows, kernels_impl.h). On the Intel Xeon
+// where decode was first tuned, two fixed distances per row did best (8 KB into L1 + 128 KB into
+// L2: 95.0 tok/s against 76.5 with 2 KB into L1 alone, bench/RESULTS.md); on AMD Zen 5 that form
+// streamed 15–20% slower than prefetching whole steps ahead, which is what all kernels do now.
 
 // 16 weights starting at element k of a row, as fp32. `mask` selects the valid lanes of a tail;
 // masked-off lanes read nothing and are zero.
@@ -62,18 +56,14 @@ template <DType D, int R>
 inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t row_bytes = size_t(K) * dtype_size(D);
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+  const char* ahead = prefetch_ahead(w0, row_bytes, R);
   __m512 acc[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
   int k = 0;
   for (; k + 16 <= K; k += 16) {
     if (k * dtype_size(D) % 64 == 0)  // once per 64-byte cache line of each row
-#pragma GCC unroll 8
-      for (int r = 0; r < R; r++) {
-        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * dtype_size(D));
-        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
-        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
-      }
+      prefetch_rows(ahead, row_bytes, R, k * dtype_size(D));
     const __m512 xv = _mm512_loadu_ps(x + k);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, 0xffff), xv, acc[r]);
@@ -181,6 +171,7 @@ template <DType D, int MT, int R>
 inline void stream_tile(float* y, int ldy, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t row_bytes = size_t(K) * dtype_size(D);
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+  const char* ahead = prefetch_ahead(w0, row_bytes, R);
   __m512 acc[MT][R];
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
@@ -200,12 +191,7 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
   int k = 0;
   for (; k + 16 <= K; k += 16) {
     if (k * dtype_size(D) % 64 == 0)  // once per 64-byte cache line of each row, as in matvec_block
-#pragma GCC unroll 8
-      for (int r = 0; r < R; r++) {
-        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * dtype_size(D));
-        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
-        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
-      }
+      prefetch_rows(ahead, row_bytes, R, k * dtype_size(D));
     step(k, 0xffff);
   }
   if (k < K) step(k, __mmask16((1u << (K - k)) - 1));
@@ -236,6 +222,57 @@ void axpy(float* y, float s, const float* x, int n) {
   for (int i = 0; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
     _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(sv, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+// Attention over cached positions (IsaKernels::scores, weighted_sum): the sums of dot and axpy.
+inline __mmask16 lanes_from(int i, int n) { return n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1); }
+
+// att[j] = dot(q, k_j)·scale for P positions j (rows kv_stride apart), each summed as dot() does.
+template <int P>
+inline void scores_block(float* att, const float* q, const float* k, int n, int kv_stride, float scale) {
+  __m512 acc[P];
+#pragma GCC unroll 8
+  for (int j = 0; j < P; j++) acc[j] = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = lanes_from(i, n);
+    const __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
+#pragma GCC unroll 8
+    for (int j = 0; j < P; j++)
+      acc[j] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k + size_t(j) * kv_stride + i), acc[j]);
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < P; j++) att[j] = hsum(acc[j]) * scale;
+}
+
+void scores(float* att, const float* q, const float* k, int len, int head_dim, int kv_stride, float scale) {
+  constexpr int P = 4;  // positions per pass: P independent FMA chains
+  int p = 0;
+  for (; p + P <= len; p += P) scores_block<P>(att + p, q, k + size_t(p) * kv_stride, head_dim, kv_stride, scale);
+  for (; p < len; p++) scores_block<1>(att + p, q, k + size_t(p) * kv_stride, head_dim, kv_stride, scale);
+}
+
+// out = Σ_p att[p]·v_p, 64 channels at a time held in 4 registers over all positions: per channel the
+// same FMAs in the same order as axpy from out = 0.
+void weighted_sum(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride) {
+  constexpr int G = 4;  // registers of out per pass
+  for (int i0 = 0; i0 < head_dim; i0 += 16 * G) {
+    __mmask16 m[G];
+    __m512 o[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; g++) {
+      const int i = i0 + 16 * g;
+      m[g] = i < head_dim ? lanes_from(i, head_dim) : __mmask16(0);
+      o[g] = _mm512_setzero_ps();
+    }
+    for (int p = 0; p < len; p++) {
+      const __m512 sv = _mm512_set1_ps(att[p]);
+      const float* vp = v + size_t(p) * kv_stride + i0;
+#pragma GCC unroll 4
+      for (int g = 0; g < G; g++) o[g] = _mm512_fmadd_ps(sv, _mm512_maskz_loadu_ps(m[g], vp + 16 * g), o[g]);
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < G; g++) _mm512_mask_storeu_ps(out + i0 + 16 * g, m[g], o[g]);
   }
 }
 
@@ -305,17 +342,13 @@ struct Avx512Q8 {
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     size_t next_line = 0;  // the next 64-byte line (offset within a row) to prefetch
+    const char* ahead = PF ? prefetch_ahead(w, row_bytes, R) : nullptr;
     int b = 0;
     for (; b + 2 <= blocks; b += 2) {
       const size_t at = size_t(b) * kQ8BlockBytes;
       if constexpr (PF)
         for (; next_line < at + 2 * kQ8BlockBytes; next_line += 64)
-#pragma GCC unroll 8
-          for (int r = 0; r < R; r++) {
-            const char* line = reinterpret_cast<const char*>(w + r * row_bytes + next_line);
-            _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
-            _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
-          }
+          prefetch_rows(ahead, row_bytes, R, next_line);
       const Q8Step s = q8_step<VNNI>(_mm512_loadu_si512(xq + size_t(b) * kQ8Block));
       const __m512 xs = halves(xd[b], xd[b + 1]);
 #pragma GCC unroll 8
@@ -419,7 +452,7 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
 
 }  // namespace
 
-const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy};
+const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores, weighted_sum};
 
 bool avx512_vnni_on() { return g_vnni; }
 bool set_avx512_vnni(bool on) {

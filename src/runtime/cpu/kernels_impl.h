@@ -32,7 +32,35 @@ struct IsaKernels {
   // Σ_i a[i]·b[i], and y[i] += s·x[i]: the two loops of attention over head_dim.
   float (*dot)(const float* a, const float* b, int n);
   void (*axpy)(float* y, float s, const float* x, int n);
+  // One query head against `len` cached positions p, rows k_p = k + p·kv_stride (v_p likewise):
+  //   scores:       att[p] = dot(q, k_p, head_dim)·scale
+  //   weighted_sum: out = Σ_p att[p]·v_p, i.e. out = 0, then axpy(out, att[p], v_p) for p = 0, 1, …
+  // equal to those loops bit for bit, but with several positions (scores) or a slice of out kept in
+  // registers over all positions (weighted_sum) per pass: the loops' per-position call, horizontal
+  // sum and load/store of out were most of a decode's attention time.
+  void (*scores)(float* att, const float* q, const float* k, int len, int head_dim, int kv_stride, float scale);
+  void (*weighted_sum)(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride);
 };
+
+// Decode prefetching. A decode kernel steps over W a few rows at a time (R rows, 16 to 64 bytes of
+// each per step), so its loads form R interleaved streams, one per row. At every 64-byte line of its
+// rows a step prefetches the same line of rows further on: whole steps ahead, at least
+// kPrefetchAheadBytes (rows are contiguous: 8 f16 rows of K = 768 are one 12 KB step), so the step
+// that reaches them finds them in cache. Into L2 (T1): a few steps of long rows would not fit L1.
+// Measured on AMD Zen 5 (bench/RESULTS.md): 8 KB ahead is as good as 4–32 KB and beats both no
+// prefetch and the fixed 8 KB (L1) + 128 KB (L2) distances tuned earlier on an Intel Xeon.
+constexpr size_t kPrefetchAheadBytes = 8 << 10;
+// The address a step over R rows starting at `rows` prefetches from (its rows' counterparts ahead).
+inline const char* prefetch_ahead(const void* rows, size_t row_bytes, int R) {
+  const size_t step = size_t(R) * row_bytes;
+  return static_cast<const char*>(rows) + (kPrefetchAheadBytes + step - 1) / step * step;
+}
+// Prefetches line `offset` of the R rows at `ahead` (each row_bytes long). Past the end of W is
+// harmless: a prefetch never faults.
+inline void prefetch_rows(const char* ahead, size_t row_bytes, int R, size_t offset) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++) __builtin_prefetch(ahead + r * row_bytes + offset, 0, 2);
+}
 
 // One table per instruction set; the AVX tables are only used when the CPU has the instructions.
 extern const IsaKernels kGenericKernels;
