@@ -41,7 +41,7 @@ template <DType D, int R>
 inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
-  const char* ahead = prefetch_ahead(w0, row_bytes, R);
+  const PrefetchAhead ahead = prefetch_ahead(w0, row_bytes, R);
   __m256 acc[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
@@ -163,7 +163,7 @@ template <DType D, int MT, int R>
 inline void stream_tile(float* y, int ldy, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
-  const char* ahead = prefetch_ahead(w0, row_bytes, R);
+  const PrefetchAhead ahead = prefetch_ahead(w0, row_bytes, R);
   __m256 acc[MT][R];
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
@@ -316,7 +316,7 @@ struct Avx2Q8 {
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     size_t next_line = 0;  // the next 64-byte line (offset within a row) to prefetch
-    const char* ahead = PF ? prefetch_ahead(w, row_bytes, R) : nullptr;
+    const PrefetchAhead ahead = prefetch_ahead(w, row_bytes, R);
     for (int b = 0; b < blocks; b++) {
       const size_t at = size_t(b) * kQ8BlockBytes;
       if constexpr (PF)
