@@ -14,7 +14,10 @@ namespace orion::cpu {
 namespace {
 
 constexpr int ROWS = 8;  // weight rows per step: ROWS independent FMA chains, x loaded once for all
-// Each step prefetches the rows of a later step (prefetch_rows, kernels_impl.h).
+// Each row is prefetched ahead of its loads, near into L1 and far into L2: one core's L1 fill
+// buffers alone cannot keep enough lines in flight (kernels_avx512.cpp, where this is measured).
+constexpr int PREFETCH_L1_BYTES = 8 << 10;
+constexpr int PREFETCH_L2_BYTES = 128 << 10;
 
 // 8 weights at p (element type of D) as fp32.
 template <DType D>
@@ -41,14 +44,18 @@ template <DType D, int R>
 inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
-  const PrefetchAhead ahead = prefetch_ahead(w0, row_bytes, R);
   __m256 acc[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   int k = 0;
   for (; k + 8 <= K; k += 8) {
     if (k * es % 64 == 0)  // once per 64-byte cache line of each row
-      prefetch_rows(ahead, row_bytes, R, k * es);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * es);
+        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+      }
     const __m256 xv = _mm256_loadu_ps(x + k);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(load8<D>(w0 + r * row_bytes + k * es), xv, acc[r]);
@@ -163,7 +170,6 @@ template <DType D, int MT, int R>
 inline void stream_tile(float* y, int ldy, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
-  const PrefetchAhead ahead = prefetch_ahead(w0, row_bytes, R);
   __m256 acc[MT][R];
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
@@ -184,7 +190,12 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
   int k = 0;
   for (; k + 8 <= K; k += 8) {
     if (k * es % 64 == 0)  // once per 64-byte cache line of each row, as in matvec_block
-      prefetch_rows(ahead, row_bytes, R, k * es);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * es);
+        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+      }
     step(x + k, size_t(K), [&](int r) { return w0 + r * row_bytes + k * es; });
   }
   if (k < K) {  // tail of K % 8, copied into zero-padded blocks of 8 (as matvec_block does)
@@ -316,12 +327,16 @@ struct Avx2Q8 {
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     size_t next_line = 0;  // the next 64-byte line (offset within a row) to prefetch
-    const PrefetchAhead ahead = prefetch_ahead(w, row_bytes, R);
     for (int b = 0; b < blocks; b++) {
       const size_t at = size_t(b) * kQ8BlockBytes;
       if constexpr (PF)
         for (; next_line < at + kQ8BlockBytes; next_line += 64)
-          prefetch_rows(ahead, row_bytes, R, next_line);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; r++) {
+            const char* line = reinterpret_cast<const char*>(w + r * row_bytes + next_line);
+            _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+            _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+          }
       const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + size_t(b) * kQ8Block));
       __m256i start = _mm256_setzero_si256();  // −128·Σ q_x per group of 4 (VNNI)
       if constexpr (VNNI)

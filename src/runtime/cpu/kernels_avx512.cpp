@@ -23,10 +23,16 @@ namespace orion::cpu {
 namespace {
 
 constexpr int ROWS = 8;  // weight rows per step: ROWS independent FMA chains, x loaded once for all
-// Each step prefetches the rows of a later step (prefetch_rows, kernels_impl.h). On the Intel Xeon
-// where decode was first tuned, two fixed distances per row did best (8 KB into L1 + 128 KB into
-// L2: 95.0 tok/s against 76.5 with 2 KB into L1 alone, bench/RESULTS.md); on AMD Zen 5 that form
-// streamed 15–20% slower than prefetching whole steps ahead, which is what all kernels do now.
+// Each row is prefetched ahead of its loads, twice. The hardware prefetcher alone keeps too few
+// lines in flight for one core to reach its share of the memory bandwidth, and so does a prefetch
+// into L1 alone: a core has only ~16 L1 fill buffers, so at ~100 ns of DRAM latency it cannot have
+// more than ~16 × 64 B in flight (≈ 10 GB/s). A prefetch into L2 (T1) far ahead uses the L2's
+// larger miss queue; the near one into L1 (T0) then hits in L2. Distances measured on Stories110M
+// f16 decode, 2 threads, alternating runs (bench/RESULTS.md): 2 KB T0 only 76.5 tok/s median,
+// 8 KB T0 + 128 KB T1 95.0; T0 alone past 24 KB falls (lines leave the 48 KB L1 before use).
+// (A prefetch past the end of W is harmless: it never faults.)
+constexpr int PREFETCH_L1_BYTES = 8 << 10;
+constexpr int PREFETCH_L2_BYTES = 128 << 10;
 
 // 16 weights starting at element k of a row, as fp32. `mask` selects the valid lanes of a tail;
 // masked-off lanes read nothing and are zero.
@@ -56,14 +62,18 @@ template <DType D, int R>
 inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t row_bytes = size_t(K) * dtype_size(D);
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
-  const PrefetchAhead ahead = prefetch_ahead(w0, row_bytes, R);
   __m512 acc[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
   int k = 0;
   for (; k + 16 <= K; k += 16) {
     if (k * dtype_size(D) % 64 == 0)  // once per 64-byte cache line of each row
-      prefetch_rows(ahead, row_bytes, R, k * dtype_size(D));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * dtype_size(D));
+        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+      }
     const __m512 xv = _mm512_loadu_ps(x + k);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, 0xffff), xv, acc[r]);
@@ -171,7 +181,6 @@ template <DType D, int MT, int R>
 inline void stream_tile(float* y, int ldy, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t row_bytes = size_t(K) * dtype_size(D);
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
-  const PrefetchAhead ahead = prefetch_ahead(w0, row_bytes, R);
   __m512 acc[MT][R];
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
@@ -191,7 +200,12 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
   int k = 0;
   for (; k + 16 <= K; k += 16) {
     if (k * dtype_size(D) % 64 == 0)  // once per 64-byte cache line of each row, as in matvec_block
-      prefetch_rows(ahead, row_bytes, R, k * dtype_size(D));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * dtype_size(D));
+        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+      }
     step(k, 0xffff);
   }
   if (k < K) step(k, __mmask16((1u << (K - k)) - 1));
@@ -342,13 +356,17 @@ struct Avx512Q8 {
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     size_t next_line = 0;  // the next 64-byte line (offset within a row) to prefetch
-    const PrefetchAhead ahead = prefetch_ahead(w, row_bytes, R);
     int b = 0;
     for (; b + 2 <= blocks; b += 2) {
       const size_t at = size_t(b) * kQ8BlockBytes;
       if constexpr (PF)
         for (; next_line < at + 2 * kQ8BlockBytes; next_line += 64)
-          prefetch_rows(ahead, row_bytes, R, next_line);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; r++) {
+            const char* line = reinterpret_cast<const char*>(w + r * row_bytes + next_line);
+            _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
+            _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+          }
       const Q8Step s = q8_step<VNNI>(_mm512_loadu_si512(xq + size_t(b) * kQ8Block));
       const __m512 xs = halves(xd[b], xd[b + 1]);
 #pragma GCC unroll 8

@@ -42,36 +42,6 @@ struct IsaKernels {
   void (*weighted_sum)(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride);
 };
 
-// Decode prefetching. A decode kernel steps over W a few rows at a time (R rows, 16 to 64 bytes of
-// each per step), so its loads form R interleaved streams, one per row. At every 64-byte line of its
-// rows a step prefetches the same line of rows further on: whole steps ahead, at least
-// kPrefetchAheadBytes (rows are contiguous: 8 f16 rows of K = 768 are one 12 KB step), so the step
-// that reaches them finds them in cache — in L1 when that is at most kPrefetchL1Bytes ahead, else in
-// L2 (long rows would leave the 48 KB L1 before use). Measured on AMD Zen 5 (bench/RESULTS.md):
-// 8 KB ahead is as good as 4–32 KB, and beats both no prefetch and the fixed distances tuned earlier
-// on an Intel Xeon (8 KB into L1 + 128 KB into L2 for every line); L1 beat L2 on short row ranges.
-constexpr size_t kPrefetchAheadBytes = 8 << 10, kPrefetchL1Bytes = 32 << 10;
-struct PrefetchAhead {
-  const char* at;  // the rows a step over `rows` prefetches from
-  bool into_l1;
-};
-inline PrefetchAhead prefetch_ahead(const void* rows, size_t row_bytes, int R) {
-  const size_t step = size_t(R) * row_bytes, ahead = (kPrefetchAheadBytes + step - 1) / step * step;
-  return {static_cast<const char*>(rows) + ahead, ahead <= kPrefetchL1Bytes};
-}
-// Prefetches line `offset` of the R rows at `ahead` (each row_bytes long). Past the end of W is
-// harmless: a prefetch never faults.
-inline void prefetch_rows(const PrefetchAhead& ahead, size_t row_bytes, int R, size_t offset) {
-  const char* p = ahead.at + offset;
-  if (ahead.into_l1) {
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++) __builtin_prefetch(p + r * row_bytes, 0, 3);
-  } else {
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++) __builtin_prefetch(p + r * row_bytes, 0, 2);
-  }
-}
-
 // One table per instruction set; the AVX tables are only used when the CPU has the instructions.
 extern const IsaKernels kGenericKernels;
 extern const IsaKernels kAvx2Kernels;
