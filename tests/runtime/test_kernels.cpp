@@ -11,6 +11,7 @@
 #include "base/dtype.h"
 #include "kernel_test_util.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/kernels_impl.h"
 
 namespace orion::cpu {
 namespace {
@@ -286,6 +287,34 @@ TEST(Kernels, AttentionCausalGqa) {
           }
         }
     }
+  }
+}
+
+// A head's scores and weighted sum, computed several positions (or a slice of channels over all
+// positions) at a time, are the plain per-position dot and axpy loops bit for bit: decode's
+// attention must not change the logits.
+TEST(Kernels, AttentionScoresAndWeightedSumEqualTheDotAndAxpyLoops) {
+  RestoreIsa restore;
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    const IsaKernels& ker = isa_kernels();
+    for (int HS : {5, 20, 64, 72, 130})
+      for (int len : {1, 3, 4, 7, 33}) {
+        const int stride = 3 * HS + 5;
+        const std::vector<float> q = random_floats(size_t(HS), 11, -2, 2);
+        const std::vector<float> k = random_floats(size_t(len) * stride, 12, -2, 2);
+        const std::vector<float> v = random_floats(size_t(len) * stride, 13);
+        const std::vector<float> att = random_floats(size_t(len), 14, 0, 1);
+        const float scale = 1.0f / std::sqrt(float(HS));
+        std::vector<float> got(static_cast<size_t>(len)), want(static_cast<size_t>(len));
+        ker.scores(got.data(), q.data(), k.data(), len, HS, stride, scale);
+        for (int p = 0; p < len; p++) want[p] = ker.dot(q.data(), k.data() + size_t(p) * stride, HS) * scale;
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << isa_name(isa) << " HS=" << HS << " len=" << len;
+        std::vector<float> out(static_cast<size_t>(HS), NAN), ref(static_cast<size_t>(HS), 0.0f);
+        ker.weighted_sum(out.data(), att.data(), v.data(), len, HS, stride);
+        for (int p = 0; p < len; p++) ker.axpy(ref.data(), att[p], v.data() + size_t(p) * stride, HS);
+        EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * 4)) << isa_name(isa) << " HS=" << HS << " len=" << len;
+      }
   }
 }
 

@@ -136,10 +136,9 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
                     float* att) {
   const IsaKernels& ker = *g_kernels;
   const float scale = 1.0f / std::sqrt(float(head_dim));
-  for (int p = 0; p < len; p++) att[p] = ker.dot(q, k + size_t(p) * kv_stride, head_dim) * scale;
+  ker.scores(att, q, k, len, head_dim, kv_stride, scale);
   softmax_inplace(att, len);
-  std::memset(out, 0, sizeof(float) * head_dim);
-  for (int p = 0; p < len; p++) ker.axpy(out, att[p], v + size_t(p) * kv_stride, head_dim);
+  ker.weighted_sum(out, att, v, len, head_dim, kv_stride);
 }
 
 // Query head h of the token at position pos (window: see attention_start): attention_head over

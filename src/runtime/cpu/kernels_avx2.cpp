@@ -237,6 +237,65 @@ void axpy(float* y, float s, const float* x, int n) {
   for (; i < n; i++) y[i] += s * x[i];
 }
 
+// Attention over cached positions (IsaKernels::scores, weighted_sum): the sums of dot and axpy.
+
+// att[j] = dot(q, k_j)·scale for P positions j (rows kv_stride apart), each summed as dot() does.
+template <int P>
+inline void scores_block(float* att, const float* q, const float* k, int n, int kv_stride, float scale) {
+  __m256 acc[P];
+#pragma GCC unroll 8
+  for (int j = 0; j < P; j++) acc[j] = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + i);
+#pragma GCC unroll 8
+    for (int j = 0; j < P; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + size_t(j) * kv_stride + i), acc[j]);
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < P; j++) {
+    const float* kj = k + size_t(j) * kv_stride;
+    float s = hsum(acc[j]);
+    for (int t = i; t < n; t++) s += q[t] * kj[t];
+    att[j] = s * scale;
+  }
+}
+
+void scores(float* att, const float* q, const float* k, int len, int head_dim, int kv_stride, float scale) {
+  constexpr int P = 4;  // positions per pass: P independent FMA chains
+  int p = 0;
+  for (; p + P <= len; p += P) scores_block<P>(att + p, q, k + size_t(p) * kv_stride, head_dim, kv_stride, scale);
+  for (; p < len; p++) scores_block<1>(att + p, q, k + size_t(p) * kv_stride, head_dim, kv_stride, scale);
+}
+
+// Channels i0 .. i0 + 8·G − 1 of out = Σ_p att[p]·v_p, in G registers over all positions: per
+// channel the same FMAs in the same order as axpy from out = 0.
+template <int G>
+inline void weighted_sum_slice(float* out, const float* att, const float* v, int len, int kv_stride, int i0) {
+  __m256 o[G];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; g++) o[g] = _mm256_setzero_ps();
+  for (int p = 0; p < len; p++) {
+    const __m256 sv = _mm256_set1_ps(att[p]);
+    const float* vp = v + size_t(p) * kv_stride + i0;
+#pragma GCC unroll 8
+    for (int g = 0; g < G; g++) o[g] = _mm256_fmadd_ps(sv, _mm256_loadu_ps(vp + 8 * g), o[g]);
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < G; g++) _mm256_storeu_ps(out + i0 + 8 * g, o[g]);
+}
+
+void weighted_sum(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride) {
+  constexpr int G = 8;  // registers of out per pass (64 channels)
+  int i = 0;
+  for (; i + 8 * G <= head_dim; i += 8 * G) weighted_sum_slice<G>(out, att, v, len, kv_stride, i);
+  for (; i + 8 <= head_dim; i += 8) weighted_sum_slice<1>(out, att, v, len, kv_stride, i);
+  for (; i < head_dim; i++) {  // the channels past the last 8, as axpy's scalar tail sums them
+    float o = 0;
+    for (int p = 0; p < len; p++) o += att[p] * v[size_t(p) * kv_stride + i];
+    out[i] = o;
+  }
+}
+
 // --- q8_0 weights (kernels_q8.h) ------------------------------------------------------------
 //
 // One 32-byte block of a weight row per step; the products are signed × signed bytes.
@@ -307,7 +366,7 @@ struct Avx2Q8 {
 
 }  // namespace
 
-const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy};
+const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores, weighted_sum};
 
 bool avx2_vnni_on() { return g_vnni; }
 bool set_avx2_vnni(bool on) {

@@ -75,9 +75,18 @@ void axpy(float* y, float s, const float* x, int n) {
   for (int i = 0; i < n; i++) y[i] += s * x[i];
 }
 
+void scores(float* att, const float* q, const float* k, int len, int head_dim, int kv_stride, float scale) {
+  for (int p = 0; p < len; p++) att[p] = dot(q, k + size_t(p) * kv_stride, head_dim) * scale;
+}
+
+void weighted_sum(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride) {
+  std::fill(out, out + head_dim, 0.0f);
+  for (int p = 0; p < len; p++) axpy(out, att[p], v + size_t(p) * kv_stride, head_dim);
+}
+
 }  // namespace
 
-const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, gemm_rows, 4, to_f32, dot, axpy};
+const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, gemm_rows, 4, to_f32, dot, axpy, scores, weighted_sum};
 
 // --- normalisation (one row per token; rows are independent, so threads split them) -------------
 

@@ -32,6 +32,14 @@ struct IsaKernels {
   // Σ_i a[i]·b[i], and y[i] += s·x[i]: the two loops of attention over head_dim.
   float (*dot)(const float* a, const float* b, int n);
   void (*axpy)(float* y, float s, const float* x, int n);
+  // One query head against `len` cached positions p, rows k_p = k + p·kv_stride (v_p likewise):
+  //   scores:       att[p] = dot(q, k_p, head_dim)·scale
+  //   weighted_sum: out = Σ_p att[p]·v_p, i.e. out = 0, then axpy(out, att[p], v_p) for p = 0, 1, …
+  // equal to those loops bit for bit, but with several positions (scores) or a slice of out kept in
+  // registers over all positions (weighted_sum) per pass: the loops' per-position call, horizontal
+  // sum and load/store of out were most of a decode's attention time.
+  void (*scores)(float* att, const float* q, const float* k, int len, int head_dim, int kv_stride, float scale);
+  void (*weighted_sum)(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride);
 };
 
 // One table per instruction set; the AVX tables are only used when the CPU has the instructions.
