@@ -31,7 +31,10 @@ int panel_rows(int K, int step) { return std::max(step, int(kPanelBytes / (size_
 
 void matmul_prefill(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N) {
   const IsaKernels& ker = isa_kernels();
-  const int step = ker.gemm_rows_step, tiles = (N + step - 1) / step, panel = panel_rows(K, step);
+  // q8_0: one call per thread over its whole range — the q8_0 tile keeps a few weight rows in L1
+  // while all tokens pass, so panels gain nothing there, and every call quantises all of x again.
+  const int step = ker.gemm_rows_step, tiles = (N + step - 1) / step;
+  const int panel = wt == DType::Q8_0 ? std::max(N, 1) : panel_rows(K, step);
   const bool big = double(M) * K * N >= 1e6;  // smaller: not worth waking threads
 #pragma omp parallel if (big)
   {
