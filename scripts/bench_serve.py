@@ -97,7 +97,12 @@ def start_server(model, log_path):
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     log = open(log_path, "w")
-    proc = subprocess.Popen(cmd, stderr=log, env=dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "passive")))
+    # OpenMP's wait policy: the runtime's own, as a user's `orion serve` runs, unless the environment
+    # names one (passive / active).
+    env = dict(os.environ)
+    if env.get("OMP_WAIT_POLICY") == "default":
+        del env["OMP_WAIT_POLICY"]
+    proc = subprocess.Popen(cmd, stderr=log, env=env)
     for _ in range(600):
         m = re.search(r"http://127\.0\.0\.1:(\d+)/", open(log_path).read())
         if m:
