@@ -90,11 +90,12 @@ ModelConfig small_anesim_config(Arch arch) {
   return c;
 }
 
-LoraAdapter trained_like_adapter(const ModelConfig& c, int rank, float alpha, uint64_t seed) {
-  LoraAdapter a(c, rank, alpha, {LoraTarget::Q, LoraTarget::V});
+LoraAdapter trained_like_adapter(const ModelConfig& c, int rank, float alpha, uint64_t seed,
+                                 const std::vector<LoraTarget>& targets, float b_std) {
+  LoraAdapter a(c, rank, alpha, targets);
   a.init(seed);
   std::mt19937 rng{uint32_t(seed)};
-  std::normal_distribution<float> n(0.0f, 0.3f);
+  std::normal_distribution<float> n(0.0f, b_std);
   for (const LoraTensor& t : a.tensors())
     for (int64_t i = 0; i < t.out * rank; i++) a.B(t)[i] = n(rng);
   return a;

@@ -27,7 +27,10 @@ std::map<int, double> run_losses(const std::string& run);
 // The small GPT-2 and GQA Llama of the anesim LoRA and batched-decode tests: wide enough to be
 // real, small enough for anesim (their attention kernels reach the C7 minimum at buckets 128 / 256).
 ModelConfig small_anesim_config(Arch arch);
-// A q, v adapter initialised as training would, with random B (N(0, 0.3)) so that it changes outputs.
-LoraAdapter trained_like_adapter(const ModelConfig& c, int rank, float alpha, uint64_t seed);
+// An adapter initialised as training would (on q, v unless `targets` says), with random B
+// (N(0, b_std²)) so that it changes outputs.
+LoraAdapter trained_like_adapter(const ModelConfig& c, int rank, float alpha, uint64_t seed,
+                                 const std::vector<LoraTarget>& targets = {LoraTarget::Q, LoraTarget::V},
+                                 float b_std = 0.3f);
 
 }  // namespace orion::test

@@ -33,13 +33,7 @@ ModelConfig tiny(Arch arch) {
 
 // An adapter with random A and B (a trained one: B ≠ 0).
 LoraAdapter random_adapter(const ModelConfig& c, const std::string& targets, int rank, float alpha, uint64_t seed) {
-  LoraAdapter a(c, rank, alpha, parse_lora_targets(targets, c.arch));
-  a.init(seed);
-  std::mt19937 rng{uint32_t(seed)};
-  std::normal_distribution<float> n(0.0f, 0.05f);
-  for (const LoraTensor& t : a.tensors())
-    for (int64_t i = 0; i < t.out * rank; i++) a.B(t)[i] = n(rng);
-  return a;
+  return test::trained_like_adapter(c, rank, alpha, seed, parse_lora_targets(targets, c.arch), 0.05f);
 }
 
 std::vector<float> logits(const ModelWeights& w, const LoraAdapter* a, float scale = 1.0f) {
