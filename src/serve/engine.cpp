@@ -188,6 +188,12 @@ bool Engine::admit(const std::shared_ptr<Job>& job, int slot) {
 // The prompt is in the cache and `logits` are its last token's: sample the first token.
 bool Engine::start_token(const std::shared_ptr<Job>& job, const float* logits) {
   job->pos_ = job->prompt_tokens, job->fed_ = -1;
+  return sample(job, logits);
+}
+
+// The job's next token from its row's logits (copied: the sampler works in place); retires the
+// job when that token ends it.
+bool Engine::sample(const std::shared_ptr<Job>& job, const float* logits) {
   logits_.assign(logits, logits + decoder_->vocab_size());
   const std::string end = take_token(*job, logits_.data());
   if (end.empty()) return true;
@@ -241,12 +247,10 @@ void Engine::decode_step() {
     const float* row_logits = lg + b * V;
     if (int(b) >= decoding) {  // a prompt ended in this step: its first token
       start_token(jobs[b], row_logits);
-      continue;
+    } else {
+      jobs[b]->pos_++;
+      sample(jobs[b], row_logits);
     }
-    logits_.assign(row_logits, row_logits + V);
-    jobs[b]->pos_++;
-    const std::string end = take_token(*jobs[b], logits_.data());
-    if (!end.empty()) retire(jobs[b], end);
   }
 }
 

@@ -127,6 +127,7 @@ class Engine {
   void run();
   bool admit(const std::shared_ptr<Job>& job, int slot);  // prefill; false when it ended already
   bool start_token(const std::shared_ptr<Job>& job, const float* logits);  // after the prompt; false: it ended
+  bool sample(const std::shared_ptr<Job>& job, const float* logits);       // the next token; false: it ended
   void decode_step();
   // Samples from a row's logits and hands the token to the job; "" to go on, else why it ends
   // ("stop", "length").
