@@ -33,6 +33,10 @@ inline bool use_fake_framework() {
 inline std::string process_own(const std::string& mil_text) {
   return runtime::ane::with_build_info_entry(mil_text, "orion-test-process", std::to_string(getpid()));
 }
+// Set, the fake's unload removes the model's folder, as a decompiled copy of the framework does
+// (read by fake/fake_framework.mm at every unload).
+inline constexpr const char* kFakeUnloadRemovesFolderEnv = "ORION_FAKE_ANE_UNLOAD_REMOVES_FOLDER";
+
 inline float process_scale() { return 1.0f + float(getpid() % 997) / 4096.0f; }
 
 }  // namespace orion::test

@@ -54,6 +54,35 @@ TEST(AneDriverReload, DeltaReloadComputesAsAFreshCompileOfTheNewWeights) {
   EXPECT_EQ(driver->counters().compiles, compiles) << "the reload must not compile";
 }
 
+// A decompiled copy of the framework removes the model's folder at unload; the driver keeps the
+// folder's files across it (KeptModelDir), so a plain reload and a delta reload still find the
+// compiled `data` file they read.
+TEST(AneDriverReload, AnUnloadThatRemovesTheFolderLosesNeitherReloadNorDeltaReload) {
+  ORION_REQUIRE_FAKE_FRAMEWORK();
+  setenv(test::kFakeUnloadRemovesFolderEnv, "1", 1);
+  struct Unset {
+    ~Unset() { unsetenv(test::kFakeUnloadRemovesFolderEnv); }
+  } unset;
+  const auto one = scaled_conv(1.0f), two = scaled_conv(2.0f);
+  auto driver = make_ane_driver({});
+  auto p = driver->compile(one.mil_text, one.weights, "conv");
+  Surface x = input_of(one), y(one.outputs.alloc_bytes);
+  driver->load(*p);
+  const int compiles = driver->counters().compiles;
+
+  driver->unload(*p);  // the fake removes the folder here
+  driver->load(*p);
+  driver->evaluate(*p, {&x}, {&y});
+  EXPECT_EQ(std::vector<uint8_t>(y.data(), y.data() + y.alloc_bytes()), fresh(one));
+
+  driver->unload(*p);  // as AneKernel::reload_weights calls it: unload, then replace the weights
+  driver->replace_weight_files(*p, two.weights);
+  driver->load(*p);
+  driver->evaluate(*p, {&x}, {&y});
+  EXPECT_EQ(std::vector<uint8_t>(y.data(), y.data() + y.alloc_bytes()), fresh(two));
+  EXPECT_EQ(driver->counters().compiles, compiles) << "neither reload compiles";
+}
+
 // The variant public probes measured as stale, committed through the driver's Objective-C half.
 TEST(AneDriverReload, RewritingTheWeightFilesOfALoadedModelIsStale) {
   ORION_REQUIRE_FAKE_FRAMEWORK();

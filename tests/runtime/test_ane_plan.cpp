@@ -116,47 +116,6 @@ TEST(AnePlan_anesim, MilTextMustBeUtf8) {
   EXPECT_NO_THROW(check_mil_utf8(two_io_program().mil_text, "k"));
 }
 
-// ---- the model folder ----------------------------------------------------------------------------
-
-TEST(AnePlan_anesim, ModelFolderIsTmpSlashHexIdentifier) {
-  ModelDir d = model_dir_layout("/var/folders/T/", "0A1B2C_3d");
-  EXPECT_EQ(d.root, "/var/folders/T/0A1B2C_3d");
-  EXPECT_EQ(d.mil_path, "/var/folders/T/0A1B2C_3d/model.mil");
-  EXPECT_EQ(d.weights_dir, "/var/folders/T/0A1B2C_3d/weights");
-  WeightEntry e{"@model_path/weights/wq.bin", "weights/wq.bin", 0, nullptr};
-  EXPECT_EQ(d.path_of(e), "/var/folders/T/0A1B2C_3d/weights/wq.bin");
-  for (std::string bad : {"", ".", "..", "a/b", "../etc"})
-    EXPECT_EQ(driver_error([&] { model_dir_layout("/tmp", bad); }).status(), DriverStatus::CompileFailed) << bad;
-}
-
-TEST(AnePlan_anesim, ModelFolderHoldsMilAndWeightsAndDeltaReloadRewritesThem) {
-  WeightDict d{{"@model_path/weights/w.bin", bytes_of("first")}, {"@model_path/weights/sub/v.bin", bytes_of("vv")}};
-  ModelDir dir = model_dir_layout(test::temp_dir(), "ABCDEF");
-  write_model_dir(dir, "program(1.3)\n", plan_weight_entries(d, "p"));
-  EXPECT_EQ(read_all(dir.mil_path), "program(1.3)\n");
-  EXPECT_EQ(read_all(dir.weights_dir + "/w.bin"), "first");
-  EXPECT_EQ(read_all(dir.weights_dir + "/sub/v.bin"), "vv");
-  WeightDict d2{{"@model_path/weights/w.bin", bytes_of("second!")}};
-  write_weight_files(dir, plan_weight_entries(d2, "p"));
-  EXPECT_EQ(read_all(dir.weights_dir + "/w.bin"), "second!");
-  EXPECT_EQ(read_all(dir.mil_path), "program(1.3)\n");
-  remove_model_dir(dir);
-  EXPECT_FALSE(fs::exists(dir.root));
-}
-
-TEST(AnePlan_anesim, SharedModelFolderGoesWithItsLastUser) {
-  ModelDirUsers u;
-  u.acquire("/t/A");
-  u.acquire("/t/A");
-  u.acquire("/t/B");
-  EXPECT_EQ(u.users("/t/A"), 2);
-  EXPECT_FALSE(u.release("/t/A"));
-  EXPECT_TRUE(u.release("/t/A"));
-  EXPECT_EQ(u.users("/t/A"), 0);
-  EXPECT_FALSE(u.release("/t/A"));  // already gone
-  EXPECT_TRUE(u.release("/t/B"));
-}
-
 // ---- bindings (C6) -----------------------------------------------------------------------------
 
 TEST(AnePlan_anesim, BindingsAreAlphabeticalWhateverTheDeclaredOrder) {

@@ -135,9 +135,11 @@ void AneDriver::load(DriverProgram& dp) {
 void AneDriver::unload(DriverProgram& dp) {
   Program& p = own(dp);
   if (!p.loaded_) return;
+  KeptModelDir kept(p.dir_);  // the framework's unload may remove the folder a later load reads
   CallResult r = p.model_->unload(kQoS);
   p.loaded_ = false;  // whatever the answer, the program must be loaded again before use
   counters_.unloads++;
+  kept.restore();
   if (!r.ok) throw framework_error(Phase::Unload, p.name_, r.error, *chip_, counters().compiles);
 }
 
@@ -168,8 +170,9 @@ std::string patched_data_file(const ModelDir& dir, const std::vector<WeightEntry
 
 // C10 (ane_plan.h): a new descriptor and model for the new weights, in a folder of their own (a new
 // salt) that holds model.mil, weights/ and the compiled `data` file patched with the new values; the
-// next load loads that model without compiling. The old folder is read before the old model is
-// unloaded: a decompiled framework's unload removes its model's folder (docs/reliability.md).
+// next load loads that model without compiling. A decompiled framework's unload removes its model's
+// folder (docs/reliability.md): unload() keeps the folder's files across it (KeptModelDir), and the
+// old folder is read here before this function's own unload.
 void AneDriver::replace_weight_files(DriverProgram& dp, const WeightDict& weights) {
   Program& p = own(dp);
   std::vector<WeightEntry> changed = plan_weight_entries(weights, p.name_);

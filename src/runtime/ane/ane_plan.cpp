@@ -161,6 +161,45 @@ void remove_model_dir(const ModelDir& dir) noexcept {
   fs::remove_all(dir.root, ec);  // best effort: a stale temp folder is harmless
 }
 
+// ---- the folder across an unload ---------------------------------------------------------------
+
+KeptModelDir::KeptModelDir(const ModelDir& dir) : root_(dir.root), kept_root_(dir.root + ".orion-kept") {
+  std::error_code ec;
+  fs::remove_all(kept_root_, ec);  // a previous process's, left by a crash
+  for (auto it = fs::recursive_directory_iterator(root_, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const fs::path rel = fs::relative(it->path(), root_, ec);
+    if (ec) continue;
+    const fs::path kept = fs::path(kept_root_) / rel;
+    std::error_code link_ec;
+    fs::create_directories(kept.parent_path(), link_ec);
+    if (!link_ec) fs::create_hard_link(it->path(), kept, link_ec);
+    if (!link_ec) files_.push_back(rel.string());
+  }
+}
+
+KeptModelDir::~KeptModelDir() {
+  std::error_code ec;
+  fs::remove_all(kept_root_, ec);  // the folder's own names keep the bytes
+}
+
+int KeptModelDir::restore() {
+  int restored = 0;
+  for (const std::string& rel : files_) {
+    const fs::path path = fs::path(root_) / rel;
+    std::error_code ec;
+    if (fs::exists(path, ec)) continue;
+    fs::create_directories(path.parent_path(), ec);
+    if (!ec) fs::create_hard_link(fs::path(kept_root_) / rel, path, ec);
+    if (ec)
+      throw_runtime_error(fmt::format("cannot put back a file the framework removed at unload: {}", ec.message()),
+                          path.string());
+    restored++;
+  }
+  return restored;
+}
+
 bool ModelDirUsers::release(const std::string& root) {
   auto it = users_.find(root);
   if (it == users_.end()) return false;

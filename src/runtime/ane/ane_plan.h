@@ -98,6 +98,29 @@ std::string patch_compiled_data(std::string data, const std::vector<WeightEntry>
                                 const std::vector<WeightEntry>& new_images, const std::string& program);
 void remove_model_dir(const ModelDir& dir) noexcept;
 
+// ---- the folder across an unload ---------------------------------------------------------------
+// A decompiled copy of the framework (iOS 18.2) removes a model's folder in unloadWithQoS:, while a
+// later load reads the compiled `data` file there and a delta reload reads the weight files and
+// `data` (patch_compiled_data). KeptModelDir hard-links every file of the folder into a sibling
+// folder before the unload — a second name for the same bytes, nothing copied — and restore() puts
+// back whatever the unload removed. The links go when it does. On a framework that leaves the
+// folder alone, restore() finds nothing missing.
+class KeptModelDir {
+ public:
+  explicit KeptModelDir(const ModelDir& dir);  // best effort: a file that cannot be linked is not kept
+  ~KeptModelDir();
+  KeptModelDir(const KeptModelDir&) = delete;
+  KeptModelDir& operator=(const KeptModelDir&) = delete;
+  // Puts back each kept file the folder has lost; returns how many. Throws a runtime error naming
+  // the file when one cannot be put back.
+  int restore();
+  const std::string& kept_root() const { return kept_root_; }  // <root>.orion-kept
+
+ private:
+  std::string root_, kept_root_;
+  std::vector<std::string> files_;  // paths relative to the folder: "model.mil", "data", "weights/w.bin"
+};
+
 // ---- one identity per model ------------------------------------------------------------------
 // The framework names a model by hashes of what it was handed — "<MIL hash>_<weights hash>_<options
 // hash>" — and keeps it in <NSTemporaryDirectory()>/<that name>, a folder of the user's, not of the

@@ -20,9 +20,14 @@
 // compiling (the path that takes new weights). The identifier — so the folder — is derived from
 // the descriptor's contents as the framework derives it, and the compiled model is kept under it
 // for every process of the user: programs that hash alike share it (hex_identifier, loadWithQoS).
+// With ORION_FAKE_ANE_UNLOAD_REMOVES_FOLDER set (fake_framework_env.h), an unload removes the model's folder, as a decompiled copy
+// of the framework (iOS 18.2) does; unset (the default), the folder stays, as the public M5 probes'
+// successful load after an unload implies.
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -375,6 +380,10 @@ bool compiled_weights(const FakeModel& m, rt::WeightDict& weights) {
   if (m_->phase != FakeModel::Phase::Loaded) return misused(error, "unload of a model that is not loaded");
   if (HardwareAnswer a = hardware_unload(*m_->program); !a.error.empty()) return refuse(error, a.error);
   m_->phase = FakeModel::Phase::Unloaded;
+  if (std::getenv("ORION_FAKE_ANE_UNLOAD_REMOVES_FOLDER")) {  // the decompiled iOS 18.2 framework's unload
+    std::error_code ec;
+    std::filesystem::remove_all(folder_of(*m_), ec);
+  }
   return YES;
 }
 
