@@ -12,9 +12,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_map>
 #include <vector>
 
+#include "runtime/anesim/anesim_columns.h"
 #include "runtime/cpu/kernels.h"
 
 namespace orion::runtime::anesim {
@@ -181,28 +181,6 @@ void tiled_product(const TileChoice& choice, const Operands& o, int M) {
   }
 }
 
-// For every column of B, the first column with the same bits (itself when none earlier has them),
-// found by hashing the columns and comparing the candidates.
-std::vector<int> first_equal_columns(const float* b, int64_t ldb, int K, int N) {
-  std::vector<uint64_t> h(size_t(N), 0x9e3779b97f4a7c15ull);
-  for (int k = 0; k < K; k++)
-    for (int n = 0; n < N; n++) {
-      uint32_t bits;
-      std::memcpy(&bits, b + int64_t(k) * ldb + n, 4);
-      h[size_t(n)] = (h[size_t(n)] ^ bits) * 0x100000001b3ull;
-    }
-  std::vector<int> first(static_cast<size_t>(N));
-  std::unordered_map<uint64_t, int> seen;
-  for (int n = 0; n < N; n++) {
-    auto [it, inserted] = seen.emplace(h[size_t(n)], n);
-    bool same = !inserted;
-    for (int k = 0; k < K && same; k++)
-      same = std::memcmp(b + int64_t(k) * ldb + n, b + int64_t(k) * ldb + it->second, 4) == 0;
-    first[size_t(n)] = same ? it->second : n;
-  }
-  return first;
-}
-
 }  // namespace
 
 const char* gemm_fixed_order_path() { return tile_choice().path; }
@@ -212,26 +190,18 @@ void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, cons
   const TileChoice choice = tile_choice();
   // Column n of C depends on column n of B alone, so columns of B with equal bits give equal
   // columns of C: each distinct column is computed once (a decode program's padding columns).
-  const std::vector<int> first = N > 1 ? first_equal_columns(b, ldb, K, N) : std::vector<int>{0};
-  std::vector<int> distinct;
-  for (int n = 0; n < N; n++)
-    if (first[size_t(n)] == n) distinct.push_back(n);
-  if (int(distinct.size()) == N) {
+  const ColumnClasses classes(N > 1 ? first_equal_columns({{b, K, ldb, 4}}, N) : std::vector<int>{0});
+  const int U = classes.width();
+  if (U == N) {
     const Operands o{a, a_row, a_k, b, ldb, c, K, N};
     if (a_row == 1 && N < choice.NR) narrow_product(choice, o, M);
     else tiled_product(choice, o, M);
     return;
   }
-  const int U = int(distinct.size());
   std::vector<float> bu(size_t(K) * U), cu(size_t(M) * U);
-  for (int k = 0; k < K; k++)
-    for (int j = 0; j < U; j++) bu[size_t(k) * U + j] = b[int64_t(k) * ldb + distinct[size_t(j)]];
+  gather_columns(bu.data(), b, K, ldb, classes);
   gemm_fixed_order(cu.data(), a, a_row, a_k, bu.data(), U, M, K, U);
-  std::vector<int> slot(static_cast<size_t>(N));  // column n of C = column slot[n] of cu
-  for (int j = 0; j < U; j++) slot[size_t(distinct[size_t(j)])] = j;
-  for (int n = 0; n < N; n++) slot[size_t(n)] = slot[size_t(first[size_t(n)])];
-  for (int m = 0; m < M; m++)
-    for (int n = 0; n < N; n++) c[int64_t(m) * N + n] = cu[size_t(m) * U + size_t(slot[size_t(n)])];
+  scatter_columns(c, cu.data(), M, classes);  // column n of C = column slot[n] of cu
 }
 
 }  // namespace orion::runtime::anesim

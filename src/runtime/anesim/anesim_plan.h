@@ -10,6 +10,9 @@
 // the elementwise ops, softmax and the reductions in anesim_fast_ops.h's vectorised, multithreaded
 // loops (the same bits), the rest through ir::eval_op. The fp16 conversions use F16C where the CPU
 // has it (runtime/fp16_span.h, the same bits as the scalar ones).
+//
+// A position-wise program (decode and FFN kernels) runs each distinct column of its inputs once
+// and copies the results to the equal columns (anesim_columns.h): the same bytes.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -18,6 +21,7 @@
 
 #include "ir/graph.h"
 #include "ir/interpret.h"
+#include "runtime/anesim/anesim_columns.h"
 
 namespace orion::runtime::anesim {
 
@@ -32,9 +36,15 @@ class Plan {
   const std::vector<int64_t>& input_numel() const { return input_numel_; }
   const std::vector<int64_t>& output_numel() const { return output_numel_; }
 
+  // How run() computes the columns of a position-wise program: each distinct one once, or every
+  // one as the hardware does. Both write the same bytes (tests compare them).
+  enum class Columns { Distinct, Every };
+  bool position_wise() const { return columns_.position_wise(); }
+
   // Reads every input as packed fp16 from its pointer (binding order), runs the program and writes
   // every output as packed fp16 to its pointer.
-  void run(const std::vector<const uint16_t*>& inputs, const std::vector<uint16_t*>& outputs) const;
+  void run(const std::vector<const uint16_t*>& inputs, const std::vector<uint16_t*>& outputs,
+           Columns columns = Columns::Distinct) const;
 
  private:
   struct Step {
@@ -52,8 +62,16 @@ class Plan {
   // columns run through gemm_fixed_order's narrow product. A constant no other op reads is kept
   // only in this layout.
   std::vector<ir::Tensor32> conv_weights_t_;
+  ColumnLayout columns_;  // which values carry the sequence columns (position-wise programs)
 
   void transpose_conv_weights();
+  // The inputs as fp32 tensors by node index, narrowed to the columns of `narrow` when given.
+  std::vector<std::vector<ir::Tensor32>> read_inputs(const std::vector<const uint16_t*>& inputs,
+                                                     const ColumnClasses* narrow) const;
+  void write_outputs(const std::vector<std::vector<ir::Tensor32>>& values, const std::vector<uint16_t*>& outputs,
+                     const ColumnClasses* narrow) const;
+  // Node i's result types at `width` columns (its own types when it does not carry them).
+  std::vector<ir::Type> result_types(int i, int64_t width) const;
 };
 
 // Rounds every element to the nearest fp16 value (ties to even, overflow to ±inf).
