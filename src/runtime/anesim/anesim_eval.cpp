@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "base/dtype.h"
@@ -25,7 +26,8 @@ using ir::Tensor32;
 using Shape = std::vector<int64_t>;
 
 // dst[c, r] = src[r, c] for a row-major [rows, cols] src.
-void transpose2d(float* dst, const float* src, int64_t rows, int64_t cols) {
+template <typename T>
+void transpose2d(T* dst, const T* src, int64_t rows, int64_t cols) {
   constexpr int64_t B = 32;  // blocked so both sides stay in cache
   for (int64_t r0 = 0; r0 < rows; r0 += B)
     for (int64_t c0 = 0; c0 < cols; c0 += B)
@@ -81,11 +83,11 @@ Tensor32 conv1x1_fast(const Tensor32& x, const Tensor32& w) {
   return y;
 }
 
-Tensor32 conv1x1_fast_transposed(const Tensor32& x, const Tensor32& wt) {
+Tensor32 conv1x1_fast_transposed(const Tensor32& x, const HalfMatrix& wt) {
   // The same product with W stored transposed, [Cin, Cout]: A(o, i) = wt[i·Cout + o].
-  const int64_t Cin = x.shape[1], S = x.shape[3], Cout = wt.shape[1];
+  const int64_t Cin = x.shape[1], S = x.shape[3], Cout = wt.cols;
   Tensor32 y({1, Cout, 1, S});
-  gemm_fixed_order(y.data.data(), wt.data.data(), 1, Cout, x.data.data(), S, int(Cout), int(Cin), int(S));
+  gemm_fixed_order(y.data.data(), wt.bits.data(), 1, Cout, x.data.data(), S, int(Cout), int(Cin), int(S));
   return y;
 }
 
@@ -170,11 +172,15 @@ void Plan::transpose_conv_weights() {
     const ir::Node& n = graph.node(s.node);
     if (n.op != Op::Conv1x1 || n.inputs.size() != 2 || graph.node(n.inputs[1].node).op != Op::Const) continue;
     const size_t w = size_t(n.inputs[1].node);
+    const ir::Node& weight = graph.node(int(w));
+    // Transposed already (a weight shared by several convs), or fp32: kept as it is.
+    if (!conv_weights_t_[w].empty() || weight.results[0].elem != ir::ElemType::F16) continue;
     Tensor32& c = constants_[w];
-    if (!conv_weights_t_[w].data.empty()) continue;  // transposed already (a weight shared by several convs)
     const int64_t Cout = c.shape[0], Cin = c.numel() / Cout;
-    Tensor32 t({Cin, Cout});
-    transpose2d(t.data.data(), c.data.data(), Cout, Cin);
+    HalfMatrix t{Cin, Cout, std::vector<uint16_t>(size_t(Cin * Cout))};
+    std::vector<uint16_t> bits(size_t(Cin * Cout));
+    std::memcpy(bits.data(), weight.data->bytes.data(), bits.size() * 2);  // [Cout, Cin] fp16
+    transpose2d(t.bits.data(), bits.data(), Cout, Cin);
     conv_weights_t_[w] = std::move(t);
     if (other_readers[w] == 0) c = Tensor32();  // no other reader needs the [Cout, Cin] layout
   }
@@ -256,8 +262,8 @@ void Plan::run(const std::vector<const uint16_t*>& inputs, const std::vector<uin
       out.push_back(reshaped(values, get, n.inputs[0], results[0].shape, s.frees));
       rounded = true;  // the input's values, fp16 already when the type says so
     } else if (n.op == Op::Conv1x1 && n.inputs.size() == 2) {
-      const Tensor32& wt = conv_weights_t_[size_t(n.inputs[1].node)];
-      out.push_back(wt.data.empty() ? conv1x1_fast(get(n.inputs[0]), get(n.inputs[1]))
+      const HalfMatrix& wt = conv_weights_t_[size_t(n.inputs[1].node)];
+      out.push_back(wt.empty() ? conv1x1_fast(get(n.inputs[0]), get(n.inputs[1]))
                                     : conv1x1_fast_transposed(get(n.inputs[0]), wt));
     } else if (n.op == Op::Matmul) {
       out.push_back(matmul_fast(get(n.inputs[0]), get(n.inputs[1]), ir::attr_bool(n.attrs, "transpose_x", n.name, false),

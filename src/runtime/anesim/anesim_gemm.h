@@ -24,5 +24,10 @@ namespace orion::runtime::anesim {
 const char* gemm_fixed_order_path();
 void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M, int K,
                       int N);
+// The same with A given as fp16 bits (a constant weight as the ANE stores it): each element is
+// widened exactly to fp32 before its product, so C has the bits of the fp32 call on the widened A,
+// while A's bytes — what a decode product streams from memory — are halved.
+void gemm_fixed_order(float* c, const uint16_t* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M,
+                      int K, int N);
 
 }  // namespace orion::runtime::anesim
