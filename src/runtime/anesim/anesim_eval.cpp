@@ -26,8 +26,7 @@ using ir::Tensor32;
 using Shape = std::vector<int64_t>;
 
 // dst[c, r] = src[r, c] for a row-major [rows, cols] src.
-template <typename T>
-void transpose2d(T* dst, const T* src, int64_t rows, int64_t cols) {
+void transpose2d(float* dst, const float* src, int64_t rows, int64_t cols) {
   constexpr int64_t B = 32;  // blocked so both sides stay in cache
   for (int64_t r0 = 0; r0 < rows; r0 += B)
     for (int64_t c0 = 0; c0 < cols; c0 += B)
@@ -83,11 +82,10 @@ Tensor32 conv1x1_fast(const Tensor32& x, const Tensor32& w) {
   return y;
 }
 
-Tensor32 conv1x1_fast_transposed(const Tensor32& x, const HalfMatrix& wt) {
-  // The same product with W stored transposed, [Cin, Cout]: A(o, i) = wt[i·Cout + o].
-  const int64_t Cin = x.shape[1], S = x.shape[3], Cout = wt.cols;
+Tensor32 conv1x1_fast_blocked(const Tensor32& x, const BlockedWeight& w) {
+  const int64_t Cin = x.shape[1], S = x.shape[3], Cout = w.rows;
   Tensor32 y({1, Cout, 1, S});
-  gemm_fixed_order(y.data.data(), wt.bits.data(), 1, Cout, x.data.data(), S, int(Cout), int(Cin), int(S));
+  gemm_fixed_order_blocked(y.data.data(), w.bits.data(), x.data.data(), S, int(Cout), int(Cin), int(S));
   return y;
 }
 
@@ -153,14 +151,14 @@ Plan::Plan(std::shared_ptr<const ir::Graph> g, const std::vector<std::string>& i
     if (n.dead || n.op == Op::Const || last_use[size_t(i)] >= N || last_use[size_t(i)] < 0) continue;
     steps_[step_of.at(last_use[size_t(i)])].frees.push_back(i);
   }
-  transpose_conv_weights();
+  pack_conv_weights();
   columns_ = column_layout(graph);
 }
 
-void Plan::transpose_conv_weights() {
+void Plan::pack_conv_weights() {
   const ir::Graph& graph = *g_;
   const size_t N = graph.nodes().size();
-  conv_weights_t_.resize(N);
+  conv_weights_.resize(N);
   std::vector<int> other_readers(N, 0);  // readers of each node that are not 1×1 convs' weights
   for (const Step& s : steps_) {
     const ir::Node& n = graph.node(s.node);
@@ -173,15 +171,13 @@ void Plan::transpose_conv_weights() {
     if (n.op != Op::Conv1x1 || n.inputs.size() != 2 || graph.node(n.inputs[1].node).op != Op::Const) continue;
     const size_t w = size_t(n.inputs[1].node);
     const ir::Node& weight = graph.node(int(w));
-    // Transposed already (a weight shared by several convs), or fp32: kept as it is.
-    if (!conv_weights_t_[w].empty() || weight.results[0].elem != ir::ElemType::F16) continue;
+    // Packed already (a weight shared by several convs), or fp32: kept as it is.
+    if (!conv_weights_[w].empty() || weight.results[0].elem != ir::ElemType::F16) continue;
     Tensor32& c = constants_[w];
     const int64_t Cout = c.shape[0], Cin = c.numel() / Cout;
-    HalfMatrix t{Cin, Cout, std::vector<uint16_t>(size_t(Cin * Cout))};
     std::vector<uint16_t> bits(size_t(Cin * Cout));
     std::memcpy(bits.data(), weight.data->bytes.data(), bits.size() * 2);  // [Cout, Cin] fp16
-    transpose2d(t.bits.data(), bits.data(), Cout, Cin);
-    conv_weights_t_[w] = std::move(t);
+    conv_weights_[w] = {Cout, Cin, pack_row_blocks(bits.data(), int(Cout), int(Cin))};
     if (other_readers[w] == 0) c = Tensor32();  // no other reader needs the [Cout, Cin] layout
   }
 }
@@ -262,9 +258,8 @@ void Plan::run(const std::vector<const uint16_t*>& inputs, const std::vector<uin
       out.push_back(reshaped(values, get, n.inputs[0], results[0].shape, s.frees));
       rounded = true;  // the input's values, fp16 already when the type says so
     } else if (n.op == Op::Conv1x1 && n.inputs.size() == 2) {
-      const HalfMatrix& wt = conv_weights_t_[size_t(n.inputs[1].node)];
-      out.push_back(wt.empty() ? conv1x1_fast(get(n.inputs[0]), get(n.inputs[1]))
-                                    : conv1x1_fast_transposed(get(n.inputs[0]), wt));
+      const BlockedWeight& w = conv_weights_[size_t(n.inputs[1].node)];
+      out.push_back(w.empty() ? conv1x1_fast(get(n.inputs[0]), get(n.inputs[1])) : conv1x1_fast_blocked(get(n.inputs[0]), w));
     } else if (n.op == Op::Matmul) {
       out.push_back(matmul_fast(get(n.inputs[0]), get(n.inputs[1]), ir::attr_bool(n.attrs, "transpose_x", n.name, false),
                                 ir::attr_bool(n.attrs, "transpose_y", n.name, false), results[0].shape));

@@ -22,15 +22,18 @@ namespace orion::runtime::anesim {
 namespace {
 
 // A is fp32, or fp16 bits (a constant weight kept in the ANE's precision: half the bytes to stream),
-// read through the exact fp16 → fp32 conversion — the same values, so the same sums.
+// read through the exact fp16 → fp32 conversion — the same values, so the same sums. Row m of A
+// starts at row(m): m·a_row for a plain matrix (a_block = kBlockRows·a_row), or inside its block
+// of kBlockRows rows for a weight packed by pack_row_blocks.
 template <typename T>
 struct Operands {
   const T* a;
-  int64_t a_row, a_k;
+  int64_t a_row, a_k, a_block;
   const float* b;
   int64_t ldb;
   float* c;
   int K, N;
+  int64_t row(int m) const { return m / kBlockRows * a_block + m % kBlockRows * a_row; }
 };
 
 // Rows m0 .. m0+mr−1 and columns n0 .. n0+2L−1 of C (mr ≤ MR; the 2L columns all exist), with L
@@ -45,7 +48,7 @@ template <int L, int MR>
   vec lo[MR], hi[MR];  // columns n0 .. n0+L−1 and n0+L .. n0+2L−1
 #pragma GCC unroll 16
   for (int i = 0; i < MR; i++) {
-    arow[i] = o.a + int64_t(m0 + std::min(i, mr - 1)) * o.a_row;  // spare rows repeat the last
+    arow[i] = o.a + o.row(m0 + std::min(i, mr - 1));  // spare rows repeat the last
     lo[i] = vec{}, hi[i] = vec{};
   }
   const float* bk = o.b + n0;
@@ -92,7 +95,7 @@ template <int L, typename vec>
 template <typename T>
 float element(const Operands<T>& o, int m, int n) {
   float s = 0.0f;
-  const T* arow = o.a + int64_t(m) * o.a_row;
+  const T* arow = o.a + o.row(m);
   for (int k = 0; k < o.K; k++) s = s + widen(arow[int64_t(k) * o.a_k]) * o.b[int64_t(k) * o.ldb + n];
   return s;
 }
@@ -116,7 +119,7 @@ template <int L, int MV, int U, typename T>
   for (int j = 0; j < U; j++)
 #pragma GCC unroll 16
     for (int v = 0; v < MV; v++) acc[j][v] = vec{};
-  const T* ak = o.a + m0;
+  const T* ak = o.a + o.row(m0);  // the group's rows are contiguous, in one block
   const float* bk = o.b + n0;
   for (int k = 0; k < o.K; k++, ak += o.a_k, bk += o.ldb) {
     vec a[MV];
@@ -172,14 +175,15 @@ using PanelFn = void (*)(float*, const Operands<uint16_t>&, int, int, int, int);
 void panel_scalar(float* panel, const Operands<uint16_t>& o, int m0, int mr, int MR, int M) {
   for (int k = 0; k < o.K; k++)
     for (int i = 0; i < MR; i++)
-      panel[int64_t(k) * MR + i] = f16_to_f32(o.a[int64_t(m0 + std::min(i, mr - 1)) * o.a_row + int64_t(k) * o.a_k]);
+      panel[int64_t(k) * MR + i] = f16_to_f32(o.a[o.row(m0 + std::min(i, mr - 1)) + int64_t(k) * o.a_k]);
 }
 [[gnu::target("avx2,f16c")]] void panel_f16c(float* panel, const Operands<uint16_t>& o, int m0, int mr, int MR, int M) {
   typedef float vec8 __attribute__((vector_size(8 * sizeof(float))));
-  if (o.a_row != 1 || MR > 8 || m0 + 8 > M) return panel_scalar(panel, o, m0, mr, MR, M);
+  if (o.a_row != 1 || MR > 8 || m0 + 8 > M || m0 % kBlockRows + 8 > kBlockRows)
+    return panel_scalar(panel, o, m0, mr, MR, M);
   for (int k = 0; k < o.K; k++) {
     vec8 v;
-    load_lanes<8>(v, o.a + int64_t(k) * o.a_k + m0);
+    load_lanes<8>(v, o.a + o.row(m0) + int64_t(k) * o.a_k);
     std::memcpy(panel + int64_t(k) * MR, &v, size_t(MR) * sizeof(float));
   }
 }
@@ -237,7 +241,7 @@ void tile_of(const TileChoice& choice, const Operands<uint16_t>& o, int m0, int 
              std::vector<float>& panel) {
   panel.resize(size_t(o.K) * choice.MR);
   choice.panel(panel.data(), o, m0, mr, choice.MR, M);
-  const Operands<float> p{panel.data(), 1, choice.MR, o.b, o.ldb, o.c + int64_t(m0) * o.N, o.K, o.N};
+  const Operands<float> p{panel.data(), 1, choice.MR, kBlockRows, o.b, o.ldb, o.c + int64_t(m0) * o.N, o.K, o.N};
   tile_of(choice, p, 0, mr, n0, M, panel);
 }
 
@@ -261,21 +265,22 @@ void tiled_product(const TileChoice& choice, const Operands<T>& o, int M) {
 
 // C = A·B in fixed order (gemm_fixed_order), A fp32 or fp16.
 template <typename T>
-void product(float* c, const T* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M, int K, int N) {
+void product(float* c, const T* a, int64_t a_row, int64_t a_k, int64_t a_block, const float* b, int64_t ldb, int M,
+             int K, int N) {
   const TileChoice choice = tile_choice();
   // Column n of C depends on column n of B alone, so columns of B with equal bits give equal
   // columns of C: each distinct column is computed once (a decode program's padding columns).
   const ColumnClasses classes(N > 1 ? first_equal_columns({{b, K, ldb, 4}}, N) : std::vector<int>{0});
   const int U = classes.width();
   if (U == N) {
-    const Operands<T> o{a, a_row, a_k, b, ldb, c, K, N};
+    const Operands<T> o{a, a_row, a_k, a_block, b, ldb, c, K, N};
     if (a_row == 1 && N < choice.NR) narrow_product(choice, o, M);
     else tiled_product(choice, o, M);
     return;
   }
   std::vector<float> bu(size_t(K) * U), cu(size_t(M) * U);
   gather_columns(bu.data(), b, K, ldb, classes);
-  product(cu.data(), a, a_row, a_k, bu.data(), U, M, K, U);
+  product(cu.data(), a, a_row, a_k, a_block, bu.data(), U, M, K, U);
   scatter_columns(c, cu.data(), M, classes);  // column n of C = column slot[n] of cu
 }
 
@@ -285,12 +290,20 @@ const char* gemm_fixed_order_path() { return tile_choice().path; }
 
 void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M, int K,
                       int N) {
-  product(c, a, a_row, a_k, b, ldb, M, K, N);
+  product(c, a, a_row, a_k, kBlockRows * a_row, b, ldb, M, K, N);
 }
 
-void gemm_fixed_order(float* c, const uint16_t* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M,
-                      int K, int N) {
-  product(c, a, a_row, a_k, b, ldb, M, K, N);
+std::vector<uint16_t> pack_row_blocks(const uint16_t* a, int M, int K) {
+  const int blocks = (M + kBlockRows - 1) / kBlockRows;
+  std::vector<uint16_t> packed(size_t(blocks) * kBlockRows * K, 0);
+  for (int m = 0; m < M; m++)
+    for (int k = 0; k < K; k++)
+      packed[(size_t(m / kBlockRows) * K + k) * kBlockRows + m % kBlockRows] = a[int64_t(m) * K + k];
+  return packed;
+}
+
+void gemm_fixed_order_blocked(float* c, const uint16_t* a_blocks, const float* b, int64_t ldb, int M, int K, int N) {
+  product(c, a_blocks, 1, kBlockRows, int64_t(kBlockRows) * K, b, ldb, M, K, N);
 }
 
 }  // namespace orion::runtime::anesim

@@ -25,9 +25,10 @@
 
 namespace orion::runtime::anesim {
 
-// A matrix of fp16 values kept as their bits: [rows, cols] row-major.
-struct HalfMatrix {
-  int64_t rows = 0, cols = 0;
+// A constant 1×1 conv weight [Cout, Cin] as a plan keeps it: fp16 bits packed in blocks of output
+// channels (anesim_gemm.h's pack_row_blocks), for products that stream it.
+struct BlockedWeight {
+  int64_t rows = 0, cols = 0;  // Cout, Cin
   std::vector<uint16_t> bits;
   bool empty() const { return bits.empty(); }
 };
@@ -64,14 +65,14 @@ class Plan {
   std::vector<int64_t> input_numel_, output_numel_;
   std::vector<Step> steps_;              // live op nodes in topological order
   std::vector<ir::Tensor32> constants_;  // by node index; empty for non-constants
-  // The fp16 constant weights of 1×1 convs, transposed to [Cin, Cout] once per load (by node index;
-  // empty for others): with the output channels contiguous, a decode program's few distinct
-  // columns run through gemm_fixed_order's narrow product, streaming 2 bytes per weight. A
-  // constant no other op reads is kept only in this form.
-  std::vector<HalfMatrix> conv_weights_t_;
+  // The fp16 constant weights of 1×1 convs, packed in blocks of output channels once per load (by
+  // node index; empty for others): a decode program's few distinct columns run through
+  // gemm_fixed_order's narrow product, which then streams each block front to back, 2 bytes per
+  // weight. A constant no other op reads is kept only in this form.
+  std::vector<BlockedWeight> conv_weights_;
   ColumnLayout columns_;  // which values carry the sequence columns (position-wise programs)
 
-  void transpose_conv_weights();
+  void pack_conv_weights();
   // The inputs as fp32 tensors by node index, narrowed to the columns of `narrow` when given.
   std::vector<std::vector<ir::Tensor32>> read_inputs(const std::vector<const uint16_t*>& inputs,
                                                      const ColumnClasses* narrow) const;
@@ -87,9 +88,8 @@ void round_fp16(ir::Tensor32& t);
 // The fast ops: fp32 accumulation in a fixed order (gemm_fixed_order), inputs and outputs as fp32.
 // conv 1×1: x [1, Cin, 1, S], w [Cout, Cin, 1, 1] → [1, Cout, 1, S]
 ir::Tensor32 conv1x1_fast(const ir::Tensor32& x, const ir::Tensor32& w);
-// The same with the weight stored transposed, as fp16: wt [Cin, Cout] (the same bits as
-// conv1x1_fast on its fp32 values, since widening fp16 is exact).
-ir::Tensor32 conv1x1_fast_transposed(const ir::Tensor32& x, const HalfMatrix& wt);
+// The same with the weight packed (the same bits as conv1x1_fast on its values: widening fp16 is exact).
+ir::Tensor32 conv1x1_fast_blocked(const ir::Tensor32& x, const BlockedWeight& w);
 // matmul with transpose flags on the last two axes and numpy broadcasting of the leading ones.
 ir::Tensor32 matmul_fast(const ir::Tensor32& x, const ir::Tensor32& y, bool tx, bool ty,
                          const std::vector<int64_t>& out_shape);
