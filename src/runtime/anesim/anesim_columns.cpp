@@ -2,7 +2,6 @@
 #include "runtime/anesim/anesim_columns.h"
 
 #include <algorithm>
-#include <cstring>
 #include <unordered_map>
 
 namespace orion::runtime::anesim {
@@ -70,12 +69,15 @@ void hash_columns(std::vector<uint64_t>& h, const ColumnSource& m, int N) {
     for (int n = 0; n < N; n++) h[size_t(n)] = (h[size_t(n)] ^ uint64_t(p[r * m.ld + n])) * 0x100000001b3ull;
 }
 
-bool equal_columns(const ColumnSource& m, int a, int b) {
-  const char* p = static_cast<const char*>(m.data);
-  const int64_t e = m.elem_bytes;
+template <typename T>
+bool equal_columns_of(const ColumnSource& m, int a, int b) {
+  const T* p = static_cast<const T*>(m.data);
   for (int64_t r = 0; r < m.rows; r++)
-    if (std::memcmp(p + (r * m.ld + a) * e, p + (r * m.ld + b) * e, size_t(e)) != 0) return false;
+    if (p[r * m.ld + a] != p[r * m.ld + b]) return false;  // the bits (T is an unsigned integer)
   return true;
+}
+bool equal_columns(const ColumnSource& m, int a, int b) {
+  return m.elem_bytes == 2 ? equal_columns_of<uint16_t>(m, a, b) : equal_columns_of<uint32_t>(m, a, b);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "base/dtype.h"
 #include "runtime/anesim/anesim_columns.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/fp16_span.h"
 
 namespace orion::runtime::anesim {
 namespace {
@@ -168,35 +169,14 @@ template <typename T>
   column_group<16, 4>(o, m0, n0, u);
 }
 
-// Rows m0 .. m0+MR−1 of an fp16 A (spare rows past mr repeat the last), widened for a tile:
-// panel[k·MR + i] = A(m0 + i, k). With A's rows contiguous and 8 of them readable, each k is one
-// vcvtph2ps of 8 lanes; otherwise one element at a time.
-using PanelFn = void (*)(float*, const Operands<uint16_t>&, int, int, int, int);
-void panel_scalar(float* panel, const Operands<uint16_t>& o, int m0, int mr, int MR, int M) {
-  for (int k = 0; k < o.K; k++)
-    for (int i = 0; i < MR; i++)
-      panel[int64_t(k) * MR + i] = f16_to_f32(o.a[o.row(m0 + std::min(i, mr - 1)) + int64_t(k) * o.a_k]);
-}
-[[gnu::target("avx2,f16c")]] void panel_f16c(float* panel, const Operands<uint16_t>& o, int m0, int mr, int MR, int M) {
-  typedef float vec8 __attribute__((vector_size(8 * sizeof(float))));
-  if (o.a_row != 1 || MR > 8 || m0 + 8 > M || m0 % kBlockRows + 8 > kBlockRows)
-    return panel_scalar(panel, o, m0, mr, MR, M);
-  for (int k = 0; k < o.K; k++) {
-    vec8 v;
-    load_lanes<8>(v, o.a + o.row(m0) + int64_t(k) * o.a_k);
-    std::memcpy(panel + int64_t(k) * MR, &v, size_t(MR) * sizeof(float));
-  }
-}
-
 // The kernels of the active instruction set: the tile, its width in columns and height in rows;
-// the narrow product's column group (fp32 and fp16 A) and its height in rows; the fp16 panel.
+// the narrow product's column group (fp32 and fp16 A) and its height in rows.
 struct TileChoice {
   TileFn fn;
   int NR, MR;
   GroupFn<float> group;
   GroupFn<uint16_t> group_f16;
   int group_rows;
-  PanelFn panel;
   const char* path;
   GroupFn<float> group_of(const float*) const { return group; }
   GroupFn<uint16_t> group_of(const uint16_t*) const { return group_f16; }
@@ -204,12 +184,12 @@ struct TileChoice {
 TileChoice tile_choice() {
   switch (cpu::active_isa()) {
     case cpu::Isa::Avx512:
-      return {tile_avx512, 32, 8, group_avx512<float>, group_avx512<uint16_t>, 64, panel_f16c, "avx512 (8×32 tiles)"};
+      return {tile_avx512, 32, 8, group_avx512<float>, group_avx512<uint16_t>, 64, "avx512 (8×32 tiles)"};
     case cpu::Isa::Avx2:
-      return {tile_avx2, 16, 6, group_avx2<float>, group_avx2<uint16_t>, 16, panel_f16c, "avx2 (6×16 tiles)"};
+      return {tile_avx2, 16, 6, group_avx2<float>, group_avx2<uint16_t>, 16, "avx2 (6×16 tiles)"};
     case cpu::Isa::Generic: break;
   }
-  return {tile_generic, 8, 6, group_generic<float>, group_generic<uint16_t>, 8, panel_scalar, "generic (6×8 tiles)"};
+  return {tile_generic, 8, 6, group_generic<float>, group_generic<uint16_t>, 8, "generic (6×8 tiles)"};
 }
 
 constexpr int64_t kParallelAbove = 1 << 18;  // multiply-adds; smaller products run on one thread
@@ -230,35 +210,42 @@ void narrow_product(const TileChoice& choice, const Operands<T>& o, int M) {
     for (int n = 0; n < o.N; n++) o.c[int64_t(m) * o.N + n] = element(o, m, n);
 }
 
-// One MR × NR tile of C (or the columns past the last whole tile): fp32 A as it is, fp16 A
-// through `panel`, its rows widened (a tile reads each element of A NR times; widening costs one
-// read).
-void tile_of(const TileChoice& choice, const Operands<float>& o, int m0, int mr, int n0, int, std::vector<float>&) {
+// One MR × NR tile of C, or the columns past the last whole tile.
+void tile_or_tail(const TileChoice& choice, const Operands<float>& o, int m0, int mr, int n0) {
   if (n0 + choice.NR <= o.N) choice.fn(o, m0, mr, n0);
   else tail_columns(o, m0, mr, n0);
-}
-void tile_of(const TileChoice& choice, const Operands<uint16_t>& o, int m0, int mr, int n0, int M,
-             std::vector<float>& panel) {
-  panel.resize(size_t(o.K) * choice.MR);
-  choice.panel(panel.data(), o, m0, mr, choice.MR, M);
-  const Operands<float> p{panel.data(), 1, choice.MR, kBlockRows, o.b, o.ldb, o.c + int64_t(m0) * o.N, o.K, o.N};
-  tile_of(choice, p, 0, mr, n0, M, panel);
 }
 
 // The wide product: MR × NR tiles; consecutive tiles share a column panel of B (n outer, m inner),
 // which then stays in cache.
-template <typename T>
-void tiled_product(const TileChoice& choice, const Operands<T>& o, int M) {
+void tiled_product(const TileChoice& choice, const Operands<float>& o, int M) {
   const int NR = choice.NR, MR = choice.MR;
   const int m_tiles = (M + MR - 1) / MR, n_tiles = (o.N + NR - 1) / NR;
   const int64_t tiles = int64_t(m_tiles) * n_tiles;
+#pragma omp parallel for schedule(static) if (int64_t(M) * o.N * o.K > kParallelAbove)
+  for (int64_t t = 0; t < tiles; t++) {
+    const int nb = int(t / m_tiles), m0 = int(t % m_tiles) * MR;
+    tile_or_tail(choice, o, m0, std::min(MR, M - m0), nb * NR);
+  }
+}
+
+// The wide product of an fp16 A packed in row blocks: each step widens one block (contiguous, so
+// one pass at memory speed; a tile then reads each element of it NR times from cache) and runs
+// the block's tiles of one column panel of B. (An fp16 A is always one packed by pack_row_blocks.)
+void tiled_product(const TileChoice& choice, const Operands<uint16_t>& o, int M) {
+  const int NR = choice.NR, MR = choice.MR;
+  const int blocks = (M + kBlockRows - 1) / kBlockRows, n_tiles = (o.N + NR - 1) / NR;
+  const int64_t steps = int64_t(blocks) * n_tiles;
 #pragma omp parallel if (int64_t(M) * o.N * o.K > kParallelAbove)
   {
-    std::vector<float> panel;  // this thread's widened rows of an fp16 A
+    std::vector<float> wide(size_t(kBlockRows) * o.K);  // this thread's widened block, [K, 64]
 #pragma omp for schedule(static)
-    for (int64_t t = 0; t < tiles; t++) {
-      const int nb = int(t / m_tiles), m0 = int(t % m_tiles) * MR;
-      tile_of(choice, o, m0, std::min(MR, M - m0), nb * NR, M, panel);
+    for (int64_t t = 0; t < steps; t++) {
+      const int nb = int(t / blocks), block = int(t % blocks), rows = std::min(kBlockRows, M - block * kBlockRows);
+      f16_to_f32_span(wide.data(), o.a + block * o.a_block, int64_t(kBlockRows) * o.K);
+      float* c_rows = o.c + int64_t(block) * kBlockRows * o.N;
+      const Operands<float> w{wide.data(), 1, kBlockRows, kBlockRows, o.b, o.ldb, c_rows, o.K, o.N};
+      for (int m0 = 0; m0 < rows; m0 += MR) tile_or_tail(choice, w, m0, std::min(MR, rows - m0), nb * NR);
     }
   }
 }
