@@ -8,6 +8,8 @@
 // adds A(m, k)·B[k, n .. n+NR−1] to each of its rows. Every output element is therefore the same
 // sequence of roundings whatever MR and NR are, so the AVX-512 (8 × 32), AVX2 (6 × 16) and
 // portable (6 × 8) tiles give identical bits; they differ only in how many sums run side by side.
+// An fp16 A (a constant weight) enters every product as its exact fp32 value, so the sums are the
+// same again; only the bytes read from memory are halved.
 #include "runtime/anesim/anesim_gemm.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // anesim's execution plan: a compiled program made ready to run many times. Built once per load
-// from the parsed graph — the live nodes in order, every constant converted to fp32 once, the
-// point after which each intermediate value is no longer needed — so that evaluating does no
-// parsing and no constant conversion.
+// from the parsed graph — the live nodes in order, every constant converted to fp32 once (a 1×1
+// conv's fp16 weight kept as fp16, packed for streaming), the point after which each intermediate
+// value is no longer needed — so that evaluating does no parsing and no constant conversion.
 //
 // Numerics (what the ANE does, DESIGN.md §2): tensors are stored in fp16, so every fp16-typed
 // result is rounded to the nearest fp16 at its op boundary; matmul and conv accumulate in fp32
