@@ -118,16 +118,16 @@ TEST(anesim_Eval, MatmulAndConvGiveTheSameBitsOnEveryInstructionSetAndThreadCoun
   const int64_t M = 45, K = 301, N = 83;
   const Tensor32 x = test::random_t({2, 1, M, K}, 21), y = test::random_t({1, 3, N, K}, 22);
   const Tensor32 cx = test::random_t({1, K, 1, N}, 23), cw = test::random_t({M, K, 1, 1}, 24);
-  Tensor32 cwt({K, M});  // the conv weight as the plan keeps a constant one: transposed
-  for (int64_t m = 0; m < M; m++)
-    for (int64_t k = 0; k < K; k++) cwt.data[size_t(k * M + m)] = cw.data[size_t(m * K + k)];
+  std::vector<uint16_t> cw16(cw.data.size());  // as the plan keeps a constant weight: fp16, packed
+  for (size_t i = 0; i < cw16.size(); i++) cw16[i] = f32_to_f16(cw.data[i]);
+  const BlockedWeight cwb{M, K, pack_row_blocks(cw16.data(), int(M), int(K))};
   std::vector<Tensor32> mm, conv;
   std::vector<std::string> runs;
   test::on_every_path([&](const std::string& run) {
     mm.push_back(matmul_fast(x, y, false, true, {2, 3, M, N}));
     conv.push_back(conv1x1_fast(cx, cw));
-    EXPECT_EQ(std::memcmp(conv1x1_fast_transposed(cx, cwt).data.data(), conv.back().data.data(), M * N * 4), 0)
-        << "conv with the transposed weight: " << run;
+    EXPECT_EQ(std::memcmp(conv1x1_fast_blocked(cx, cwb).data.data(), conv.back().data.data(), M * N * 4), 0)
+        << "conv with the packed fp16 weight: " << run;
     runs.push_back(run);
   });
   std::printf("  compared: %s\n", fmt::format("{}", fmt::join(runs, ", ")).c_str());
@@ -143,13 +143,16 @@ TEST(anesim_Eval, MatmulAndConvGiveTheSameBitsOnEveryInstructionSetAndThreadCoun
 // acc = acc + A(m, k)·B(k, n) for k = 0 .. K−1, the product rounded before the add. Covered: the
 // wide tiles (row-major A), the narrow product (A with contiguous rows, few columns), columns of B
 // equal bit for bit to earlier ones (computed once and copied), on every instruction set and
-// thread count.
+// thread count; A also as fp16 bits packed in row blocks (widened exactly: the same sums).
 TEST(anesim_Eval, FixedOrderGemmIsTheAscendingSumWithRoundedProducts) {
   const int M = 150, K = 67;  // rows past the last whole tile or narrow group of every path
   const Tensor32 a = test::random_t({M, K}, 31);
   Tensor32 at({K, M});  // the same A stored transposed: its rows (m) contiguous
   for (int m = 0; m < M; m++)
     for (int k = 0; k < K; k++) at.data[size_t(k) * M + m] = a.data[size_t(m) * K + k];
+  std::vector<uint16_t> a16(a.data.size());  // random_t's values are fp16 values: exact
+  for (size_t i = 0; i < a16.size(); i++) a16[i] = f32_to_f16(a.data[i]);
+  const std::vector<uint16_t> blocks = pack_row_blocks(a16.data(), M, K);  // 3 blocks, the last one partial
   for (int N : {1, 2, 3, 5, 13, 33, 70}) {
     Tensor32 b = test::random_t({K, N}, 32 + N);
     for (int k = 0; k < K; k++)  // columns 2, 4, 6, … repeat column 0 (a decode program's padding)
@@ -170,6 +173,8 @@ TEST(anesim_Eval, FixedOrderGemmIsTheAscendingSumWithRoundedProducts) {
       gemm_fixed_order(ct.data(), at.data.data(), 1, M, b.data.data(), N, M, K, N);
       EXPECT_EQ(std::memcmp(c.data(), want.data(), want.size() * 4), 0) << "row-major A, N " << N << ", " << run;
       EXPECT_EQ(std::memcmp(ct.data(), want.data(), want.size() * 4), 0) << "transposed A, N " << N << ", " << run;
+      gemm_fixed_order_blocked(c.data(), blocks.data(), b.data.data(), N, M, K, N);
+      EXPECT_EQ(std::memcmp(c.data(), want.data(), want.size() * 4), 0) << "fp16 A in row blocks, N " << N << ", " << run;
     });
   }
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "base/dtype.h"
@@ -81,11 +82,10 @@ Tensor32 conv1x1_fast(const Tensor32& x, const Tensor32& w) {
   return y;
 }
 
-Tensor32 conv1x1_fast_transposed(const Tensor32& x, const Tensor32& wt) {
-  // The same product with W stored transposed, [Cin, Cout]: A(o, i) = wt[i·Cout + o].
-  const int64_t Cin = x.shape[1], S = x.shape[3], Cout = wt.shape[1];
+Tensor32 conv1x1_fast_blocked(const Tensor32& x, const BlockedWeight& w) {
+  const int64_t Cin = x.shape[1], S = x.shape[3], Cout = w.rows;
   Tensor32 y({1, Cout, 1, S});
-  gemm_fixed_order(y.data.data(), wt.data.data(), 1, Cout, x.data.data(), S, int(Cout), int(Cin), int(S));
+  gemm_fixed_order_blocked(y.data.data(), w.bits.data(), x.data.data(), S, int(Cout), int(Cin), int(S));
   return y;
 }
 
@@ -151,13 +151,14 @@ Plan::Plan(std::shared_ptr<const ir::Graph> g, const std::vector<std::string>& i
     if (n.dead || n.op == Op::Const || last_use[size_t(i)] >= N || last_use[size_t(i)] < 0) continue;
     steps_[step_of.at(last_use[size_t(i)])].frees.push_back(i);
   }
-  transpose_conv_weights();
+  pack_conv_weights();
+  columns_ = column_layout(graph);
 }
 
-void Plan::transpose_conv_weights() {
+void Plan::pack_conv_weights() {
   const ir::Graph& graph = *g_;
   const size_t N = graph.nodes().size();
-  conv_weights_t_.resize(N);
+  conv_weights_.resize(N);
   std::vector<int> other_readers(N, 0);  // readers of each node that are not 1×1 convs' weights
   for (const Step& s : steps_) {
     const ir::Node& n = graph.node(s.node);
@@ -169,61 +170,111 @@ void Plan::transpose_conv_weights() {
     const ir::Node& n = graph.node(s.node);
     if (n.op != Op::Conv1x1 || n.inputs.size() != 2 || graph.node(n.inputs[1].node).op != Op::Const) continue;
     const size_t w = size_t(n.inputs[1].node);
+    const ir::Node& weight = graph.node(int(w));
+    // Packed already (a weight shared by several convs), or fp32: kept as it is.
+    if (!conv_weights_[w].empty() || weight.results[0].elem != ir::ElemType::F16) continue;
     Tensor32& c = constants_[w];
-    if (!conv_weights_t_[w].data.empty()) continue;  // transposed already (a weight shared by several convs)
     const int64_t Cout = c.shape[0], Cin = c.numel() / Cout;
-    Tensor32 t({Cin, Cout});
-    transpose2d(t.data.data(), c.data.data(), Cout, Cin);
-    conv_weights_t_[w] = std::move(t);
+    std::vector<uint16_t> bits(size_t(Cin * Cout));
+    std::memcpy(bits.data(), weight.data->bytes.data(), bits.size() * 2);  // [Cout, Cin] fp16
+    conv_weights_[w] = {Cout, Cin, pack_row_blocks(bits.data(), int(Cout), int(Cin))};
     if (other_readers[w] == 0) c = Tensor32();  // no other reader needs the [Cout, Cin] layout
   }
 }
 
-void Plan::run(const std::vector<const uint16_t*>& inputs, const std::vector<uint16_t*>& outputs) const {
+std::vector<ir::Type> Plan::result_types(int i, int64_t width) const {
+  std::vector<ir::Type> types = g_->node(i).results;
+  if (columns_.position_wise() && columns_.carries[size_t(i)])
+    for (ir::Type& t : types) t.shape.back() = width;
+  return types;
+}
+
+std::vector<std::vector<Tensor32>> Plan::read_inputs(const std::vector<const uint16_t*>& inputs,
+                                                     const ColumnClasses* narrow) const {
+  std::vector<std::vector<Tensor32>> values(g_->nodes().size());
+  std::vector<uint16_t> columns;
+  for (size_t k = 0; k < inputs.size(); k++) {
+    const int i = input_nodes_[k];
+    const bool narrowed = narrow && columns_.carries[size_t(i)];
+    Tensor32 t(narrowed ? result_types(i, narrow->width())[0].shape : g_->node(i).results[0].shape);
+    const uint16_t* src = inputs[k];  // packed from byte 0 (C14)
+    if (narrowed) {
+      columns.resize(size_t(t.numel()));
+      gather_columns(columns.data(), src, t.numel() / narrow->width(), columns_.S, *narrow);
+      src = columns.data();
+    }
+    f16_to_f32_span(t.data.data(), src, t.numel());
+    values[size_t(i)].push_back(std::move(t));
+  }
+  return values;
+}
+
+void Plan::write_outputs(const std::vector<std::vector<Tensor32>>& values, const std::vector<uint16_t*>& outputs,
+                         const ColumnClasses* narrow) const {
+  std::vector<uint16_t> columns;
+  for (size_t k = 0; k < outputs.size(); k++) {
+    const ir::Value v = output_values_[k];
+    const Tensor32& t = g_->node(v.node).op == Op::Const ? constants_[size_t(v.node)]
+                                                         : values[size_t(v.node)].at(size_t(v.result));
+    if (!narrow || !columns_.carries[size_t(v.node)]) {
+      f32_to_f16_span(outputs[k], t.data.data(), t.numel());  // packed at byte 0
+      continue;
+    }
+    columns.resize(size_t(t.numel()));
+    f32_to_f16_span(columns.data(), t.data.data(), t.numel());
+    scatter_columns(outputs[k], columns.data(), t.numel() / narrow->width(), *narrow);
+  }
+}
+
+void Plan::run(const std::vector<const uint16_t*>& inputs, const std::vector<uint16_t*>& outputs,
+               Columns mode) const {
   const ir::Graph& graph = *g_;
   ORION_CHECK(inputs.size() == input_nodes_.size() && outputs.size() == output_values_.size(),
               "anesim plan: {} inputs and {} outputs given, the program has {} and {}", inputs.size(), outputs.size(),
               input_nodes_.size(), output_values_.size());
-  std::vector<std::vector<Tensor32>> values(graph.nodes().size());
-  for (size_t k = 0; k < inputs.size(); k++) {
-    const ir::Node& n = graph.node(input_nodes_[k]);
-    Tensor32 t(n.results[0].shape);
-    f16_to_f32_span(t.data.data(), inputs[k], t.numel());  // packed from byte 0 (C14)
-    values[size_t(input_nodes_[k])].push_back(std::move(t));
+  // A position-wise program with equal columns runs one column of each class (anesim_columns.h).
+  ColumnClasses classes;
+  if (mode == Columns::Distinct && columns_.position_wise()) {
+    std::vector<ColumnSource> sources;
+    for (size_t k = 0; k < inputs.size(); k++)
+      if (columns_.carries[size_t(input_nodes_[k])])
+        sources.push_back({inputs[k], input_numel_[k] / columns_.S, columns_.S, 2});
+    classes = ColumnClasses(first_equal_columns(sources, int(columns_.S)));
   }
+  const ColumnClasses* narrow = classes.width() > 0 && classes.width() < columns_.S ? &classes : nullptr;
+  const int64_t width = narrow ? narrow->width() : 0;
+  std::vector<std::vector<Tensor32>> values = read_inputs(inputs, narrow);
   auto get = [&](ir::Value v) -> const Tensor32& {
     const Tensor32& c = constants_[size_t(v.node)];
     return graph.node(v.node).op == Op::Const ? c : values[size_t(v.node)].at(size_t(v.result));
   };
   for (const Step& s : steps_) {
     const ir::Node& n = graph.node(s.node);
+    std::vector<ir::Type> narrowed;
+    const std::vector<ir::Type>& results = narrow ? (narrowed = result_types(s.node, width)) : n.results;
     std::vector<Tensor32>& out = values[size_t(s.node)];
     bool rounded = false;  // the fast ops round their results themselves
     if (n.op == Op::Reshape && (is_f16(graph.type(n.inputs[0])) || !is_f16(n.results[0]))) {
-      out.push_back(reshaped(values, get, n.inputs[0], n.results[0].shape, s.frees));
+      out.push_back(reshaped(values, get, n.inputs[0], results[0].shape, s.frees));
       rounded = true;  // the input's values, fp16 already when the type says so
     } else if (n.op == Op::Conv1x1 && n.inputs.size() == 2) {
-      const Tensor32& wt = conv_weights_t_[size_t(n.inputs[1].node)];
-      out.push_back(wt.data.empty() ? conv1x1_fast(get(n.inputs[0]), get(n.inputs[1]))
-                                    : conv1x1_fast_transposed(get(n.inputs[0]), wt));
+      const BlockedWeight& w = conv_weights_[size_t(n.inputs[1].node)];
+      out.push_back(w.empty() ? conv1x1_fast(get(n.inputs[0]), get(n.inputs[1])) : conv1x1_fast_blocked(get(n.inputs[0]), w));
     } else if (n.op == Op::Matmul) {
       out.push_back(matmul_fast(get(n.inputs[0]), get(n.inputs[1]), ir::attr_bool(n.attrs, "transpose_x", n.name, false),
-                                ir::attr_bool(n.attrs, "transpose_y", n.name, false), n.results[0].shape));
+                                ir::attr_bool(n.attrs, "transpose_y", n.name, false), results[0].shape));
     } else {
       std::vector<const Tensor32*> in;
       for (ir::Value v : n.inputs) in.push_back(&get(v));
       out.resize(1);
-      rounded = eval_fast_op(n.op, in, n.attrs, n.results[0], n.name, out[0]);
-      if (!rounded) out = ir::eval_op(n.op, in, n.attrs, n.results, n.name);
+      rounded = eval_fast_op(n.op, in, n.attrs, results[0], n.name, out[0]);
+      if (!rounded) out = ir::eval_op(n.op, in, n.attrs, results, n.name);
     }
     for (size_t r = 0; r < out.size() && !rounded; r++)
       if (is_f16(n.results[r])) round_fp16(out[r]);  // stored as fp16 between ops
     for (int dead : s.frees) values[size_t(dead)].clear();
   }
-  for (size_t k = 0; k < outputs.size(); k++) {
-    const Tensor32& t = get(output_values_[k]);
-    f32_to_f16_span(outputs[k], t.data.data(), t.numel());  // packed at byte 0
-  }
+  write_outputs(values, outputs, narrow);
 }
 
 }  // namespace orion::runtime::anesim

@@ -9,6 +9,7 @@
 // machine to the next, and training through anesim would drift differently on each.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace orion::runtime::anesim {
 
@@ -24,5 +25,15 @@ namespace orion::runtime::anesim {
 const char* gemm_fixed_order_path();
 void gemm_fixed_order(float* c, const float* a, int64_t a_row, int64_t a_k, const float* b, int64_t ldb, int M, int K,
                       int N);
+
+// A constant weight packed for streaming: fp16 bits (the ANE's precision) in blocks of kBlockRows
+// rows, each block stored [K, kBlockRows] — A(m, k) at a[(m / 64)·64·K + k·64 + m % 64], the rows
+// past M zero. A product with few columns (a decode token) then reads each block front to back,
+// 2 bytes per weight, instead of striding across a [K, M] matrix page after page.
+constexpr int kBlockRows = 64;
+std::vector<uint16_t> pack_row_blocks(const uint16_t* a, int M, int K);  // a: row-major [M, K]
+// gemm_fixed_order with A packed so, each element widened exactly to fp32 before its product: C
+// has the bits of the fp32 call on the widened A.
+void gemm_fixed_order_blocked(float* c, const uint16_t* a_blocks, const float* b, int64_t ldb, int M, int K, int N);
 
 }  // namespace orion::runtime::anesim
