@@ -89,6 +89,7 @@ std::unique_ptr<AneKernel> AneKernel::compile(Driver& driver, CompileBudget& bud
   const int64_t out_bytes = std::max({k->program_.outputs.alloc_bytes, k->boundary_.output_alloc_bytes, min});
   k->inputs_.assign(k->program_.inputs.bindings.size(), Surface(size_t(in_bytes)));
   k->outputs_.assign(k->program_.outputs.bindings.size(), Surface(size_t(out_bytes)));
+  k->resident_.assign(k->inputs_.size(), 0);
   k->timing_.compile_s = t.seconds();
   return k;
 }
@@ -122,6 +123,7 @@ void AneKernel::write_inputs(const TensorMap& inputs) {
   for (size_t k = 0; k < bindings.size(); k++) {
     const compiler::Binding& b = bindings[k];
     auto it = inputs.find(b.name);
+    if (it == inputs.end() && resident_[k]) continue;  // its surface holds it already
     if (it == inputs.end())
       throw_usage_error(fmt::format("program '{}' needs input '{}' ({} given)", name(), b.name, inputs.size()), b.name,
                         "pass one tensor per graph input, keyed by the input's name");
@@ -140,6 +142,19 @@ void AneKernel::write_inputs(const TensorMap& inputs) {
       inputs_[k].write_f32(padded.data(), padded.size());
     }
   }
+}
+
+uint16_t* AneKernel::resident_input(const std::string& name) {
+  const auto& bindings = program_.inputs.bindings;
+  for (size_t k = 0; k < bindings.size(); k++) {
+    if (bindings[k].name != name) continue;
+    const BoundaryTypes t = boundary_types(boundary_, bindings[k], true);
+    ORION_CHECK(t.host.shape == t.buffer.shape, "program '{}': resident input '{}' is {} at the boundary, declared {}",
+                this->name(), name, t.buffer.str(), t.host.str());
+    resident_[k] = 1;
+    return inputs_[k].f16();
+  }
+  throw_usage_error(fmt::format("program '{}' has no input '{}'", this->name(), name), name);
 }
 
 // Packed fp16 surfaces → host tensors: real sequence positions only, declared shapes, split

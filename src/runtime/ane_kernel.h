@@ -71,6 +71,13 @@ class AneKernel {
   void reload_weights(const WeightDict& weights);
   bool loaded() const { return handle_ && handle_->loaded(); }
 
+  // An input kept in its surface between runs — a weight streamed as an input, rewritten only when
+  // it changes: returns the surface's packed fp16 data (the input's elements, row-major in the
+  // shape the graph declared) for the caller to fill; from now on run() leaves that surface as it
+  // is when `inputs` has no tensor of the name. Its boundary must be one legalize-ane left as
+  // declared (weights_as_inputs.h lays weights out so).
+  uint16_t* resident_input(const std::string& name);
+
   // The surfaces of the last run, in binding order (tests inspect them).
   const std::vector<Surface>& input_surfaces() const { return inputs_; }
   const std::vector<Surface>& output_surfaces() const { return outputs_; }
@@ -86,6 +93,7 @@ class AneKernel {
   compiler::AneBoundary boundary_;
   std::unique_ptr<DriverProgram> handle_;
   std::vector<Surface> inputs_, outputs_;  // binding order, uniform sizes
+  std::vector<char> resident_;             // by input binding: kept between runs (resident_input)
   KernelTiming timing_;
 };
 

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "compiler/compile.h"
+#include "runtime/fp16_span.h"
 
 namespace orion::runtime {
 
@@ -42,17 +43,19 @@ UpdatableKernel::UpdatableKernel(ProgramCache& cache, ProgramKey key, ir::Graph 
   compile_first();
 }
 
-TensorMap UpdatableKernel::run(const TensorMap& inputs) {
-  if (mode_ == Mode::BakedWeights) return kernel_->run(inputs);
-  TensorMap all = inputs;
-  for (const auto& [name, t] : weight_tensors_) all[name] = t;
-  return kernel_->run(all);
-}
+// Baked weights are constants; streamed ones wait in their resident surfaces (stream_weights_of).
+TensorMap UpdatableKernel::run(const TensorMap& inputs) { return kernel_->run(inputs); }
 
 void UpdatableKernel::stream_weights(const ir::Graph& g) {
   ORION_CHECK(mode_ == Mode::WeightsAsInputs, "stream_weights on a kernel with baked weights");
   stream_weights_of(g);
   graph_ = g;
+}
+
+uint16_t* UpdatableKernel::weight_data(size_t i) {
+  ORION_CHECK(mode_ == Mode::WeightsAsInputs && i < weight_data_.size(), "weight_data({}) of a kernel streaming {} weights",
+              i, weight_data_.size());
+  return weight_data_[i];
 }
 
 void UpdatableKernel::compile_first() {
@@ -71,7 +74,7 @@ void UpdatableKernel::compile_baked(const ir::Graph& g) {
   compile(g);
   mode_ = Mode::BakedWeights;
   weight_inputs_.clear();
-  weight_tensors_.clear();
+  weight_data_.clear();
 }
 
 void UpdatableKernel::compile_weights_as_inputs(const ir::Graph& g) {
@@ -83,16 +86,21 @@ void UpdatableKernel::compile_weights_as_inputs(const ir::Graph& g) {
   stream_weights_of(g);
 }
 
+// Every tensor is checked before any surface is written: a graph of another structure changes nothing.
 void UpdatableKernel::stream_weights_of(const ir::Graph& g) {
-  TensorMap tensors;
+  std::vector<ir::Tensor32> tensors;
   for (const WeightInput& w : weight_inputs_) {
     const int i = g.find(w.name);
     if (i < 0)
       throw Error(ErrorKind::Input, fmt::format("the new graph has no weight '{}'", w.name),
                   {{}, w.name, -1, "weights as inputs keep the kernel's structure: rebuild it for a new one"});
-    tensors[w.name] = weight_input_tensor(w, g.node(i));
+    tensors.push_back(weight_input_tensor(w, g.node(i)));
   }
-  weight_tensors_ = std::move(tensors);
+  weight_data_.clear();
+  for (size_t k = 0; k < tensors.size(); k++) {
+    weight_data_.push_back(kernel_->resident_input(weight_inputs_[k].name));
+    f32_to_f16_span(weight_data_.back(), tensors[k].data.data(), tensors[k].numel());
+  }
 }
 
 // ---- the strategies -----------------------------------------------------------------------------

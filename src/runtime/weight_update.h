@@ -56,6 +56,12 @@ class UpdatableKernel {
   // on (no MIL comparison, no probe). g must be this kernel's graph rebuilt with other weights —
   // the caller vouches for that and verifies from time to time through update_weights.
   void stream_weights(const ir::Graph& g);
+  // The faster path, without a graph: the packed fp16 data of weight input i (weight_inputs()[i],
+  // declared.numel() elements, the constant's row-major values first and zeros after them) in the
+  // program's input surface. Every run reads the weights from there (written once per update, not
+  // once per run), so new values written there are what the next run computes with. The caller
+  // vouches for them as for stream_weights; graph() keeps the weights it was last given as a graph.
+  uint16_t* weight_data(size_t i);
 
   Mode mode() const { return mode_; }
   // The graph with the current weights baked in: what the kernel computes (the CPU reference).
@@ -72,7 +78,7 @@ class UpdatableKernel {
   void compile(const ir::Graph& program);  // the slot's next program (the first: key's version)
   void compile_baked(const ir::Graph& g);
   void compile_weights_as_inputs(const ir::Graph& g);
-  void stream_weights_of(const ir::Graph& g);  // the weight tensors fed on every run
+  void stream_weights_of(const ir::Graph& g);  // g's weights into the resident weight surfaces
 
   std::unique_ptr<ProgramCache> own_cache_;  // the first constructor's
   ProgramCache& cache_;
@@ -81,7 +87,7 @@ class UpdatableKernel {
   Mode mode_;
   std::shared_ptr<AneKernel> kernel_;       // also held by the cache until evicted
   std::vector<WeightInput> weight_inputs_;  // WeightsAsInputs mode only
-  TensorMap weight_tensors_;                // by input name, in the declared layouts
+  std::vector<uint16_t*> weight_data_;      // their resident surfaces' fp16 data (AneKernel::resident_input)
 };
 
 // The CPU reference of a verification: outputs by name for the given inputs.

@@ -237,9 +237,29 @@ TEST(AnesimTrain, StaleDeltaReloadIsDetectedAndRecovered) {
   EXPECT_EQ(ane.updates.fallbacks, weighted);
   EXPECT_EQ(ane.updates.strategy, "weights-as-inputs") << "recovered by streaming the weights";
   EXPECT_GE(ane.updates.verified, weighted);
+  EXPECT_EQ(ane.updates.written_directly, 3 * weighted) << "after the fallback: the parameters straight into the surfaces";
   expect_same_losses(cpu, ane, "stories");
   // After the fallback's one compile per program, no more compiles.
   EXPECT_EQ(ane.compiles[1], ane.compiles.back());
+}
+
+// Unverified weights-as-inputs updates write the parameters straight into the programs' weight
+// surfaces (train/ane/weight_recipes.h): the run is bit for bit the one that rebuilds every
+// program's graph for every update.
+TEST(AnesimTrain, DirectWeightWritesTrainBitIdenticallyToTheGraphPath) {
+  for (Arch arch : {Arch::Llama, Arch::GPT2}) {
+    const ModelConfig c = tiny(arch);
+    AneTrainOptions direct = quiet_options(), graph = quiet_options();
+    direct.weight_update = graph.weight_update = UpdateStrategy::WeightsAsInputs;
+    direct.verify_every = graph.verify_every = 0;  // only each program's first update is verified
+    graph.direct_weight_writes = false;
+    const TrainRun a = run_training(c, 5, &direct), b = run_training(c, 5, &graph);
+    const int weighted = 5 * c.n_layers;
+    EXPECT_EQ(a.updates.written_directly, 4 * weighted) << "updates 2–5 of every program";
+    EXPECT_EQ(b.updates.written_directly, 0);
+    EXPECT_EQ(a.losses, b.losses) << (arch == Arch::GPT2 ? "gpt2" : "llama");
+    EXPECT_TRUE(a.final_params == b.final_params) << "every parameter bit-identical after 5 steps";
+  }
 }
 
 // On hardware where a reload takes effect, the probe accepts it and it is used throughout.

@@ -138,6 +138,10 @@ void AneBlocksBase::compile_all(UpdatableKernel::Mode mode) {
     for (int l = s.per_layer ? ps.layer : 0; l < (s.per_layer ? ps.layer + 1 : L); l++)
       index_[size_t(ps.role) * L + l] = int(programs_.size()) - 1;
   }
+  if (mode != UpdatableKernel::Mode::WeightsAsInputs || !opt_.direct_weight_writes) return;
+  for (Program& p : programs_)  // found now, with the compiles, rather than in the first fast update
+    if (p.spec->per_layer) recipes(p);
+  finder_.reset();  // its patterned copy of a layer is needed again only after a switch of strategy
 }
 
 void AneBlocksBase::ensure_compiled() {
@@ -289,11 +293,16 @@ void AneBlocksBase::finish_jobs() noexcept {
 // --- weight updates ------------------------------------------------------------------------------
 
 void AneBlocksBase::update_program(Program& p) {
-  ir::Graph g = p.spec->build(view_, p.layer, p.S);
   const bool verify = p.verify_next || (opt_.verify_every > 0 && p.updates % opt_.verify_every == 0);
   if (!verify && p.strategy == UpdateStrategy::WeightsAsInputs && p.k->mode() == UpdatableKernel::Mode::WeightsAsInputs) {
-    p.k->stream_weights(g);  // the fast path: same program, new tensors streamed
+    if (const ProgramRecipes* r = opt_.direct_weight_writes ? recipes(p) : nullptr) {
+      write_weights(*p.k, *r);  // the parameters straight into the weight surfaces
+      up_.written_directly++;
+    } else {
+      p.k->stream_weights(p.spec->build(view_, p.layer, p.S));  // same program, a new graph's weights
+    }
   } else {
+    ir::Graph g = p.spec->build(view_, p.layer, p.S);
     runtime::Verification v;
     v.enabled = verify;
     const int compiles = budget_->used();
@@ -308,6 +317,19 @@ void AneBlocksBase::update_program(Program& p) {
   }
   p.updates++;
   up_.updates++;
+}
+
+const ProgramRecipes* AneBlocksBase::recipes(Program& p) {
+  if (p.k->mode() != UpdatableKernel::Mode::WeightsAsInputs) return nullptr;
+  if (p.recipes_for != p.k->key().weights_version) {
+    if (!finder_) finder_ = std::make_unique<RecipeFinder>(view_);
+    std::string why;
+    p.recipes = finder_->find(p.spec->build, p.layer, p.S, p.k->weight_inputs(), &why);
+    p.recipes_for = p.k->key().weights_version;
+    if (!p.recipes)
+      note(fmt::format("{} of layer {}: weights updated through its graph ({})", p.spec->kernel, p.layer, why));
+  }
+  return p.recipes ? &*p.recipes : nullptr;
 }
 
 // Recompiling every weighted program each step spends the budget quickly (C9). While a switch to

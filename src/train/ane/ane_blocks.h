@@ -65,6 +65,10 @@ struct AneTrainOptions {
   // that overlapping only adds contention (bench/TRAIN.md).
   enum class Overlap { Auto, On, Off };
   Overlap overlap_dw = Overlap::Auto;
+  // Unverified weights-as-inputs updates convert the parameters straight into the programs' fp16
+  // weight surfaces (train/ane/weight_recipes.h); false: through each program's rebuilt graph, as
+  // verified updates do. The same bytes either way (tests compare them).
+  bool direct_weight_writes = true;
 };
 
 // Seconds per phase, summed since the last reset.
@@ -75,7 +79,7 @@ struct AnePhaseTimes {
   double dw_wait_s = 0;         // overlapped: time the main thread waited for the worker's dW (the part not hidden)
   double cpu_other_s = 0;       // residual adds, sanitising
   double optimizer_s = 0;       // from the last backward block to weights_updated(): AdamW + grad norm
-  double weight_update_s = 0;   // weights_updated(): rebuilding graphs, streaming/reloading, probes
+  double weight_update_s = 0;   // weights_updated(): writing weights into the programs, reloads, probes
   double compile_s = 0;         // compiles (first compile and fallbacks), host time
   double predicted_ane_ms = 0;  // the driver's timing model for the training evaluations (anesim)
   // anesim's breakdown of predicted_ane_ms: per-evaluation dispatch, compute, host ⇄ surface copies,
@@ -90,6 +94,7 @@ struct WeightUpdateStats {
   std::string probe;            // what the start-up probe found ("" when none ran)
   int64_t updates = 0;          // program updates done
   int64_t verified = 0;         // of which verified by a probe
+  int64_t written_directly = 0;  // of which written straight from the parameters (no graph)
   int64_t stale_detected = 0;   // verifications that found stale or wrong results (then fell back)
   int64_t fallbacks = 0;        // updates that ended on another strategy than asked
   int64_t budget_switches = 0;  // recompile → weights-as-inputs switches before the budget ran out

@@ -4,7 +4,9 @@
 #pragma once
 #include <functional>
 #include <initializer_list>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "runtime/weight_update.h"
 #include "train/ane/ane_blocks.h"
 #include "train/ane/ordered_worker.h"
+#include "train/ane/weight_recipes.h"
 
 namespace orion::train::ane {
 
@@ -36,6 +39,10 @@ struct Program {
   runtime::UpdateStrategy strategy = runtime::UpdateStrategy::Recompile;  // what its last update used
   int64_t updates = 0;
   bool verify_next = true;  // the first update in a mode is always verified
+  // Its weights as layouts of the parameters (weight_recipes.h), looked for once per program the
+  // kernel compiles in weights-as-inputs mode (recipes_for: that program's weights version).
+  std::optional<ProgramRecipes> recipes;
+  uint64_t recipes_for = UINT64_MAX;
 };
 
 // The q and v adapters of a frozen-base LoRA runner (make_lora_ane_blocks) as the inputs of its
@@ -158,6 +165,8 @@ class AneBlocksBase : public AneBlocks {
   runtime::UpdateStrategy probe_delta_reload();  // Auto: does a delta reload take effect here?
   void compile_all(runtime::UpdatableKernel::Mode mode);
   void update_program(Program& p);
+  // p's recipes when its weights can be written straight from the parameters, else nullptr.
+  const ProgramRecipes* recipes(Program& p);
   void switch_to_weights_as_inputs();  // before the compile budget runs out (C9)
   void note(const std::string& line) const;
   std::string strategies_in_use() const;
@@ -170,6 +179,7 @@ class AneBlocksBase : public AneBlocks {
   std::vector<KernelSpec> specs_;  // by KernelRole
   std::vector<Program> programs_;  // weighted: [role][layer]; weight-free: one per role
   std::vector<int> index_;         // role·L + layer → programs_ index
+  std::unique_ptr<RecipeFinder> finder_;  // while recipes are looked for
   bool compiled_ = false;
   WeightUpdateStats up_;
   AnePhaseTimes shown_;  // ph_ at the last progress() line
