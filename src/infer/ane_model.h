@@ -28,8 +28,8 @@
 //          applies Wo (one C×Q matrix–vector product: no kernel in the set is a bare projection,
 //          and a LoRA linear with a zero adapter cannot be padded to the C7 minimum); then
 //          fwd_ffn (S = 16) on h = x + Wo·att. fwd_attn's own attention and Wo over the padding
-//          are wasted work on the ANE; a llama_decode_qkv / llama_decode_ffn pair like GPT-2's
-//          would remove it.
+//          are wasted work on the ANE; decode batches already project with llama_decode_qkv
+//          (ane_batch_decode.cpp), which a single row could use too.
 // Both paths end with final_norm (S = 16, the last token in column 0) on the ANE and the
 // classifier on the CPU.
 #pragma once
