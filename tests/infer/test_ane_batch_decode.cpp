@@ -314,5 +314,50 @@ TEST(AneBatchDecode, DISABLED_MeasureStepTimes) {
   }
 }
 
+// Not a check, a measurement (run with --gtest_also_run_disabled_tests): 8 rows holding 4 adapters
+// (2 rows each) decoded as one decode_batch per adapter (what AneSlotDecoder did before) and as one
+// batch with 4 adapter slots, on a GPT-2 of 124M's width (2 layers, rank slot 8).
+TEST(AneBatchDecode, DISABLED_MeasureMixedAdapterSteps) {
+  ModelConfig c = config_preset("gpt2-124m");
+  c.n_layers = 2;
+  const ModelWeights w = random_weights(c, 3);
+  std::vector<LoraAdapter> adapters;
+  for (int i = 0; i < 4; i++) adapters.push_back(adapter(c, 8, uint64_t(i + 1)));
+  AneRuntime rt("anesim");
+  constexpr int kRows = 8, kSteps = 3;
+  std::vector<std::unique_ptr<AneModel>> models;
+  for (int b = 0; b < kRows; b++) {
+    models.push_back(std::make_unique<AneModel>(w, rt.cache, AneModelOptions{"bench", 64}));
+    models.back()->enable_lora(8);
+    models.back()->set_lora(&adapters[size_t(b % 4)]);
+  }
+  models[0]->prepare(1, kRows, 4);
+  models[0]->prepare(1, 2, 0);
+  for (bool mixed : {false, true, false, true}) {  // twice: the first evaluations of a program warm it up
+    std::vector<int> tok(kRows, 11), pos(kRows, 0);
+    std::vector<float> logits(size_t(kRows) * c.vocab_size);
+    const runtime::DriverCounters before = rt.driver->counters();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int s = 0; s < kSteps; s++) {
+      if (mixed) {
+        std::vector<AneModel*> m;
+        for (auto& p : models) m.push_back(p.get());
+        AneModel::decode_batch(m, tok.data(), pos.data(), logits.data(), 4);
+      } else {
+        for (int a = 0; a < 4; a++)
+          AneModel::decode_batch({models[size_t(a)].get(), models[size_t(a + 4)].get()}, &tok[0], &pos[0], logits.data());
+      }
+      for (int& p : pos) p++;
+    }
+    const double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const runtime::DriverCounters& after = rt.driver->counters();
+    std::printf(
+        "%d rows, 4 adapters, %-22s host %8.2f ms/step  predicted ANE %7.3f ms/step  evaluations %3.0f/step  compiles %d\n",
+        kRows, mixed ? "one mixed batch" : "one batch per adapter", host_ms / kSteps,
+        (after.predicted_ane_ms - before.predicted_ane_ms) / kSteps, double(after.evaluations - before.evaluations) / kSteps,
+        after.compiles - before.compiles);
+  }
+}
+
 }  // namespace
 }  // namespace orion
