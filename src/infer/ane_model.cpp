@@ -68,7 +68,10 @@ int AneModel::prefill_bucket(int n) const { return frontends::prefill_bucket(n, 
 // --- programs ------------------------------------------------------------------------------------
 
 AneModel::Kernel AneModel::program(frontends::InferenceRole role, int layer, int S) {
-  const frontends::KernelSpec& k = kernels_[size_t(role)];
+  return program(kernels_[size_t(role)], layer, S);
+}
+
+AneModel::Kernel AneModel::program(const frontends::KernelSpec& k, int layer, int S) {
   if (!k.per_layer) layer = -1;
   runtime::ProgramKey key{opt_.model_name, k.kernel, layer, S, opt_.weights_version};
   return cache_.get(key, [&] { return k.build(w_, layer, S); });
@@ -103,6 +106,7 @@ void AneModel::set_lora(const LoraAdapter* a, float scale_mult) {
     check_lora(*a);
   }
   lora_inputs_.assign(size_t(c.n_layers), {});
+  lora_adapter_ = a, lora_scale_mult_ = scale_mult;
   if (lora_slot_ == 0) return;  // no adapter, and the programs have no slot to feed: nothing to do
   for (int l = 0; l < c.n_layers; l++) {
     const LoraTensor* q = a ? a->find(l, LoraTarget::Q) : nullptr;
@@ -119,14 +123,16 @@ TensorMap AneModel::with_lora(int layer, TensorMap inputs) const {
   return inputs;
 }
 
-std::vector<frontends::ProgramSpec> AneModel::programs(int prompt_tokens, int decode_rows) const {
+std::vector<frontends::ProgramSpec> AneModel::programs(int prompt_tokens, int decode_rows, int adapter_slots) const {
   return frontends::inference_programs(w_, std::min(prompt_tokens, max_seq_), attn_min_, cache_.driver().chip(), lora_slot_,
-                                       decode_rows);
+                                       decode_rows, adapter_slots);
 }
 
-int AneModel::prepare(int prompt_tokens, int decode_rows) {
-  const std::vector<frontends::ProgramSpec> specs = programs(prompt_tokens, decode_rows);
-  for (const frontends::ProgramSpec& p : specs) program(frontends::InferenceRole(p.role), p.layer, p.S);
+// By the specs' own kernels: a decode batch's projections kernel is not in the role table.
+int AneModel::prepare(int prompt_tokens, int decode_rows, int adapter_slots) {
+  const std::vector<frontends::ProgramSpec> specs = programs(prompt_tokens, decode_rows, adapter_slots);
+  for (const frontends::ProgramSpec& p : specs)
+    cache_.get({opt_.model_name, p.kernel, p.layer, p.S, opt_.weights_version}, p.build);
   return int(specs.size());
 }
 

@@ -28,8 +28,8 @@
 //          applies Wo (one C×Q matrix–vector product: no kernel in the set is a bare projection,
 //          and a LoRA linear with a zero adapter cannot be padded to the C7 minimum); then
 //          fwd_ffn (S = 16) on h = x + Wo·att. fwd_attn's own attention and Wo over the padding
-//          are wasted work on the ANE; a llama_decode_qkv / llama_decode_ffn pair like GPT-2's
-//          would remove it.
+//          are wasted work on the ANE; decode batches already project with llama_decode_qkv
+//          (ane_batch_decode.cpp), which a single row could use too.
 // Both paths end with final_norm (S = 16, the last token in column 0) on the ANE and the
 // classifier on the CPU.
 #pragma once
@@ -66,9 +66,9 @@ class AneModel final : public LanguageModel {
   // The programs a prompt of `prompt_tokens` and the decode after it use (model/frontends/
   // program_set.h: the list `orion compile` writes), and prepare() compiles (or finds) them all,
   // so that later timings exclude compiles. Returns the number of programs. decode_rows > 1: with
-  // the buckets decode batches of up to that many rows use (decode_batch).
-  std::vector<frontends::ProgramSpec> programs(int prompt_tokens, int decode_rows = 1) const;
-  int prepare(int prompt_tokens, int decode_rows = 1);
+  // the programs decode batches of up to that many rows use (decode_batch with adapter_slots).
+  std::vector<frontends::ProgramSpec> programs(int prompt_tokens, int decode_rows = 1, int adapter_slots = 0) const;
+  int prepare(int prompt_tokens, int decode_rows = 1, int adapter_slots = 0);
   // The bucket a prefill of n tokens runs in: 16, 32, ... ≥ n, and ≥ attention_min_bucket().
   int prefill_bucket(int n) const;
   int attention_min_bucket() const { return attn_min_; }
@@ -91,11 +91,18 @@ class AneModel final : public LanguageModel {
   // row b sits in column b of the program's bucket, the smallest of 16, 32, 64, … that holds the
   // rows and is at least the bucket a single row runs at, so up to 16 rows (more where the single
   // row's bucket is wider) run the very programs a single row does, and only a wider batch compiles
-  // a wider bucket, once. Each row's attention over its own KV cache stays on the CPU, as for one
-  // row. Every column is computed as it would be alone, so each row's logits equal forward(token,
-  // 1, pos) on its model bit for bit. The models share the weights, the program cache and the rank
-  // slot, and hold the same adapter (the rows' adapter inputs are rows[0]'s). Writes [rows, V].
-  static void decode_batch(const std::vector<AneModel*>& rows, const int* tokens, const int* pos, float* logits);
+  // a wider bucket, once. The projections run a position-wise kernel (frontends::
+  // decode_batch_projections: Llama's decode_qkv where the single row runs fwd_attn). Each row's
+  // attention over its own KV cache stays on the CPU, as for one row. Every column is computed as
+  // it would be alone, so each row's logits equal forward(token, 1, pos) on its model bit for bit.
+  // The models share the weights, the program cache and the rank slot. adapter_slots 0: the rows
+  // hold the same adapter (or none). adapter_slots > 0 (with a rank slot): rows may hold different
+  // adapters; the projections run lora_decode_qkv_mixed, adapter_slots adapters per evaluation
+  // (one evaluation while a step has no more distinct adapters than that, base rows free), its
+  // adapter matrices and per-column mask inputs: no compile depends on which adapters a step mixes.
+  // Writes [rows, V].
+  static void decode_batch(const std::vector<AneModel*>& rows, const int* tokens, const int* pos, float* logits,
+                           int adapter_slots = 0);
   // The bucket `rows` rows of a program whose single row runs at `single_bucket` use.
   int batch_bucket(int single_bucket, int rows) const;
 
@@ -103,6 +110,7 @@ class AneModel final : public LanguageModel {
   using Kernel = std::shared_ptr<runtime::AneKernel>;
   // The program of a role of this family's inference kernels (kernels_), from the cache.
   Kernel program(frontends::InferenceRole role, int layer, int S);
+  Kernel program(const frontends::KernelSpec& k, int layer, int S);
   runtime::TensorMap with_lora(int layer, runtime::TensorMap inputs) const;  // + the layer's adapter inputs
   int decode_qkv_bucket() const;                                             // the sequence bucket attn_decode runs at
 
@@ -123,9 +131,19 @@ class AneModel final : public LanguageModel {
   // attend() for a row of a decode batch: its q, k, v in, its att [Q] out.
   void attend_row(int l, int pos, const float* q, const float* k, const float* v, float* att);
   // decode_batch's parts (ane_batch_decode.cpp), over x [B, C], the rows' residual streams.
-  static void batch_projections(const std::vector<AneModel*>& m, int l, float* x, float* q, float* k, float* v);
-  static void batch_layer_inference_kernels(const std::vector<AneModel*>& m, int l, const int* pos, float* x);
-  static void batch_layer_training_kernels(const std::vector<AneModel*>& m, int l, const int* pos, float* x);
+  static void batch_projections(const std::vector<AneModel*>& m, int l, int adapter_slots, const float* x, float* q,
+                                float* k, float* v);
+  // batch_projections of rows holding different adapters, through lora_decode_qkv_mixed.
+  static void project_mixed_adapters(const std::vector<AneModel*>& m, int l, const frontends::KernelSpec& kernel,
+                                     int adapter_slots, const float* x, float* q, float* k, float* v);
+  // The projections of the rows `cols` (indices into m) in one evaluation, with `extra` inputs.
+  static void project_columns(const std::vector<AneModel*>& m, int l, const frontends::KernelSpec& kernel, int bucket,
+                              const std::vector<size_t>& cols, runtime::TensorMap extra, const float* x, float* q, float* k,
+                              float* v);
+  static void batch_layer_inference_kernels(const std::vector<AneModel*>& m, int l, int adapter_slots, const int* pos,
+                                            float* x);
+  static void batch_layer_training_kernels(const std::vector<AneModel*>& m, int l, int adapter_slots, const int* pos,
+                                           float* x);
 
   float* k_cache(int layer, int pos) { return key_cache_.data() + (size_t(layer) * max_seq_ + pos) * kv_dim_; }
   float* v_cache(int layer, int pos) { return value_cache_.data() + (size_t(layer) * max_seq_ + pos) * kv_dim_; }
@@ -141,6 +159,9 @@ class AneModel final : public LanguageModel {
   int lora_slot_ = 0;                            // > 0: attention programs take adapter inputs
   std::vector<frontends::KernelSpec> kernels_;   // by InferenceRole, for lora_slot_
   std::vector<runtime::TensorMap> lora_inputs_;  // [L] lora_a_q, lora_b_q, lora_a_v, lora_b_v
+  // What lora_inputs_ hold (null: no adapter), so that a decode batch knows which rows share one.
+  const LoraAdapter* lora_adapter_ = nullptr;
+  float lora_scale_mult_ = 1.0f;
 };
 
 // What a process needs to run AneModels: a driver ("anesim", or "ane" on macOS) for a chip, the

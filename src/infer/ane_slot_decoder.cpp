@@ -1,7 +1,6 @@
 #include "infer/ane_slot_decoder.h"
 
 #include <algorithm>
-#include <cstdint>
 
 #include "base/error.h"
 #include "model/lora/lora.h"
@@ -10,7 +9,7 @@ namespace orion {
 
 AneSlotDecoder::AneSlotDecoder(const ModelWeights& w, runtime::ProgramCache& cache, int slots, int max_seq,
                                int lora_rank_slot, const std::string& model_name)
-    : cache_(cache), lora_slot_(lora_rank_slot) {
+    : cache_(cache), lora_slot_(lora_rank_slot), adapter_slots_(lora_rank_slot > 0 ? std::min(slots, kAdapterSlots) : 0) {
   if (slots < 1) throw_usage_error(fmt::format("{} slots: at least 1 is needed", slots), "--parallel");
   for (int s = 0; s < slots; s++) {
     models_.push_back(std::make_unique<AneModel>(w, cache, AneModelOptions{model_name, max_seq}));
@@ -42,45 +41,29 @@ const float* AneSlotDecoder::prefill(int slot, const int* tokens, int n, const L
   return lg;
 }
 
-// Rows that share an adapter (and scale) decode together: one AneModel::decode_batch — one
-// evaluation per program — per distinct adapter of the step, in the order the adapters first
-// appear. The programs take one set of adapter inputs per evaluation, so rows with different
-// adapters cannot share one; the grouping costs evaluations, never compiles.
+// All rows decode together: one AneModel::decode_batch — one evaluation per program — whatever
+// adapters they hold (up to adapter_slots_ distinct ones share an evaluation of the projections; a
+// step with more splits the projections only). A slot whose adapter differs from the row's is
+// switched first: host tensors only, no compile.
 const float* AneSlotDecoder::decode(const std::vector<Row>& rows) {
   const size_t V = size_t(vocab_size());
-  // Logits come back for the rows that want them, in row order (SlotDecoder::decode).
-  std::vector<size_t> out(rows.size());
-  size_t wanted = 0;
-  for (size_t i = 0; i < rows.size(); i++) out[i] = rows[i].logits ? wanted++ : SIZE_MAX;
-  std::vector<bool> done(rows.size(), false);
-  for (size_t i = 0; i < rows.size(); i++) {
-    if (done[i]) continue;
-    std::vector<size_t> group;  // indices into rows
-    for (size_t j = i; j < rows.size(); j++)
-      if (!done[j] && rows[j].adapter == rows[i].adapter && rows[j].scale_mult == rows[i].scale_mult)
-        group.push_back(j), done[j] = true;
-    decode_group(rows, group);
-    for (size_t g = 0; g < group.size(); g++)
-      if (out[group[g]] != SIZE_MAX)
-        std::copy(group_logits_.begin() + std::ptrdiff_t(g * V), group_logits_.begin() + std::ptrdiff_t((g + 1) * V),
-                  logits_.begin() + std::ptrdiff_t(out[group[g]] * V));
-  }
-  count_compiles();
-  return logits_.data();
-}
-
-void AneSlotDecoder::decode_group(const std::vector<Row>& rows, const std::vector<size_t>& group) {
   std::vector<AneModel*> models;
   std::vector<int> tokens, pos;
-  for (size_t j : group) {
-    const Row& r = rows[j];
+  for (const Row& r : rows) {
     const InUse& now = in_use_[size_t(r.slot)];
     if (now.adapter != r.adapter || now.scale_mult != r.scale_mult) set_adapter(r.slot, r.adapter, r.scale_mult);
     models.push_back(models_[size_t(r.slot)].get());
     tokens.push_back(r.token), pos.push_back(r.pos);
   }
-  group_logits_.resize(group.size() * size_t(vocab_size()));
-  AneModel::decode_batch(models, tokens.data(), pos.data(), group_logits_.data());
+  all_logits_.resize(rows.size() * V);
+  AneModel::decode_batch(models, tokens.data(), pos.data(), all_logits_.data(), adapter_slots_);
+  // Logits go back for the rows that want them, in row order (SlotDecoder::decode).
+  size_t wanted = 0;
+  for (size_t i = 0; i < rows.size(); i++)
+    if (rows[i].logits)
+      std::copy_n(all_logits_.begin() + std::ptrdiff_t(i * V), V, logits_.begin() + std::ptrdiff_t(wanted++ * V));
+  count_compiles();
+  return logits_.data();
 }
 
 }  // namespace orion

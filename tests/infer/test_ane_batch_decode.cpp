@@ -1,12 +1,14 @@
 // Batched decode on anesim (AneModel::decode_batch, AneSlotDecoder::decode): the rows of a step are
 // the columns of one evaluation per program. Each row's logits equal that row decoded alone —
 // bit for bit, since every column is computed exactly as a lone token in column 0 is — also with
-// rows at different positions and with different adapters in one step; and the compiles are the
-// programs of the buckets used, however requests and adapters come and go.
+// rows at different positions and with different adapters in one evaluation (stacked adapters, a
+// mask per column: the other adapters' terms are exact zeros); and the compiles are the programs
+// of the buckets used, however requests and adapters come and go.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "infer/ane_model.h"
@@ -55,7 +57,10 @@ void expect_batch_equals_rows_alone(Arch arch, int lora_slot, int rows, int step
   for (auto& p : batched) m.push_back(p.get());
   std::vector<float> logits(size_t(rows) * V);
   for (int s = 0; s < steps; s++) {
+    const int64_t evaluations = rt.driver->counters().evaluations;
     AneModel::decode_batch(m, tok.data(), pos.data(), logits.data());
+    // One evaluation per program for every row: the projections and the FFN of each layer, the final norm.
+    EXPECT_EQ(rt.driver->counters().evaluations - evaluations, 2 * c.n_layers + 1) << "step " << s;
     for (int b = 0; b < rows; b++) {
       const float* ref = alone[size_t(b)]->forward(&tok[size_t(b)], 1, pos[size_t(b)]);
       EXPECT_TRUE(same_bits(logits.data() + size_t(b) * V, ref, V)) << "row " << b << " step " << s;
@@ -66,8 +71,8 @@ void expect_batch_equals_rows_alone(Arch arch, int lora_slot, int rows, int step
 
 TEST(AneBatchDecode, Gpt2RowsEqualEachRowAlone) { expect_batch_equals_rows_alone(Arch::GPT2, 0, 5, 3); }
 TEST(AneBatchDecode, Gpt2WithAnAdapterRowsEqualEachRowAlone) { expect_batch_equals_rows_alone(Arch::GPT2, 4, 4, 2); }
-// Llama without an adapter slot projects row by row (fwd_attn attends across columns); the FFN
-// and final norm are batched.
+// Llama without an adapter slot: a single row projects with fwd_attn (its token at position 0),
+// a batch with llama_decode_qkv, fwd_attn's projection nodes without its RoPE and attention.
 TEST(AneBatchDecode, LlamaRowsEqualEachRowAlone) { expect_batch_equals_rows_alone(Arch::Llama, 0, 4, 2); }
 TEST(AneBatchDecode, LlamaWithAnAdapterRowsEqualEachRowAlone) { expect_batch_equals_rows_alone(Arch::Llama, 4, 4, 2); }
 // 17 rows: past the 16 columns of the FFN's single-row bucket, so a 32-wide bucket runs.
@@ -105,6 +110,113 @@ TEST(AneBatchDecode, CompilesAreTheBucketsUsedOnce) {
   EXPECT_EQ(step(17), wide);
 }
 
+// Rows mixing the base model and three adapters (one of them twice) in one decode_batch with
+// adapter slots: each row's logits equal that row decoded alone with its adapter — within fp16
+// tolerance as the contract, bit for bit on anesim — and the greedy tokens agree over the steps.
+// With 4 adapter slots the projections are one evaluation per layer; with 2 they split in two.
+void expect_mixed_adapters_equal_rows_alone(Arch arch, int adapter_slots) {
+  cpu::set_num_threads(1);
+  const ModelConfig c = small(arch);
+  const ModelWeights w = random_weights(c, 29);
+  const int V = c.vocab_size;
+  const LoraAdapter a1 = adapter(c, 4, 1), a2 = adapter(c, 2, 2), a3 = adapter(c, 3, 3);
+  const std::vector<const LoraAdapter*> of_row = {nullptr, &a1, &a2, nullptr, &a3, &a1};
+  const int rows = int(of_row.size());
+  AneRuntime rt("anesim"), ref("anesim");
+  std::vector<std::unique_ptr<AneModel>> batched, alone;
+  std::vector<int> tok(of_row.size()), pos(of_row.size());
+  for (int b = 0; b < rows; b++) {
+    for (auto [set, cache] : {std::pair{&batched, &rt.cache}, std::pair{&alone, &ref.cache}}) {
+      set->push_back(std::make_unique<AneModel>(w, *cache, AneModelOptions{"mixed-test"}));
+      set->back()->enable_lora(4);
+      set->back()->set_lora(of_row[size_t(b)], b == 5 ? 0.5f : 1.0f);  // row 5: a1 at another scale
+    }
+    const int prompt[2] = {3 + b, 7 * b + 1};
+    batched.back()->forward(prompt, 2, 0);
+    tok[size_t(b)] = argmax(alone.back()->forward(prompt, 2, 0), V), pos[size_t(b)] = 2;
+  }
+  std::vector<AneModel*> m;
+  for (auto& p : batched) m.push_back(p.get());
+  const int distinct = 4;  // a1, a2, a3, a1 at scale 0.5
+  const int projection_evaluations = (distinct + adapter_slots - 1) / adapter_slots;
+  std::vector<float> logits(size_t(rows) * V);
+  for (int s = 0; s < 3; s++) {
+    const int64_t evaluations = rt.driver->counters().evaluations;
+    AneModel::decode_batch(m, tok.data(), pos.data(), logits.data(), adapter_slots);
+    EXPECT_EQ(rt.driver->counters().evaluations - evaluations, c.n_layers * (projection_evaluations + 1) + 1);
+    for (int b = 0; b < rows; b++) {
+      const float* got = logits.data() + size_t(b) * V;
+      const float* want = alone[size_t(b)]->forward(&tok[size_t(b)], 1, pos[size_t(b)]);
+      float scale = 0, worst = 0;
+      for (int i = 0; i < V; i++)
+        scale = std::max(scale, std::fabs(want[i])), worst = std::max(worst, std::fabs(got[i] - want[i]));
+      EXPECT_LE(worst, 1e-2f * scale) << "row " << b << " step " << s;
+      EXPECT_EQ(argmax(got, V), argmax(want, V)) << "row " << b << " step " << s;
+      EXPECT_TRUE(same_bits(got, want, V)) << "row " << b << " step " << s;
+      tok[size_t(b)] = argmax(want, V), pos[size_t(b)]++;
+    }
+  }
+  // The adapters (and the scale) change the logits, so the equalities tell the rows' adapters apart.
+  const int probe = 3;
+  std::vector<std::vector<float>> probed;
+  for (int b : {0, 1, 2, 4, 5}) {
+    const float* l = alone[size_t(b)]->forward(&probe, 1, pos[size_t(b)]);
+    probed.emplace_back(l, l + V);
+  }
+  for (size_t i = 0; i < probed.size(); i++)
+    for (size_t j = i + 1; j < probed.size(); j++)
+      EXPECT_FALSE(same_bits(probed[i].data(), probed[j].data(), V)) << i << " " << j;
+}
+
+TEST(AneBatchDecode, LlamaRowsWithDifferentAdaptersInOneEvaluationEqualEachRowAlone) {
+  expect_mixed_adapters_equal_rows_alone(Arch::Llama, 4);
+}
+TEST(AneBatchDecode, Gpt2RowsWithDifferentAdaptersInOneEvaluationEqualEachRowAlone) {
+  expect_mixed_adapters_equal_rows_alone(Arch::GPT2, 4);
+}
+TEST(AneBatchDecode, MoreAdaptersThanSlotsSplitOnlyTheProjections) {
+  expect_mixed_adapters_equal_rows_alone(Arch::Llama, 2);
+}
+
+// prepare(prompt, rows, adapter_slots) compiles every program decode batches use: after it, batches
+// of any width up to `rows` and any mix of adapters (none, one, several, switched) compile nothing.
+void expect_prepare_covers_decode_batches(Arch arch, int lora_slot, int adapter_slots) {
+  cpu::set_num_threads(1);
+  const ModelConfig c = small(arch);
+  const ModelWeights w = random_weights(c, 17);
+  const LoraAdapter a1 = adapter(c, 4, 1), a2 = adapter(c, 2, 2);
+  const LoraAdapter* choices[3] = {nullptr, &a1, &a2};
+  AneRuntime rt("anesim");
+  std::vector<std::unique_ptr<AneModel>> models;
+  std::vector<AneModel*> m;
+  for (int b = 0; b < 20; b++) {
+    models.push_back(std::make_unique<AneModel>(w, rt.cache, AneModelOptions{"prepare-test"}));
+    if (lora_slot > 0) models.back()->enable_lora(lora_slot);
+    m.push_back(models.back().get());
+  }
+  const int programs = models[0]->prepare(1, 20, adapter_slots);
+  EXPECT_EQ(rt.driver->counters().compiles, programs);
+  std::vector<int> tok(20, 7), pos(20, 0);
+  std::vector<float> logits(size_t(20) * c.vocab_size);
+  int step = 0;
+  for (int rows : {1, 16, 20, 3, 17}) {
+    if (lora_slot > 0)  // a different mix each step (one adapter for all rows without adapter slots)
+      for (int b = 0; b < rows; b++) m[size_t(b)]->set_lora(choices[adapter_slots > 0 ? (b + step) % 3 : step % 3]);
+    const std::vector<AneModel*> some(m.begin(), m.begin() + rows);
+    AneModel::decode_batch(some, tok.data(), pos.data(), logits.data(), adapter_slots);
+    for (int b = 0; b < rows; b++) pos[size_t(b)]++;
+    EXPECT_EQ(rt.driver->counters().compiles, programs) << rows << " rows";
+    step++;
+  }
+}
+
+TEST(AneBatchDecode, PrepareCoversLlamaDecodeBatches) { expect_prepare_covers_decode_batches(Arch::Llama, 0, 0); }
+TEST(AneBatchDecode, PrepareCoversDecodeBatchesMixingAdapters) {
+  expect_prepare_covers_decode_batches(Arch::Llama, 4, 3);
+  expect_prepare_covers_decode_batches(Arch::GPT2, 4, 3);
+}
+TEST(AneBatchDecode, PrepareCoversDecodeBatchesOfOneAdapter) { expect_prepare_covers_decode_batches(Arch::GPT2, 4, 0); }
+
 // The serving decoder: three slots with the base model and two adapters decode in one step; each
 // row equals its request decoded alone with its adapter, and switching adapters, adding and
 // dropping rows compiles nothing.
@@ -115,12 +227,12 @@ TEST(AneBatchDecode, SlotDecoderRowsWithDifferentAdaptersEachEqualTheirSingleReq
   const int V = c.vocab_size;
   const LoraAdapter a1 = adapter(c, 4, 1), a2 = adapter(c, 2, 2);
   const LoraAdapter* adapters[3] = {nullptr, &a1, &a2};
-  AneRuntime rt("anesim");
+  AneRuntime rt("anesim"), ref("anesim");  // the rows alone compile on their own driver
   AneSlotDecoder dec(w, rt.cache, 3, 64, 4, "served");
   std::vector<std::unique_ptr<AneModel>> alone;
   std::vector<SlotDecoder::Row> rows;
   for (int s = 0; s < 3; s++) {
-    alone.push_back(std::make_unique<AneModel>(w, rt.cache, AneModelOptions{"served", 64}));
+    alone.push_back(std::make_unique<AneModel>(w, ref.cache, AneModelOptions{"served", 64}));
     alone.back()->enable_lora(4);
     alone.back()->set_lora(adapters[s]);
     const int prompt[2] = {5 + s, 9 + 2 * s};
@@ -131,6 +243,7 @@ TEST(AneBatchDecode, SlotDecoderRowsWithDifferentAdaptersEachEqualTheirSingleReq
   }
   int compiles = -1;
   for (int step = 0; step < 4; step++) {
+    const int64_t evaluations = rt.driver->counters().evaluations;
     // Step 2 drops slot 1 (a request leaving), step 3 brings it back with slot 0's adapter.
     std::vector<SlotDecoder::Row> now = rows;
     if (step == 2) now.erase(now.begin() + 1);
@@ -140,6 +253,8 @@ TEST(AneBatchDecode, SlotDecoderRowsWithDifferentAdaptersEachEqualTheirSingleReq
       now = rows;
     }
     const float* lg = dec.decode(now);
+    // One evaluation per program whatever the rows' adapters: Llama's 2 layers' projections and FFN, the final norm.
+    EXPECT_EQ(rt.driver->counters().evaluations - evaluations, 2 * c.n_layers + 1) << "step " << step;
     for (size_t i = 0; i < now.size(); i++) {
       const int s = now[i].slot;
       const float* ref = alone[size_t(s)]->forward(&now[i].token, 1, now[i].pos);
@@ -196,6 +311,51 @@ TEST(AneBatchDecode, DISABLED_MeasureStepTimes) {
                   (after.predicted_ane_ms - before.predicted_ane_ms) / kSteps,
                   double(after.evaluations - before.evaluations) / kSteps);
     }
+  }
+}
+
+// Not a check, a measurement (run with --gtest_also_run_disabled_tests): 8 rows holding 4 adapters
+// (2 rows each) decoded as one decode_batch per adapter (what AneSlotDecoder did before) and as one
+// batch with 4 adapter slots, on a GPT-2 of 124M's width (2 layers, rank slot 8).
+TEST(AneBatchDecode, DISABLED_MeasureMixedAdapterSteps) {
+  ModelConfig c = config_preset("gpt2-124m");
+  c.n_layers = 2;
+  const ModelWeights w = random_weights(c, 3);
+  std::vector<LoraAdapter> adapters;
+  for (int i = 0; i < 4; i++) adapters.push_back(adapter(c, 8, uint64_t(i + 1)));
+  AneRuntime rt("anesim");
+  constexpr int kRows = 8, kSteps = 3;
+  std::vector<std::unique_ptr<AneModel>> models;
+  for (int b = 0; b < kRows; b++) {
+    models.push_back(std::make_unique<AneModel>(w, rt.cache, AneModelOptions{"bench", 64}));
+    models.back()->enable_lora(8);
+    models.back()->set_lora(&adapters[size_t(b % 4)]);
+  }
+  models[0]->prepare(1, kRows, 4);
+  models[0]->prepare(1, 2, 0);
+  for (bool mixed : {false, true, false, true}) {  // twice: the first evaluations of a program warm it up
+    std::vector<int> tok(kRows, 11), pos(kRows, 0);
+    std::vector<float> logits(size_t(kRows) * c.vocab_size);
+    const runtime::DriverCounters before = rt.driver->counters();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int s = 0; s < kSteps; s++) {
+      if (mixed) {
+        std::vector<AneModel*> m;
+        for (auto& p : models) m.push_back(p.get());
+        AneModel::decode_batch(m, tok.data(), pos.data(), logits.data(), 4);
+      } else {
+        for (int a = 0; a < 4; a++)
+          AneModel::decode_batch({models[size_t(a)].get(), models[size_t(a + 4)].get()}, &tok[0], &pos[0], logits.data());
+      }
+      for (int& p : pos) p++;
+    }
+    const double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const runtime::DriverCounters& after = rt.driver->counters();
+    std::printf(
+        "%d rows, 4 adapters, %-22s host %8.2f ms/step  predicted ANE %7.3f ms/step  evaluations %3.0f/step  compiles %d\n",
+        kRows, mixed ? "one mixed batch" : "one batch per adapter", host_ms / kSteps,
+        (after.predicted_ane_ms - before.predicted_ane_ms) / kSteps, double(after.evaluations - before.evaluations) / kSteps,
+        after.compiles - before.compiles);
   }
 }
 

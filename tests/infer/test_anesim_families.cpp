@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "infer/ane_model.h"
 #include "infer/generate.h"
@@ -123,6 +124,40 @@ TEST(anesim_Families, GreedyTokensAndLogitsEqualTheCpus) {
     std::printf("[anesim] %s: %zu greedy tokens equal, logits max rel %.3g\n", fc.name, cpu_out.size(), rel);
     EXPECT_LT(rel, 2e-2);
     EXPECT_GT(rel, 0) << "bit-identical logits would mean the CPU ran, not fp16 programs";
+  }
+}
+
+// A decode batch projects with llama_decode_qkv (fwd_attn's projection nodes without RoPE and
+// attention): with each family's feature (biases, q/k norms, head size, scaled RoPE on the CPU,
+// the window) every row of a batch equals that row decoded alone, bit for bit.
+TEST(anesim_Families, BatchedDecodeRowsEqualEachRowAlone) {
+  constexpr int kRows = 3;
+  for (const FamilyCase& fc : family_cases()) {
+    SCOPED_TRACE(fc.name);
+    const ModelWeights w = family_model(fc.config, 7);
+    const int V = w.config.vocab_size;
+    AneRuntime rt("anesim");
+    std::vector<std::unique_ptr<AneModel>> batched, alone;
+    std::vector<AneModel*> m;
+    std::vector<int> tok(kRows), pos(kRows);
+    for (int b = 0; b < kRows; b++) {
+      batched.push_back(std::make_unique<AneModel>(w, rt.cache, AneModelOptions{fc.name}));
+      alone.push_back(std::make_unique<AneModel>(w, rt.cache, AneModelOptions{fc.name}));
+      m.push_back(batched.back().get());
+      const std::vector<int> prompt = some_tokens(8 + b, V, 5 + uint32_t(b));  // past Mistral's window of 6
+      batched.back()->forward(prompt.data(), int(prompt.size()), 0);
+      const float* l = alone.back()->forward(prompt.data(), int(prompt.size()), 0);
+      tok[size_t(b)] = int(std::max_element(l, l + V) - l), pos[size_t(b)] = int(prompt.size());
+    }
+    std::vector<float> logits(size_t(kRows) * V);
+    for (int step = 0; step < 2; step++) {
+      AneModel::decode_batch(m, tok.data(), pos.data(), logits.data());
+      for (int b = 0; b < kRows; b++) {
+        const float* want = alone[size_t(b)]->forward(&tok[size_t(b)], 1, pos[size_t(b)]);
+        EXPECT_TRUE(std::equal(want, want + V, logits.data() + size_t(b) * V)) << "row " << b << " step " << step;
+        tok[size_t(b)] = int(std::max_element(want, want + V) - want), pos[size_t(b)]++;
+      }
+    }
   }
 }
 

@@ -191,8 +191,8 @@ TEST(anesim_PublicChecks, EveryEmittedProgramOfEveryChipPasses) {
       std::vector<frontends::ProgramSpec> programs;
       const int attention_min = frontends::inference_attention_bucket(w, chip);
       if (attention_min > 0)
-        for (int slot : {0, 1}) {  // with the buckets of decode batches of up to 40 rows (32, 64)
-          auto p = frontends::inference_programs(w, 20, attention_min, chip, slot, 40);
+        for (int slot : {0, 1}) {  // with the programs of decode batches of up to 40 rows (32, 64), mixing adapters
+          auto p = frontends::inference_programs(w, 20, attention_min, chip, slot, 40, slot > 0 ? 3 : 0);
           programs.insert(programs.end(), p.begin(), p.end());
         }
       const frontends::TrainingBuckets tb = frontends::training_buckets(w, 32, chip);

@@ -60,6 +60,10 @@ ir::Graph final_norm(const ModelWeights& w, int S, KernelOptions opt = {});
 //   v [1, KV, 1, S]   att [1, Q, 1, S] = softmax(qᵀk/√HS + mask)·v per head (before Wo)
 //   xnorm [1, C, 1, S] = rmsnorm(x)·attn_norm
 ir::Graph llama_fwd_attn(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
+// decode_qkv (batched decode, infer/ane_batch_decode.cpp): in x [1, C, 1, S], one token per column;
+//   out q [1, Q, 1, S], k, v [1, KV, 1, S]: fwd_attn's q, k, v before RoPE (the CPU rotates each to
+//   its position) — position-wise, so the columns are independent rows.
+ir::Graph llama_decode_qkv(const ModelWeights& w, int layer, int S, KernelOptions opt = {});
 // fwd_ffn: in x [1, C, 1, S]; out y [1, C, 1, S] = W2·gate (no residual), h1 = W1·xnorm,
 //   h3 = W3·xnorm, gate = silu(h1)⊙h3 [1, H, 1, S], xnorm [1, C, 1, S]
 ir::Graph llama_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions opt = {});

@@ -236,10 +236,11 @@ Value KernelBuilder::head_rmsnorm(Value x, int64_t N, int64_t HS, const std::str
   return reshape(y, {1, N * HS, 1, S}, name);
 }
 
-Value KernelBuilder::lora_delta(Value x, Value a, Value b, double scale, const std::string& name) {
+Value KernelBuilder::lora_delta(Value x, Value a, Value b, double scale, const std::string& name, Value mask) {
   const int64_t in = shape(x)[1], S = shape(x)[3], r = shape(a)[1], out = shape(b)[1];
   Value x3 = reshape(x, {1, 1, in, S}), a3 = reshape(a, {1, 1, r, in});
   Value ax = matmul(a3, x3, false, false);                           // A·x   [1, 1, r, S]
+  if (mask.valid()) ax = mul(ax, reshape(mask, {1, 1, r, S}));
   Value bax = matmul(reshape(b, {1, 1, out, r}), ax, false, false);  // B·A·x [1, 1, out, S]
   Value s = scalar(scale, "lora_scale");
   return mul(reshape(bax, {1, out, 1, S}), s, name);
@@ -264,13 +265,12 @@ Value attention_norm(KernelBuilder& b, const ModelConfig& c, const LayerWeights&
              : b.rmsnorm(x, "attn_norm", l.attn_norm, c.norm_eps, "xnorm");
 }
 
-AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int layer, Value x, const QVAdapters* lora) {
+QkvParts qkv_projections(KernelBuilder& b, const ModelWeights& w, int layer, Value x, const QVAdapters* lora, bool rope) {
   const ModelConfig& c = w.config;
   const LayerWeights& l = w.layers[size_t(layer)];
-  const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
-  const bool rope = model_family(c.arch).anatomy().positions == Positions::Rope;
+  const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim();
   const std::vector<float> inv_freq = rope ? llama_rope_frequencies(c) : std::vector<float>{};
-  AttentionParts p;
+  QkvParts p;
   // xnorm = norm1(x)                                                              [1, C, 1, S]
   p.xnorm = attention_norm(b, c, l, x);
   // q = Wq·xnorm (+ bq) [1, Q, 1, S]; k = Wk·xnorm, v = Wv·xnorm (+ bk, bv) [1, KV, 1, S];
@@ -283,12 +283,15 @@ AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int l
   auto packed_bias = [&](size_t i) { return qkv_bias.empty() ? Value{} : qkv_bias[i]; };
   auto project = [&](const char* n, const Tensor& W, const Tensor& bias, Value packed, Value a, Value bb, bool rope,
                      int64_t heads, const Tensor& head_norm) {
-    std::string out = n, lin = rope ? out + "_lin" : out, y_name = a.valid() ? lin + "_base" : lin;
+    // The last node is named q, k or v: the projection is q_lin when RoPE or a head norm follows.
+    const bool more = rope || !head_norm.empty();
+    std::string out = n, lin = more ? out + "_lin" : out, y_name = a.valid() ? lin + "_base" : lin;
     const std::string wname = std::string("w") + n;
     Value y = packed.valid() ? b.add(b.linear(p.xnorm, wname, W, {}, y_name + "_conv"), packed, y_name)
                              : b.linear(p.xnorm, wname, W, bias, y_name);
     if (a.valid()) y = b.add(y, b.lora_delta(p.xnorm, a, bb, lora->scale, out + "_lora"), lin);
-    if (!head_norm.empty()) y = b.head_rmsnorm(y, heads, HS, out + "_norm", head_norm, c.norm_eps, out + "_normed");
+    const std::string normed = rope ? out + "_normed" : out;
+    if (!head_norm.empty()) y = b.head_rmsnorm(y, heads, HS, out + "_norm", head_norm, c.norm_eps, normed);
     return rope ? b.rope(y, heads, HS, inv_freq, false, out) : y;
   };
   Value none;
@@ -296,6 +299,16 @@ AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int l
   p.q = project("q", l.wq, l.bq, packed_bias(0), lora ? lora->a_q : none, lora ? lora->b_q : none, rope, NH, l.q_norm);
   p.k = project("k", l.wk, l.bk, packed_bias(1), none, none, rope, NKV, l.k_norm);
   p.v = project("v", l.wv, l.bv, packed_bias(2), lora ? lora->a_v : none, lora ? lora->b_v : none, false, NKV, no_norm);
+  return p;
+}
+
+AttentionParts attention_sublayer(KernelBuilder& b, const ModelWeights& w, int layer, Value x, const QVAdapters* lora) {
+  const ModelConfig& c = w.config;
+  const LayerWeights& l = w.layers[size_t(layer)];
+  const int64_t NH = c.n_heads, NKV = c.n_kv_heads, HS = c.head_dim(), G = NH / NKV;
+  const QkvParts qkv = qkv_projections(b, w, layer, x, lora, model_family(c.arch).anatomy().positions == Positions::Rope);
+  AttentionParts p;
+  p.xnorm = qkv.xnorm, p.q = qkv.q, p.k = qkv.k, p.v = qkv.v;
   // probs = softmax(qᵀk/√HS + mask) [1, NH, S, S];  att[h, d, i] = Σ_j v[h, d, j]·probs[h, i, j]
   Value k4 = b.repeat_kv(b.heads(p.k, NKV, HS), G), v4 = b.repeat_kv(b.heads(p.v, NKV, HS), G);
   Value probs = b.attention_probs(b.heads(p.q, NH, HS), k4, 1.0 / std::sqrt(double(HS)), "probs", c.sliding_window);

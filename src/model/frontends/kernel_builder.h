@@ -110,7 +110,9 @@ class KernelBuilder {
                      const std::string& name);
   // delta = scale · B·(A·x) with A [1, r, 1, in] and B [1, out, 1, r] graph inputs, as two matmuls
   // (the weights of a conv must be constants; these are not).     x [1, in, 1, S] → [1, out, 1, S]
-  Value lora_delta(Value x, Value a, Value b, double scale, const std::string& name);
+  // With a mask [1, r, 1, S] (an input: 1 or 0 per rank row and column), B·(mask ⊙ A·x): each
+  // column keeps the rank rows of its own adapter when A and B stack several (lora_decode_qkv_mixed).
+  Value lora_delta(Value x, Value a, Value b, double scale, const std::string& name, Value mask = {});
   // Its input gradient: delta = scale·B·(A·x)  ⇒  dx = scale·Aᵀ·(Bᵀ·dy), the adapter's share of
   // the projection's backward (the frozen part is linear_t).   dy [1, out, 1, S] → [1, in, 1, S]
   Value lora_delta_backward(Value dy, Value a, Value b, double scale, const std::string& name);
@@ -129,6 +131,15 @@ struct QVAdapters {
 // The attention sublayer's input norm of the family's kind (ModelFamily::anatomy): ln1 (LayerNorm)
 // or attn_norm (RMSNorm), output named xnorm.
 Value attention_norm(KernelBuilder& b, const ModelConfig& c, const LayerWeights& l, Value x);
+
+// The projections that open the attention half of a block, from its input x [1, C, 1, S]:
+//   xnorm = norm1(x);  q = Wq·xnorm (+ bq), k, v likewise (+ per-head RMSNorm of q, k when the
+//   layer has q_norm / k_norm; + RoPE on q, k with the config's frequencies when rope is set).
+// Every column is computed on its own: without RoPE the result is position-wise.
+struct QkvParts {
+  Value xnorm, q, k, v;
+};
+QkvParts qkv_projections(KernelBuilder& b, const ModelWeights& w, int layer, Value x, const QVAdapters* lora, bool rope);
 
 // The attention half of one block of any family, from its input x [1, C, 1, S]:
 //   xnorm = norm1(x);  q = Wq·xnorm (+ bq), k, v likewise (+ per-head RMSNorm of q, k when the

@@ -17,6 +17,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ir/interpret.h"
 #include "model/frontends/frontends.h"
@@ -28,6 +29,14 @@ ir::Graph lora_prefill_attn(const ModelWeights& w, int layer, int S, int rank_sl
 // out q [1, Q, 1, S], k, v [1, KV, 1, S] = W·norm1(x) (+ b) + adapters — plain projections, no RoPE
 // (decode puts the token in column 0; the CPU rotates and attends).
 ir::Graph lora_decode_qkv(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt = {});
+// lora_decode_qkv with `adapter_slots` adapters in one evaluation (batched decode of rows that use
+// different adapters): lora_a_q [adapter_slots·slot rows, C] and lora_b_q [Q, adapter_slots·slot]
+// stack the adapters (adapter k in rank rows / columns k·slot ..; unused slots zeros), and the
+// input lora_mask [1, P, 1, S] (rows adapter_slots·slot used) is 1 in the rank rows of the adapter
+// of each column, so column j gets W·x_j + B_k·A_k·x_j for its adapter k, or W·x_j with a zero
+// column. The program's shape depends on the slot counts only, never on which adapters fill them.
+ir::Graph lora_decode_qkv_mixed(const ModelWeights& w, int layer, int S, int rank_slot, int adapter_slots,
+                                KernelOptions opt = {});
 
 // Training with a frozen base (train/ane/ane_blocks.h make_lora_ane_blocks): the Llama
 // kernels whose math an adapter on q or v changes, with the same adapter inputs, so the base is baked
@@ -50,5 +59,10 @@ ir::Graph gpt2_lora_qkv_bwd(const ModelWeights& w, int layer, int S, int rank_sl
 // null: that projection has no adapter, zeros), r ≤ rank_slot, B multiplied by scale.
 std::map<std::string, ir::Tensor32> lora_qv_inputs(const ModelConfig& c, int rank_slot, int r, float scale, const float* a_q,
                                                    const float* b_q, const float* a_v, const float* b_v);
+// The inputs of lora_decode_qkv_mixed for one layer, from the lora_qv_inputs of each adapter in use
+// (adapter k fills slot k; at most adapter_slots) and the adapter of each column (−1: none), S wide.
+std::map<std::string, ir::Tensor32> lora_mixed_inputs(
+    const ModelConfig& c, int rank_slot, int adapter_slots,
+    const std::vector<const std::map<std::string, ir::Tensor32>*>& adapters, const std::vector<int>& column_adapter, int S);
 
 }  // namespace orion::frontends

@@ -1,6 +1,9 @@
 // LoRA kernels: a frozen linear layer plus a low-rank adapter, y = W·x + b + (alpha/r)·B·(A·x),
 // with A [r, in] and B [out, r] passed as graph INPUTS (surfaces), not constants: one compiled
 // program serves every adapter, and switching adapters costs no compile (C9, C10).
+#include <algorithm>
+#include <utility>
+
 #include "base/error.h"
 #include "compiler/chip.h"
 #include "model/frontends/frontends.h"
@@ -66,14 +69,30 @@ Value adapter_input(KernelBuilder& b, const std::string& name, int64_t rows, int
               {{"begin", std::vector<int64_t>{0, 0, 0, 0}}, {"end", std::vector<int64_t>{1, rows, 1, cols}}},
               name + "_rows");
 }
-QVAdapters qv_slots(KernelBuilder& b, const ModelConfig& c, int slot) {
+// The adapter inputs of `adapters` stacked adapters of rank `slot` each: A [adapters·slot, C],
+// B [out, adapters·slot] (adapter k in rank rows / columns k·slot ..).
+QVAdapters qv_slots(KernelBuilder& b, const ModelConfig& c, int slot, int adapters = 1) {
   if (slot < 1) throw_usage_error(fmt::format("LoRA rank slot {} must be at least 1", slot), "rank");
-  const int64_t C = c.dim, Q = int64_t(c.n_heads) * c.head_dim(), KV = c.kv_dim();
+  if (adapters < 1) throw_usage_error(fmt::format("{} adapter slots: at least 1 is needed", adapters), "adapters");
+  const int64_t C = c.dim, Q = int64_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(), R = int64_t(slot) * adapters;
   QVAdapters ad;
-  ad.a_q = adapter_input(b, "lora_a_q", slot, C), ad.b_q = adapter_input(b, "lora_b_q", Q, slot);
-  ad.a_v = adapter_input(b, "lora_a_v", slot, C), ad.b_v = adapter_input(b, "lora_b_v", KV, slot);
+  ad.a_q = adapter_input(b, "lora_a_q", R, C), ad.b_q = adapter_input(b, "lora_b_q", Q, R);
+  ad.a_v = adapter_input(b, "lora_a_v", R, C), ad.b_v = adapter_input(b, "lora_b_v", KV, R);
   ad.scale = 1.0;  // B arrives multiplied by its scale
   return ad;
+}
+
+// The decode projections with the adapters `ad`: q = Wq·xnorm (+ bq) + B_q·(A_q·xnorm), k plain, v
+// like q; a mask (lora_delta) picks each column's adapter among stacked ones.
+void lora_decode_qkv_outputs(KernelBuilder& b, const ModelWeights& w, int layer, Value x, const QVAdapters& ad, Value mask) {
+  const ModelConfig& c = w.config;
+  const LayerWeights& l = w.layers[size_t(layer)];
+  Value xn = attention_norm(b, c, l, x);
+  Value q_lora = b.lora_delta(xn, ad.a_q, ad.b_q, 1.0, "q_lora", mask);
+  b.output(b.add(b.linear(xn, "wq", l.wq, l.bq, "q_base"), q_lora, "q"));
+  b.output(b.linear(xn, "wk", l.wk, l.bk, "k"));
+  Value v_lora = b.lora_delta(xn, ad.a_v, ad.b_v, 1.0, "v_lora", mask);
+  b.output(b.add(b.linear(xn, "wv", l.wv, l.bv, "v_base"), v_lora, "v"));
 }
 }  // namespace
 
@@ -91,18 +110,21 @@ ir::Graph lora_prefill_attn(const ModelWeights& w, int layer, int S, int rank_sl
 
 ir::Graph lora_decode_qkv(const ModelWeights& w, int layer, int S, int rank_slot, KernelOptions opt) {
   check_kernel_args(w, layer, S, "lora_decode_qkv", nullptr);
-  const ModelConfig& c = w.config;
-  const LayerWeights& l = w.layers[size_t(layer)];
   KernelBuilder b("lora_decode_qkv", opt.dtype);
-  Value x = b.act("x", c.dim, S);
-  QVAdapters ad = qv_slots(b, c, rank_slot);
-  // xnorm = norm1(x); q = Wq·xnorm (+ bq) + B_q·(A_q·xnorm); k = Wk·xnorm (+ bk); v like q.
-  Value xn = attention_norm(b, c, l, x);
-  Value q_lora = b.lora_delta(xn, ad.a_q, ad.b_q, 1.0, "q_lora");
-  b.output(b.add(b.linear(xn, "wq", l.wq, l.bq, "q_base"), q_lora, "q"));
-  b.output(b.linear(xn, "wk", l.wk, l.bk, "k"));
-  Value v_lora = b.lora_delta(xn, ad.a_v, ad.b_v, 1.0, "v_lora");
-  b.output(b.add(b.linear(xn, "wv", l.wv, l.bv, "v_base"), v_lora, "v"));
+  Value x = b.act("x", w.config.dim, S);
+  QVAdapters ad = qv_slots(b, w.config, rank_slot);
+  lora_decode_qkv_outputs(b, w, layer, x, ad, {});
+  return std::move(b.g);
+}
+
+ir::Graph lora_decode_qkv_mixed(const ModelWeights& w, int layer, int S, int rank_slot, int adapter_slots,
+                                KernelOptions opt) {
+  check_kernel_args(w, layer, S, "lora_decode_qkv_mixed", nullptr);
+  KernelBuilder b("lora_decode_qkv_mixed", opt.dtype);
+  Value x = b.act("x", w.config.dim, S);
+  QVAdapters ad = qv_slots(b, w.config, rank_slot, adapter_slots);
+  Value mask = adapter_input(b, "lora_mask", int64_t(rank_slot) * adapter_slots, S);  // [1, R, 1, S]
+  lora_decode_qkv_outputs(b, w, layer, x, ad, mask);
   return std::move(b.g);
 }
 
@@ -164,6 +186,42 @@ std::map<std::string, ir::Tensor32> lora_qv_inputs(const ModelConfig& c, int slo
   };
   a_input("lora_a_q", a_q), b_input("lora_b_q", b_q, Q);
   a_input("lora_a_v", a_v), b_input("lora_b_v", b_v, KV);
+  return in;
+}
+
+std::map<std::string, ir::Tensor32> lora_mixed_inputs(
+    const ModelConfig& c, int slot, int adapter_slots,
+    const std::vector<const std::map<std::string, ir::Tensor32>*>& adapters, const std::vector<int>& column_adapter, int S) {
+  ORION_CHECK(int(adapters.size()) <= adapter_slots, "{} adapters in a program of {} adapter slots", adapters.size(),
+              adapter_slots);
+  ORION_CHECK(int(column_adapter.size()) <= S, "{} columns in a bucket of {}", column_adapter.size(), S);
+  const int64_t C = c.dim, Q = int64_t(c.n_heads) * c.head_dim(), KV = c.kv_dim(), R = int64_t(slot) * adapter_slots;
+  std::map<std::string, ir::Tensor32> in;
+  for (const char* name : {"lora_a_q", "lora_a_v"}) {  // adapter k's A [slot, C] into rank rows k·slot ..
+    ir::Tensor32 t({1, padded_rows(R, C), 1, C});
+    for (size_t k = 0; k < adapters.size(); k++) {
+      const std::vector<float>& a = adapters[k]->at(name).data;
+      std::copy(a.begin(), a.begin() + slot * C, t.data.begin() + std::ptrdiff_t(int64_t(k) * slot * C));
+    }
+    in[name] = std::move(t);
+  }
+  for (auto [name, out] : {std::pair{"lora_b_q", Q}, std::pair{"lora_b_v", KV}}) {  // s·B [out, slot] into columns k·slot ..
+    ir::Tensor32 t({1, padded_rows(out, R), 1, R});
+    for (size_t k = 0; k < adapters.size(); k++) {
+      const std::vector<float>& bk = adapters[k]->at(name).data;
+      for (int64_t o = 0; o < out; o++)
+        std::copy(bk.begin() + o * slot, bk.begin() + (o + 1) * slot,
+                  t.data.begin() + std::ptrdiff_t(o * R + int64_t(k) * slot));
+    }
+    in[name] = std::move(t);
+  }
+  ir::Tensor32 mask({1, padded_rows(R, S), 1, S});  // column j keeps the rank rows of its adapter
+  for (size_t j = 0; j < column_adapter.size(); j++)
+    if (const int k = column_adapter[j]; k >= 0) {
+      ORION_CHECK(k < int(adapters.size()), "column {} names adapter {} of {}", j, k, adapters.size());
+      for (int64_t i = int64_t(k) * slot; i < int64_t(k + 1) * slot; i++) mask.data[size_t(i * S) + j] = 1.0f;
+    }
+  in["lora_mask"] = std::move(mask);
   return in;
 }
 

@@ -80,8 +80,15 @@ int decode_batch_bucket(int single_bucket, int rows, const compiler::ChipProfile
   return std::max(int(S), single_bucket);
 }
 
-bool decode_projections_positionwise(Arch arch, int lora_slot) {
-  return lora_slot > 0 || model_family(arch).ane_inference_kernels();
+KernelSpec decode_batch_projections(Arch arch, int lora_slot, int adapter_slots) {
+  if (lora_slot > 0 && adapter_slots > 0)
+    return {fmt::format("lora_decode_qkv_mixed_r{}_a{}", lora_slot, adapter_slots),
+            [lora_slot, adapter_slots](const ModelWeights& w, int l, int S) {
+              return lora_decode_qkv_mixed(w, l, S, lora_slot, adapter_slots);
+            },
+            true};
+  if (lora_slot > 0 || model_family(arch).ane_inference_kernels()) return inference_kernels(arch, lora_slot)[kDecodeAttn];
+  return {"llama_decode_qkv", layer_kernel(llama_decode_qkv), false};
 }
 
 TrainingBuckets training_buckets(const ModelWeights& w, int T, const compiler::ChipProfile& chip, int lora_slot) {
@@ -99,20 +106,21 @@ TrainingBuckets training_buckets(const ModelWeights& w, int T, const compiler::C
 }
 
 std::vector<ProgramSpec> inference_programs(const ModelWeights& w, int prompt_tokens, int attention_min,
-                                            const compiler::ChipProfile& chip, int lora_slot, int decode_rows) {
+                                            const compiler::ChipProfile& chip, int lora_slot, int decode_rows,
+                                            int adapter_slots) {
   const ModelConfig& c = w.config;
   const std::vector<KernelSpec> kernels = inference_kernels(c.arch, lora_slot);
   std::vector<ProgramSpec> out;
   std::set<std::tuple<std::string, int, int>> seen;  // (kernel, layer, S)
   const ModelWeights* pw = &w;
-  auto add = [&](InferenceRole role, int layer, int S) {
-    const KernelSpec& k = kernels[size_t(role)];
+  auto add_kernel = [&](const KernelSpec& k, int role, int layer, int S) {
     if (!k.per_layer) layer = -1;
     if (!seen.insert({k.kernel, layer, S}).second) return;
     GraphBuilder build = k.build;
-    out.push_back({program_name(k.kernel, layer, S), k.kernel, int(role), layer, S,
+    out.push_back({program_name(k.kernel, layer, S), k.kernel, role, layer, S,
                    [pw, build, layer, S] { return build(*pw, layer, S); }});
   };
+  auto add = [&](InferenceRole role, int layer, int S) { add_kernel(kernels[size_t(role)], role, layer, S); };
   const int decode_attn = decode_attention_bucket(c.arch, lora_slot, attention_min);
   for (int l = 0; l < c.n_layers; l++) {
     if (prompt_tokens > 1) {
@@ -122,13 +130,14 @@ std::vector<ProgramSpec> inference_programs(const ModelWeights& w, int prompt_to
     add(kDecodeAttn, l, decode_attn), add(kDecodeFfn, l, kDecodeBucket);
   }
   add(kFinalNorm, -1, kDecodeBucket);
-  // Wider decode batches: every bucket up to the one decode_rows rows need. The projections run a
-  // row at a time where the kernel attends across columns (Llama's fwd_attn without adapters).
-  const bool positionwise_projections = decode_projections_positionwise(c.arch, lora_slot);
-  for (int rows = 2 * kDecodeBucket; rows / 2 < decode_rows; rows *= 2) {
+  if (decode_rows < 2) return out;
+  // Decode batches: the batch projections kernel (in the projections' role) at every bucket up to
+  // the one decode_rows rows need, and the FFN and final norm at the wider buckets.
+  const KernelSpec projections = decode_batch_projections(c.arch, lora_slot, adapter_slots);
+  for (int rows = 1; rows == 1 || rows / 2 < decode_rows; rows = std::max(2 * kDecodeBucket, 2 * rows)) {
     const int n = std::min(rows, decode_rows);
     for (int l = 0; l < c.n_layers; l++) {
-      if (positionwise_projections) add(kDecodeAttn, l, decode_batch_bucket(decode_attn, n, chip));
+      add_kernel(projections, kDecodeAttn, l, decode_batch_bucket(decode_attn, n, chip));
       add(kDecodeFfn, l, decode_batch_bucket(kDecodeBucket, n, chip));
     }
     add(kFinalNorm, -1, decode_batch_bucket(kDecodeBucket, n, chip));

@@ -60,14 +60,20 @@ constexpr int kDecodeBucket = 16;  // position-wise kernels for one token (legal
 // reaches the minimum buffer (0 when none does).
 int inference_attention_bucket(const ModelWeights& w, const compiler::ChipProfile& chip);
 int prefill_bucket(int n, int attention_min, const compiler::ChipProfile& chip);
-int decode_attention_bucket(Arch arch, int lora_slot, int attention_min);
+int decode_attention_bucket(Arch arch, int lora_slot, int attention_min);  // the single row's projections
 // The bucket a decode batch of `rows` rows (one per column) runs a position-wise program at whose
 // single row runs at single_bucket: that bucket while the rows fit, else the smallest sequence
 // bucket ≥ rows (AneModel::decode_batch).
 int decode_batch_bucket(int single_bucket, int rows, const compiler::ChipProfile& chip);
-// True when the decode projections kernel keeps its columns apart, so a batch's rows share one
-// evaluation: GPT-2's decode_qkv and lora_decode_qkv; not Llama's fwd_attn, which attends across them.
-bool decode_projections_positionwise(Arch arch, int lora_slot);
+// The projections kernel of a decode batch (AneModel::decode_batch), which keeps its columns apart
+// so that the batch's rows share one evaluation: GPT-2's decode_qkv, Llama's decode_qkv (fwd_attn,
+// the single row's kernel, attends across its columns), lora_decode_qkv for rows with one adapter
+// (adapter_slots 0), lora_decode_qkv_mixed for rows with up to adapter_slots different ones.
+KernelSpec decode_batch_projections(Arch arch, int lora_slot, int adapter_slots);
+// It runs one row at the single row's decode_attention_bucket: 16 for GPT-2's decode_qkv; the
+// attention bucket for the LoRA kernels (their adapter products are not padded) and for Llama's
+// (legalize-ane pads a sequence for its input only, and GQA's k, v are narrower than x: the
+// attention bucket is one where fwd_attn's x, q, k, v all reach the C7 minimum).
 
 // Training buckets for T tokens (0 in a field when no bucket up to the cap is legal).
 struct TrainingBuckets {
@@ -86,10 +92,12 @@ struct ProgramSpec {
 
 // The programs a prompt of prompt_tokens and the decode after it use (duplicates removed), in the
 // order the runner first uses them. attention_min as inference_attention_bucket (must be > 0).
-// decode_rows > 1 adds the buckets decode batches of up to that many rows use (AneModel::
-// decode_batch): the single row's decode programs serve every batch that fits their bucket.
+// decode_rows > 1 adds the programs decode batches of up to that many rows use (AneModel::
+// decode_batch, with adapter_slots as there): the single row's position-wise decode programs serve
+// every batch that fits their bucket, and the batch projections kernel runs at each bucket.
 std::vector<ProgramSpec> inference_programs(const ModelWeights& w, int prompt_tokens, int attention_min,
-                                            const compiler::ChipProfile& chip, int lora_slot = 0, int decode_rows = 1);
+                                            const compiler::ChipProfile& chip, int lora_slot = 0, int decode_rows = 1,
+                                            int adapter_slots = 0);
 // The programs of training on T tokens at the given buckets, role by role, layer by layer.
 std::vector<ProgramSpec> training_programs(const ModelWeights& w, TrainingBuckets b, int lora_slot = 0);
 

@@ -34,6 +34,17 @@ ir::Graph llama_fwd_attn(const ModelWeights& w, int layer, int S, KernelOptions 
   return std::move(b.g);
 }
 
+ir::Graph llama_decode_qkv(const ModelWeights& w, int layer, int S, KernelOptions opt) {
+  check_kernel_args(w, layer, S, "llama_decode_qkv", "llama");
+  KernelBuilder b("llama_decode_qkv", opt.dtype);
+  Value x = b.act("x", w.config.dim, S);  // [1, C, 1, S]: one token per column
+  // fwd_attn's own projection nodes without its RoPE (the identity at position 0, where a lone
+  // decode token sits in fwd_attn) and without its attention, which mixes the columns.
+  const QkvParts p = qkv_projections(b, w, layer, x, nullptr, /*rope=*/false);
+  for (Value v : {p.q, p.k, p.v}) b.output(v);
+  return std::move(b.g);
+}
+
 ir::Graph llama_fwd_ffn(const ModelWeights& w, int layer, int S, KernelOptions opt) {
   check_kernel_args(w, layer, S, "llama_fwd_ffn", "llama");
   const ModelConfig& c = w.config;
