@@ -108,14 +108,34 @@ void norm_and_turn_heads(const AttentionStep& s, bool is_q, int h0, int h1) {
   }
 }
 
-// The calling thread's kv heads [g0, g1) and their query heads: q, k, v rows, norms and RoPE, and
+// The calling thread's kv heads [g0, g1), and its rows of q [q0, q1) and of k and v [k0, k1).
+struct HeadShare {
+  int g0, g1, q0, q1, k0, k1;
+  explicit HeadShare(const ModelConfig& c) {
+    const int HS = c.head_dim(), group = c.n_heads / c.n_kv_heads, nt = omp_get_num_threads(), t = omp_get_thread_num();
+    g0 = c.n_kv_heads * t / nt, g1 = c.n_kv_heads * (t + 1) / nt;
+    q0 = g0 * group * HS, q1 = g1 * group * HS, k0 = g0 * HS, k1 = g1 * HS;
+  }
+};
+
+// While a thread waits at a barrier or computes attention, the memory bus would idle: it starts
+// fetching the first rows it reads next.
+constexpr size_t kWarmBytes = 64 << 10;
+void warm(const Tensor& W, int K, int r0, int r1) { cpu::prefetch_rows(W.data, W.dtype, K, r0, r1, kWarmBytes); }
+// The calling thread's rows of W [N, K] as matvec_add_rows shares them out.
+void warm_share(const Tensor& W, int K, int N) {
+  int r0, r1;
+  cpu::thread_share(N, kRowUnit, &r0, &r1);
+  warm(W, K, r0, r1);
+}
+
+// The calling thread's kv heads and their query heads: q, k, v rows, norms and RoPE, and
 // attention, with no other thread's output needed.
 void attention_by_heads(const AttentionStep& s, const float* xn, float* scores) {
   const ModelConfig& c = s.c;
   const LayerWeights& lw = s.lw;
-  const int HS = c.head_dim(), group = c.n_heads / c.n_kv_heads, nt = omp_get_num_threads(), t = omp_get_thread_num();
-  const int g0 = c.n_kv_heads * t / nt, g1 = c.n_kv_heads * (t + 1) / nt;
-  const int q0 = g0 * group * HS, q1 = g1 * group * HS, k0 = g0 * HS, k1 = g1 * HS;
+  const int HS = c.head_dim(), group = c.n_heads / c.n_kv_heads;
+  const auto [g0, g1, q0, q1, k0, k1] = HeadShare(c);
   matvec_tensor_rows(s.a.q.data(), xn, lw.wq, lw.bq, c.dim, q0, q1);
   matvec_tensor_rows(s.k, xn, lw.wk, lw.bk, c.dim, k0, k1);
   matvec_tensor_rows(s.v, xn, lw.wv, lw.bv, c.dim, k0, k1);
@@ -187,11 +207,13 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
       cpu::rmsnorm(xn.data(), x, lw.attn_norm.f32(), 1, C, c.norm_eps);
       if (by_heads) {
         attention_by_heads(step, xn.data(), att.data());
+        warm_share(lw.wo, Q, C);
 #pragma omp barrier
       } else {
         attention_by_rows(step, xn.data(), att.data());
       }
       matvec_add_rows(x, a.xb.data(), a.att.data(), lw.wo, Q, C);
+      warm_share(lw.w1, C, H);
 #pragma omp barrier
 
       // --- feed-forward (SwiGLU) ---
@@ -203,8 +225,11 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
       cpu::matvec_range(hb, xn.data(), lw.w1.data, lw.w1.dtype, nullptr, C, j0, j1);
       cpu::matvec_range(up, xn.data(), lw.w3.data, lw.w3.dtype, nullptr, C, j0, j1);
       for (int j = j0; j < j1; j++) hb[j] = hb[j] / (1.0f + std::exp(-hb[j])) * up[j];  // as cpu::swiglu
+      warm_share(lw.w2, H, C);
 #pragma omp barrier
       matvec_add_rows(x, a.xb.data(), hb, lw.w2, H, C);
+      if (l + 1 == c.n_layers) warm_share(w.classifier, C, c.vocab_size);
+      else if (by_heads) warm(w.layers[size_t(l + 1)].wq, C, HeadShare(c).q0, HeadShare(c).q1);
 #pragma omp barrier
     }
     // --- final norm and classifier (the real vocabulary; llm.c's padding rows are skipped) ---
