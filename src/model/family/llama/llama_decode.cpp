@@ -156,7 +156,9 @@ void attention_by_rows(const AttentionStep& s, const float* xn, float* scores) {
   const ModelConfig& c = s.c;
   const LayerWeights& lw = s.lw;
   const int HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim();
-  const RowSegment qkv[3] = {{&lw.wq, lw.bq, s.a.q.data(), 0, Q}, {&lw.wk, lw.bk, s.k, Q, KV}, {&lw.wv, lw.bv, s.v, Q + KV, KV}};
+  const RowSegment qkv[3] = {{&lw.wq, lw.bq, s.a.q.data(), 0, Q},
+                             {&lw.wk, lw.bk, s.k, Q, KV},
+                             {&lw.wv, lw.bv, s.v, Q + KV, KV}};
   const bool head_norms = !lw.q_norm.empty();  // Qwen3: a head is normalised whole before it turns
   matvec_segments(qkv, xn, c.dim, [&](size_t seg, int r0, int r1) {
     if (seg < 2 && !head_norms) cpu::rope_rotate(qkv[seg].y, s.cs, HS, r0, r1);  // q and k turn; v does not
