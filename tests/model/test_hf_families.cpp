@@ -150,7 +150,8 @@ TEST_P(HfFamilies, SafetensorsRoundTripGivesIdenticalLogits) {
 
 // The one-region decode step (llama_decode.cpp) with biases, per-head q/k norms, a head size of its
 // own, llama3 frequencies and a sliding window gives the prefill's logits bit for bit, for 1, 2
-// and 3 threads (3 split the row spaces and the heads unevenly).
+// and 3 threads (1 and 2 share the 2 kv heads out, each thread computing its heads' q, k, v rows
+// and their attention; 3 cannot, so they split the q, k, v row space and the heads unevenly).
 TEST(HfFamilies, DecodeEqualsPrefillBitForBit) {
   std::vector<ModelConfig> configs;
   for (Arch arch : {Arch::Qwen2, Arch::Qwen3, Arch::Mistral, Arch::Llama}) {

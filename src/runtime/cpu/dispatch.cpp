@@ -113,6 +113,13 @@ void matvec_range(float* y, const float* x, const void* W, DType wt, const float
   g_kernels->matvec_rows(y, x, W, wt, bias, K, n0, n1);
 }
 
+void prefetch_rows(const void* W, DType wt, int K, int n0, int n1, size_t bytes) {
+  if (n0 >= n1) return;
+  const char* p = static_cast<const char*>(W) + dtype_bytes(wt, size_t(n0) * K);
+  const size_t n = std::min(bytes, dtype_bytes(wt, size_t(n1 - n0) * K));
+  for (size_t i = 0; i < n; i += 64) __builtin_prefetch(p + i, 0, 2);  // 2: into L2 (prefetcht1)
+}
+
 // y[M, N] = x[M, K]·W[N, K]ᵀ (+ bias). Decode (M == 1) splits the N output rows into one
 // contiguous range per thread, in units of BLOCK rows, so each thread streams its own part of W
 // exactly once. Which thread computes a row never changes how the row is summed.

@@ -126,6 +126,10 @@ void thread_share(int n, int unit, int* first, int* last);
 // the same order as matmul() (decode and prefill), whichever thread computes them.
 //   x: [K];  W: [N, K] in dtype wt;  y, bias: [N]
 void matvec_range(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1);
+// A hint, no effect on any result: starts fetching the first `bytes` of rows n0 .. n1−1 of W
+// ([N, K] in dtype wt) from memory, for a thread that reads them next but first waits or computes
+// (a barrier, attention), so that the memory bus stays busy meanwhile.
+void prefetch_rows(const void* W, DType wt, int K, int n0, int n1, size_t bytes);
 
 // --- memory bandwidth ----------------------------------------------------------------------------
 // STREAM triad a[i] = b[i] + s·c[i] over arrays of `bytes_per_array` bytes with all threads;

@@ -33,6 +33,13 @@ constexpr int ROWS = 8;  // weight rows per step: ROWS independent FMA chains, x
 // (A prefetch past the end of W is harmless: it never faults.)
 constexpr int PREFETCH_L1_BYTES = 8 << 10;
 constexpr int PREFETCH_L2_BYTES = 128 << 10;
+// The decode matvec's near distance, and its prefetches stop at the end of the caller's rows: a
+// decode step runs ~85 short ranges per token, and 128 KB fetched past the end of each (another
+// thread's rows or an unrelated buffer) is bandwidth taken from the rows in use; the decode step
+// fetches the start of its next range itself (prefetch_rows). Stories110M f16 decode, one thread,
+// 7 interleaved rounds on a loaded machine (bench/RESULTS.md): min ms/token 0.89–1.05× the
+// unclamped 8 KB form, median 0.95×.
+constexpr int MATVEC_L1_BYTES = 16 << 10;
 
 // 16 weights starting at element k of a row, as fp32. `mask` selects the valid lanes of a tail;
 // masked-off lanes read nothing and are zero.
@@ -57,9 +64,9 @@ inline float hsum(__m512 v) {
 }
 
 // Rows n .. n+R−1 (R ≤ ROWS): acc[r] lane j sums x[k]·W[n+r, k] over k ≡ j mod 16, then one
-// horizontal sum per row. Every row follows the same order whatever R is.
+// horizontal sum per row. Every row follows the same order whatever R is. Prefetches stop at `end`.
 template <DType D, int R>
-inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n) {
+inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n, const char* end) {
   const size_t row_bytes = size_t(K) * dtype_size(D);
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
   __m512 acc[R];
@@ -71,8 +78,8 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
         const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * dtype_size(D));
-        _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
-        _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
+        if (line + MATVEC_L1_BYTES < end) _mm_prefetch(line + MATVEC_L1_BYTES, _MM_HINT_T0);
+        if (line + PREFETCH_L2_BYTES < end) _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
       }
     const __m512 xv = _mm512_loadu_ps(x + k);
 #pragma GCC unroll 8
@@ -93,9 +100,10 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
 
 template <DType D>
 void matvec_rows_t(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
+  const char* end = static_cast<const char*>(W) + size_t(n1) * K * dtype_size(D);
   int n = n0;
-  for (; n + ROWS <= n1; n += ROWS) matvec_block<D, ROWS>(y, x, W, bias, K, n);
-  for (; n < n1; n++) matvec_block<D, 1>(y, x, W, bias, K, n);
+  for (; n + ROWS <= n1; n += ROWS) matvec_block<D, ROWS>(y, x, W, bias, K, n, end);
+  for (; n < n1; n++) matvec_block<D, 1>(y, x, W, bias, K, n, end);
 }
 
 void matvec_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1) {

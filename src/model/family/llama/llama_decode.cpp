@@ -4,13 +4,17 @@
 // Decode is memory-bound: each weight is read once for 2 flops, so a token costs the bytes of the
 // weights over the memory bandwidth — plus the time threads spend starting and waiting for each
 // other. llama_block_forward starts a parallel region for every matrix product (8 per layer); here
-// the team starts once per token and meets at 5 barriers per layer:
+// the team starts once per token and meets at 4 barriers per layer:
 //
 //   each thread:  xn = rmsnorm(x) ⊙ attn_norm        (its own copy: C values, cheaper than a barrier)
-//   split rows:   [q; k; v] = xn·[wq; wk; wv]ᵀ (+ [bq; bk; bv]) as one row space of NH·HS + 2·NKV·HS rows;
-//                 k and v go straight into the cache at pos; RoPE turns the thread's q and k rows
-//                 (with q/k norms: a barrier, then each head normalised and turned by one thread)
-//   split heads:  att_h = attention_head(q_h, k[first..pos], v[first..pos])   (first > 0: sliding window)
+//   split heads:  each thread owns NKV/threads kv heads and their query heads: it computes their
+//                 rows of q, k, v = xn·[wq; wk; wv]ᵀ (+ biases; k and v straight into the cache at
+//                 pos), normalises (q/k norms) and turns (RoPE) those heads, then
+//                 att_h = attention_head(q_h, k[first..pos], v[first..pos]) for its query heads
+//                 (first > 0: sliding window) — every input of its attention is its own, so no
+//                 barrier between the products and the attention.
+//                 (When the threads cannot share the kv heads evenly: the rows of [q; k; v] are shared
+//                 out as one row space, a barrier, then the heads — 5 barriers per layer.)
 //   split rows:   x[r] += (att·woᵀ)[r]
 //   each thread:  xn = rmsnorm(x) ⊙ ffn_norm
 //   split rows:   hb[j] = silu((xn·w1ᵀ)[j]) · (xn·w3ᵀ)[j]          (w1 and w3 rows j together)
@@ -34,6 +38,11 @@ namespace {
 
 constexpr int kRowUnit = 16;  // rows are handed to threads in multiples of this (the kernels' step)
 
+// Rows [r0, r1) of y = xn·Wᵀ (+ bias).
+void matvec_tensor_rows(float* y, const float* xn, const Tensor& W, const Tensor& bias, int K, int r0, int r1) {
+  cpu::matvec_range(y, xn, W.data, W.dtype, bias.empty() ? nullptr : bias.f32(), K, r0, r1);
+}
+
 // One matrix of a row space shared out as a whole: rows [first, first + rows) of the space are
 // rows [0, rows) of W, written to y.
 struct RowSegment {
@@ -55,8 +64,7 @@ void matvec_segments(const RowSegment (&segs)[S], const float* xn, int K, After 
     const int a = std::max(r0, segs[s].first) - segs[s].first;
     const int b = std::min(r1, segs[s].first + segs[s].rows) - segs[s].first;
     if (a >= b) continue;
-    const float* bias = segs[s].bias.empty() ? nullptr : segs[s].bias.f32();
-    cpu::matvec_range(segs[s].y, xn, segs[s].W->data, segs[s].W->dtype, bias, K, a, b);
+    matvec_tensor_rows(segs[s].y, xn, *segs[s].W, segs[s].bias, K, a, b);
     after(s, a, b);
   }
 }
@@ -65,8 +73,106 @@ void matvec_segments(const RowSegment (&segs)[S], const float* xn, int K, After 
 void matvec_add_rows(float* x, float* tmp, const float* in, const Tensor& W, int K, int N) {
   int r0, r1;
   cpu::thread_share(N, kRowUnit, &r0, &r1);
-  cpu::matvec_range(tmp, in, W.data, W.dtype, nullptr, K, r0, r1);
+  matvec_tensor_rows(tmp, in, W, Tensor{}, K, r0, r1);
   for (int r = r0; r < r1; r++) x[r] += tmp[r];
+}
+
+// What one layer's attention reads and writes in a decode step.
+struct AttentionStep {
+  const ModelConfig& c;
+  const LayerWeights& lw;
+  Transformer::Activations& a;
+  float* k;         // this token's key row in the cache  [NKV·HS]
+  float* v;         // this token's value row in the cache
+  const float* kl;  // the cache's rows first..pos of this layer
+  const float* vl;
+  const float* cs;  // RoPE cos/sin at pos
+  int len;          // positions attended to
+};
+
+// Query head h's attention over the step's cached positions into a.att.
+void attend(const AttentionStep& s, int h, float* scores) {
+  const int HS = s.c.head_dim(), group = s.c.n_heads / s.c.n_kv_heads;
+  const size_t kvh = size_t(h / group) * HS;
+  cpu::attention_head(s.a.att.data() + size_t(h) * HS, s.a.q.data() + size_t(h) * HS, s.kl + kvh, s.vl + kvh, s.len, HS,
+                      s.c.kv_dim(), scores);
+}
+
+// Heads h0 .. h1−1 of q (is_q) or of this token's k: normalised by the layer's q/k norm, then turned.
+void norm_and_turn_heads(const AttentionStep& s, bool is_q, int h0, int h1) {
+  const int HS = s.c.head_dim();
+  for (int h = h0; h < h1; h++) {
+    float* head = (is_q ? s.a.q.data() : s.k) + size_t(h) * HS;
+    cpu::rmsnorm(head, head, (is_q ? s.lw.q_norm : s.lw.k_norm).f32(), 1, HS, s.c.norm_eps);
+    cpu::rope_rotate(head, s.cs, HS, 0, HS);
+  }
+}
+
+// The calling thread's kv heads [g0, g1), and its rows of q [q0, q1) and of k and v [k0, k1).
+struct HeadShare {
+  int g0, g1, q0, q1, k0, k1;
+  explicit HeadShare(const ModelConfig& c) {
+    const int HS = c.head_dim(), group = c.n_heads / c.n_kv_heads, nt = omp_get_num_threads(), t = omp_get_thread_num();
+    g0 = c.n_kv_heads * t / nt, g1 = c.n_kv_heads * (t + 1) / nt;
+    q0 = g0 * group * HS, q1 = g1 * group * HS, k0 = g0 * HS, k1 = g1 * HS;
+  }
+};
+
+// While a thread waits at a barrier or computes attention, the memory bus would idle: it starts
+// fetching the first rows it reads next.
+constexpr size_t kWarmBytes = 64 << 10;
+void warm(const Tensor& W, int K, int r0, int r1) { cpu::prefetch_rows(W.data, W.dtype, K, r0, r1, kWarmBytes); }
+// The calling thread's rows of W [N, K] as matvec_add_rows shares them out.
+void warm_share(const Tensor& W, int K, int N) {
+  int r0, r1;
+  cpu::thread_share(N, kRowUnit, &r0, &r1);
+  warm(W, K, r0, r1);
+}
+
+// The calling thread's kv heads and their query heads: q, k, v rows, norms and RoPE, and
+// attention, with no other thread's output needed.
+void attention_by_heads(const AttentionStep& s, const float* xn, float* scores) {
+  const ModelConfig& c = s.c;
+  const LayerWeights& lw = s.lw;
+  const int HS = c.head_dim(), group = c.n_heads / c.n_kv_heads;
+  const auto [g0, g1, q0, q1, k0, k1] = HeadShare(c);
+  matvec_tensor_rows(s.a.q.data(), xn, lw.wq, lw.bq, c.dim, q0, q1);
+  matvec_tensor_rows(s.k, xn, lw.wk, lw.bk, c.dim, k0, k1);
+  matvec_tensor_rows(s.v, xn, lw.wv, lw.bv, c.dim, k0, k1);
+  if (lw.q_norm.empty()) {
+    cpu::rope_rotate(s.a.q.data(), s.cs, HS, q0, q1);
+    cpu::rope_rotate(s.k, s.cs, HS, k0, k1);
+  } else {
+    norm_and_turn_heads(s, true, g0 * group, g1 * group);
+    norm_and_turn_heads(s, false, g0, g1);
+  }
+  for (int h = g0 * group; h < g1 * group; h++) attend(s, h, scores);
+}
+
+// The same results when the kv heads do not share out evenly over the threads: the q, k, v rows
+// split as one row space, a barrier, the q/k norms by head (another barrier), then the query heads
+// round-robin. Ends with a barrier.
+void attention_by_rows(const AttentionStep& s, const float* xn, float* scores) {
+  const ModelConfig& c = s.c;
+  const LayerWeights& lw = s.lw;
+  const int HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim();
+  const RowSegment qkv[3] = {{&lw.wq, lw.bq, s.a.q.data(), 0, Q},
+                             {&lw.wk, lw.bk, s.k, Q, KV},
+                             {&lw.wv, lw.bv, s.v, Q + KV, KV}};
+  const bool head_norms = !lw.q_norm.empty();  // Qwen3: a head is normalised whole before it turns
+  matvec_segments(qkv, xn, c.dim, [&](size_t seg, int r0, int r1) {
+    if (seg < 2 && !head_norms) cpu::rope_rotate(qkv[seg].y, s.cs, HS, r0, r1);  // q and k turn; v does not
+  });
+#pragma omp barrier
+  if (head_norms) {
+#pragma omp for schedule(static)
+    for (int h = 0; h < c.n_heads + c.n_kv_heads; h++) {  // q heads, then k heads
+      if (h < c.n_heads) norm_and_turn_heads(s, true, h, h + 1);
+      else norm_and_turn_heads(s, false, h - c.n_heads, h - c.n_heads + 1);
+    }  // (implicit barrier)
+  }
+#pragma omp for schedule(static, 1)
+  for (int h = 0; h < c.n_heads; h++) attend(s, h, scores);  // (implicit barrier)
 }
 
 }  // namespace
@@ -75,7 +181,6 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
                         int max_seq, float* logits) {
   const ModelConfig& c = w.config;
   const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim(), H = c.hidden_dim;
-  const int group = c.n_heads / c.n_kv_heads;
   float* x = a.x.data();
   std::vector<float> cs(static_cast<size_t>(HS));  // RoPE cos/sin at pos: the same for every layer
   cpu::rope_angles(cs.data(), llama_rope_frequencies(c).data(), HS, pos);
@@ -86,40 +191,31 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
   {
     std::vector<float> xn(static_cast<size_t>(C));     // this thread's normalised copy of x
     std::vector<float> att(static_cast<size_t>(len));  // attention scores of one head
+    const bool by_heads = c.n_kv_heads % omp_get_num_threads() == 0;
     for (int l = 0; l < c.n_layers; l++) {
       const LayerWeights& lw = w.layers[size_t(l)];
-      float* k = key_cache + (size_t(l) * max_seq + pos) * KV;  // this token's cache rows
-      float* v = value_cache + (size_t(l) * max_seq + pos) * KV;
+      const size_t row = size_t(l) * max_seq;  // the layer's cache, position 0
+      const AttentionStep step{c,
+                               lw,
+                               a,
+                               key_cache + (row + pos) * KV,
+                               value_cache + (row + pos) * KV,
+                               key_cache + (row + first) * KV,
+                               value_cache + (row + first) * KV,
+                               cs.data(),
+                               len};
 
       // --- attention ---
       cpu::rmsnorm(xn.data(), x, lw.attn_norm.f32(), 1, C, c.norm_eps);
-      const RowSegment qkv[3] = {{&lw.wq, lw.bq, a.q.data(), 0, Q},
-                                 {&lw.wk, lw.bk, k, Q, KV},
-                                 {&lw.wv, lw.bv, v, Q + KV, KV}};
-      const bool head_norms = !lw.q_norm.empty();  // Qwen3: a head is normalised whole before it turns
-      matvec_segments(qkv, xn.data(), C, [&](size_t s, int r0, int r1) {
-        if (s < 2 && !head_norms) cpu::rope_rotate(qkv[s].y, cs.data(), HS, r0, r1);  // q and k turn; v does not
-      });
+      if (by_heads) {
+        attention_by_heads(step, xn.data(), att.data());
+        warm_share(lw.wo, Q, C);
 #pragma omp barrier
-      if (head_norms) {
-#pragma omp for schedule(static)
-        for (int h = 0; h < c.n_heads + c.n_kv_heads; h++) {  // q heads, then k heads
-          const bool is_q = h < c.n_heads;
-          float* head = is_q ? a.q.data() + size_t(h) * HS : k + size_t(h - c.n_heads) * HS;
-          cpu::rmsnorm(head, head, (is_q ? lw.q_norm : lw.k_norm).f32(), 1, HS, c.norm_eps);
-          cpu::rope_rotate(head, cs.data(), HS, 0, HS);
-        }  // (implicit barrier)
+      } else {
+        attention_by_rows(step, xn.data(), att.data());
       }
-      // the layer's cache, positions first..pos
-      const float* kl = key_cache + (size_t(l) * max_seq + first) * KV;
-      const float* vl = value_cache + (size_t(l) * max_seq + first) * KV;
-#pragma omp for schedule(static, 1)
-      for (int h = 0; h < c.n_heads; h++) {
-        const size_t kvh = size_t(h / group) * HS;
-        cpu::attention_head(a.att.data() + size_t(h) * HS, a.q.data() + size_t(h) * HS, kl + kvh, vl + kvh, len, HS, KV,
-                            att.data());
-      }  // (implicit barrier)
       matvec_add_rows(x, a.xb.data(), a.att.data(), lw.wo, Q, C);
+      warm_share(lw.w1, C, H);
 #pragma omp barrier
 
       // --- feed-forward (SwiGLU) ---
@@ -131,8 +227,11 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
       cpu::matvec_range(hb, xn.data(), lw.w1.data, lw.w1.dtype, nullptr, C, j0, j1);
       cpu::matvec_range(up, xn.data(), lw.w3.data, lw.w3.dtype, nullptr, C, j0, j1);
       for (int j = j0; j < j1; j++) hb[j] = hb[j] / (1.0f + std::exp(-hb[j])) * up[j];  // as cpu::swiglu
+      warm_share(lw.w2, H, C);
 #pragma omp barrier
       matvec_add_rows(x, a.xb.data(), hb, lw.w2, H, C);
+      if (l + 1 == c.n_layers) warm_share(w.classifier, C, c.vocab_size);
+      else if (by_heads) warm(w.layers[size_t(l + 1)].wq, C, HeadShare(c).q0, HeadShare(c).q1);
 #pragma omp barrier
     }
     // --- final norm and classifier (the real vocabulary; llm.c's padding rows are skipped) ---
