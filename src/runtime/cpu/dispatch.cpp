@@ -16,6 +16,7 @@
 
 #include <cpuid.h>
 
+#include "base/error.h"
 #include "runtime/cpu/kernel_paths.h"
 #include "runtime/cpu/kernels_impl.h"
 #include "runtime/cpu/kernels_q8.h"
@@ -217,12 +218,13 @@ std::vector<CpuFeature> cpu_features() {
 // --- memory bandwidth ----------------------------------------------------------------------------
 
 // STREAM triad a = b + s·c with ordinary (cached) stores, as gcc compiles stream.c: 2 arrays read,
-// 1 written, counted as 3·n·4 bytes. Each thread first touches the part it later streams.
+// 1 written, counted as 3·n·4 bytes. The arrays come from the allocator the weights come from (2 MB
+// pages where the kernel gives them), so the bound and the decode it bounds see the same pages.
 double stream_triad_bandwidth(size_t bytes_per_array, int reps) {
   const size_t n = std::max<size_t>(bytes_per_array / sizeof(float) / 16 * 16, 16);
-  float* __restrict a = static_cast<float*>(std::aligned_alloc(64, n * 4));
-  float* __restrict b = static_cast<float*>(std::aligned_alloc(64, n * 4));
-  float* __restrict c = static_cast<float*>(std::aligned_alloc(64, n * 4));
+  float* __restrict a = static_cast<float*>(allocate_zeroed(n * 4, "the bandwidth measurement"));
+  float* __restrict b = static_cast<float*>(allocate_zeroed(n * 4, "the bandwidth measurement"));
+  float* __restrict c = static_cast<float*>(allocate_zeroed(n * 4, "the bandwidth measurement"));
 #pragma omp parallel for simd schedule(static)
   for (size_t i = 0; i < n; i++) a[i] = 0, b[i] = 1, c[i] = 2;
   double best = 0;
