@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libopenblas-dev          # reference GEMM that bench_kernels compares against (not linked into orion)
   libdnnl-dev              # oneDNN: prompt-sized GEMMs (runtime/cpu/gemm_library.cpp; optional, ORION_ONEDNN)
+  ocl-icd-opencl-dev       # oneDNN's CMake config requires OpenCL's headers (a Recommends of libdnnl-dev)
   nlohmann-json3-dev       # JSON (safetensors headers, config.json, tokenizer.json)
   libcli11-dev libfmt-dev  # command line, formatting
   libsentencepiece-dev     # SentencePiece tokenizers
