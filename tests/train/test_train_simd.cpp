@@ -137,7 +137,8 @@ TEST_F(TrainSimd, GeluMatchesPortable) {
 
 TEST_F(TrainSimd, AttentionMatchesPortable) {
   const int B = 2, T = 37;
-  for (auto heads : {std::tuple{4, 4, 64}, std::tuple{4, 2, 32}, std::tuple{2, 1, 16}}) {
+  for (auto heads : {std::tuple{4, 4, 64}, std::tuple{4, 2, 32}, std::tuple{2, 1, 16}, std::tuple{2, 2, 48}, std::tuple{2, 1, 128}}) {
+    // (head sizes 16·R for R = 1, 2, 3, 4, 8: the row kernels are compiled once per R)
     const int NH = std::get<0>(heads), NKV = std::get<1>(heads), HS = std::get<2>(heads);  // captured below
     const size_t N = size_t(B) * T, Q = size_t(NH) * HS, KV = size_t(NKV) * HS;
     const std::vector<float> q = randf(N * Q, 4), k = randf(N * KV, 5), v = randf(N * KV, 6), dout = randf(N * Q, 7);

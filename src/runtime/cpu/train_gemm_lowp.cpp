@@ -174,29 +174,46 @@ ORION_AVX512BF16 inline __m512i row_pair_words(const float* src, size_t s_p, int
   return _mm512_or_si512(_mm512_and_si512(b, _mm512_set1_epi32(int(0xffff0000u))), _mm512_srli_epi32(a, 16));
 }
 
+// The words of pairs q0 .. q0+15 of one contiguous run x[0 .. K) (x[K] = 0): 32 values → 16 words.
+ORION_AVX512BF16 inline __m512i col_pair_words(const float* x, int K, int q0) {
+  const int p0 = 2 * q0;
+  const __m512i lo = round_bf16(_mm512_maskz_loadu_ps(first(K - p0), x + p0));
+  const __m512i hi = round_bf16(_mm512_maskz_loadu_ps(first(K - p0 - 16), x + p0 + 16));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(_mm512_srli_epi32(lo, 16))),
+                            _mm512_cvtepi32_epi16(_mm512_srli_epi32(hi, 16)), 1);
+}
+
+// d[l·stride] = words[l] for the lanes in m (contiguous when stride is 1).
+ORION_AVX512BF16 inline void store_words(uint32_t* d, size_t stride, __m512i words, __mmask16 m) {
+  if (stride == 1) return _mm512_mask_storeu_epi32(d, m, words);
+  const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32(int(stride)));
+  _mm512_mask_i32scatter_epi32(d, m, idx, words, 4);
+}
+
 // The pair words of an operand: for o < n_other and q < kq,
 //   dst[o·d_o + q·d_q] = bf16(X(2q, o)) | bf16(X(2q+1, o)) << 16,   X(p, o) = src[p·s_p + o·s_o]
 // (X(K, o) = 0 when K is odd). One of s_p, s_o is 1: the vectors run along it, and the words are
-// stored 16 at a time (contiguous, or scattered d_o / d_q apart).
+// stored 16 at a time — contiguous, or after a 16 × 16 transpose in registers when the vectors run
+// across the destination's rows (a scatter, slow on AMD cores, only for strides no caller uses).
 ORION_AVX512BF16 void pack_pairs(uint32_t* dst, size_t d_o, size_t d_q, const float* src, size_t s_p, size_t s_o,
                                  int n_other, int K) {
   const int kq = (K + 1) / 2;
-  if (s_p == 1) {  // 32 consecutive p of one o → 16 words
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32(int(d_q)));
-    for (int o = 0; o < n_other; o++) {
-      const float* x = src + size_t(o) * s_o;
+  if (s_p == 1 && d_q == 1) {  // 32 consecutive p of one o → 16 contiguous words
+    for (int o = 0; o < n_other; o++)
+      for (int q0 = 0; q0 < kq; q0 += 16)
+        _mm512_mask_storeu_epi32(dst + size_t(o) * d_o + size_t(q0), first(kq - q0), col_pair_words(src + size_t(o) * s_o, K, q0));
+    return;
+  }
+  if (s_p == 1) {  // B panels (d_o == 1): 16 o's words for 16 q, transposed in registers into 16 rows of q
+    for (int o0 = 0; o0 < n_other; o0 += 16)
       for (int q0 = 0; q0 < kq; q0 += 16) {
-        const int p0 = 2 * q0;
-        const __m512i lo = round_bf16(_mm512_maskz_loadu_ps(first(K - p0), x + p0));
-        const __m512i hi = round_bf16(_mm512_maskz_loadu_ps(first(K - p0 - 16), x + p0 + 16));
-        const __m512i words = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(_mm512_srli_epi32(lo, 16))),
-                                                 _mm512_cvtepi32_epi16(_mm512_srli_epi32(hi, 16)), 1);
-        uint32_t* d = dst + size_t(o) * d_o + size_t(q0) * d_q;
-        if (d_q == 1) _mm512_mask_storeu_epi32(d, first(kq - q0), words);
-        else _mm512_mask_i32scatter_epi32(d, first(kq - q0), idx, words, 4);
+        __m512i r[16];
+        for (int t = 0; t < 16; t++)
+          r[t] = o0 + t < n_other ? col_pair_words(src + size_t(o0 + t) * s_o, K, q0) : _mm512_setzero_si512();
+        transpose16(r);  // r[t] = the words of q0 + t for o0 .. o0 + 15
+        for (int t = 0; t < 16 && q0 + t < kq; t++) store_words(dst + size_t(o0) * d_o + size_t(q0 + t) * d_q, d_o, r[t], first(n_other - o0));
       }
-    }
     return;
   }
   // s_o == 1: rows 2q and 2q+1 over 16 consecutive o → 16 words (one q, 16 o). Stored contiguous
@@ -222,6 +239,18 @@ ORION_AVX512BF16 void pack_pairs(uint32_t* dst, size_t d_o, size_t d_q, const fl
   }
 }
 
+// Pairs q0 .. q1−1 of a B whose rows are contiguous, X(p, j) = src[p·s_p + j], into every 64-column
+// panel: Bw[(panel·kq + q)·64 + c] = the words of rows 2q, 2q+1 at column panel·64 + c (zero past N).
+ORION_AVX512BF16 void pack_row_pairs_into_panels(uint32_t* Bw, size_t kq, const float* src, size_t s_p, int N, int K,
+                                                 int q0, int q1) {
+  const int padded = (N + TILE_N - 1) / TILE_N * TILE_N;
+  for (int q = q0; q < q1; q++)
+    for (int o0 = 0; o0 < padded; o0 += 16) {
+      uint32_t* d = Bw + (size_t(o0 / TILE_N) * kq + size_t(q)) * TILE_N + o0 % TILE_N;
+      _mm512_storeu_si512(d, row_pair_words(src, s_p, K, q, o0, first(N - o0)));
+    }
+}
+
 void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t rsb, size_t csb,
                    int M, int N, int K) {
   const size_t kp = size_t(K + 1) / 2 * 2, kq = kp / 2;
@@ -231,13 +260,23 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
   uint32_t* Aw = reinterpret_cast<uint32_t*>(Ap);
   uint32_t* Bw = reinterpret_cast<uint32_t*>(Bp);
   const bool big = double(M) * N * K >= 1e6;  // smaller: not worth waking threads
-  // A: row i's pairs at Aw[i·kq + q], 64 rows per task. B: panel by panel (columns past N zero).
+  // A: row i's pairs at Aw[i·kq + q], 64 rows per task. B: when its rows are contiguous (B(p, j) =
+  // B[p·rsb + j], the weight of dx = dy·W), 16 row pairs per task, each pair written into every
+  // panel, so that W is read front to back; else panel by panel (64 columns of every row). Columns
+  // past N are zero.
   const int a_tasks = (M + 63) / 64;
+  const bool b_by_rows = csb == 1 && rsb != 1;
+  const int b_tasks = b_by_rows ? int((kq + 15) / 16) : panels;
 #pragma omp parallel for schedule(static) if (big)
-  for (int t = 0; t < a_tasks + panels; t++) {
+  for (int t = 0; t < a_tasks + b_tasks; t++) {
     if (t < a_tasks) {
       const int i0 = t * 64, n = std::min(64, M - i0);
       pack_pairs(Aw + size_t(i0) * kq, kq, 1, A + size_t(i0) * rsa, csa, rsa, n, K);
+      continue;
+    }
+    if (b_by_rows) {
+      const int q0 = (t - a_tasks) * 16, q1 = std::min(int(kq), q0 + 16);
+      pack_row_pairs_into_panels(Bw, kq, B, rsb, N, K, q0, q1);
       continue;
     }
     const int q = t - a_tasks, j0 = q * TILE_N, n = std::min(TILE_N, N - j0);

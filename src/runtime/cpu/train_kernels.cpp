@@ -47,13 +47,16 @@ void transpose(float* dst, const float* src, int rows, int cols) {
 // W once, 6 rows at a time, against xᵀ [K, M] (small: M is the batch's tokens) kept in L2.
 void matmul_forward_train(float* y, const float* x, const float* W, const float* bias, int M, int K, int N) {
   if (train_gemm_precision() != GemmPrecision::F32) {
-    // yᵀ[N, M] = bias down the rows + W·xᵀ: W is then the product's left operand, whose rows pack
-    // with contiguous stores (train_gemm_lowp.cpp), and xᵀ (small) the right one.
-    float* yt = scratch(1, size_t(N) * M).data();
+    // y[M, N] = bias in every row + x·Wᵀ, straight into y: B(k, n) = W[n, k] packs into the bf16
+    // panels through a transpose in registers (train_gemm_lowp.cpp). Each y[m, n] is summed in the
+    // same order as the transposed product yᵀ = W·xᵀ would be.
 #pragma omp parallel for schedule(static) if (size_t(N) * M > (1u << 15))
-    for (int n = 0; n < N; n++) std::fill_n(yt + size_t(n) * M, M, bias ? bias[n] : 0.0f);
-    gemm_acc_lowp(train_gemm_precision(), LowpPath::Auto, yt, size_t(M), W, size_t(K), 1, x, 1, size_t(K), N, M, K);
-    return transpose(y, yt, N, M);
+    for (int m = 0; m < M; m++) {
+      float* row = y + size_t(m) * N;
+      if (bias) std::copy(bias, bias + N, row);
+      else std::fill_n(row, N, 0.0f);
+    }
+    return gemm_acc_lowp(train_gemm_precision(), LowpPath::Auto, y, size_t(N), x, size_t(K), 1, W, 1, size_t(K), M, N, K);
   }
   if (!gemm_acc_available() || M < 16) return matmul(y, x, W, DType::F32, bias, M, K, N);
   float* xt = scratch(0, size_t(K) * M).data();  // [K, M]
