@@ -7,6 +7,7 @@
 // AdamW, weight update, compile) and, on anesim, the timing model's predicted ANE time per step.
 #include <cstdio>
 
+#include "runtime/cpu/bf16_weight_packs.h"
 #include "base/error.h"
 #include "base/memory_usage.h"
 #include "base/timer.h"
@@ -52,6 +53,7 @@ void run_bench_train(const BenchTrainArgs& a) {
   to.backend = a.backend, to.checkpoint_activations = a.checkpoint_activations, to.precision = a.precision;
   to.validate();
   const cpu::ScopedGemmPrecision precision(to.gemm_precision());
+  const cpu::ScopedBf16WeightPacks weight_packs;  // as the training loop keeps them
   train::TrainModel model(p, &g, a.batch, a.seq, to.activation_checkpointing());
   train::AneBlocks* ane = nullptr;
   if (a.backend != "cpu") {
@@ -103,17 +105,22 @@ void run_bench_train(const BenchTrainArgs& a) {
         "{\"config\":\"%s\",\"params\":%zu,\"batch\":%d,\"seq\":%d,\"threads\":%d,\"steps\":%d,\"ms_per_step\":%.3f,"
         "\"best_ms\":%.3f,\"tok_per_s\":%.1f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"adamw_ms\":%.3f,"
         "\"cpu_forward_ms\":%.3f,\"cpu_backward_ms\":%.3f,\"cpu_adamw_ms\":%.3f,\"peak_rss_bytes\":%llu,"
-        "\"checkpoint_activations\":\"%s\",\"precision\":\"%s\"}\n",
+        "\"checkpoint_activations\":\"%s\",\"precision\":\"%s\",\"weight_update_ms\":%.3f,\"weight_pack_bytes\":%zu}\n",
         a.config.c_str(), c.num_params(), a.batch, a.seq, cpu::num_threads(), a.steps, ms, best * 1000, tok_s,
         1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n, 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n,
-        static_cast<unsigned long long>(peak_resident_bytes()), a.checkpoint_activations.c_str(), a.precision.c_str());
+        static_cast<unsigned long long>(peak_resident_bytes()), a.checkpoint_activations.c_str(), a.precision.c_str(),
+        1000 * wupd / n, cpu::weight_pack_bytes());
   } else {
     std::printf(
         "train step %s (B=%d, T=%d, %d threads, activation checkpointing %s, %s): %.1f ms/step (best %.1f), %.0f tok/s\n",
         a.config.c_str(), a.batch, a.seq, cpu::num_threads(), a.checkpoint_activations.c_str(), a.precision.c_str(), ms,
         best * 1000, tok_s);
     std::printf("  forward %.1f ms | backward %.1f ms | AdamW %.1f ms%s\n", 1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n,
-                ane ? fmt::format(" | weight update {:.1f} ms", 1000 * wupd / n).c_str() : "");
+                ane                           ? fmt::format(" | weight update {:.1f} ms", 1000 * wupd / n).c_str()
+                : cpu::weight_pack_bytes() > 0 ? fmt::format(" | bf16 weight packs {:.1f} ms ({:.0f} MB)", 1000 * wupd / n,
+                                                             cpu::weight_pack_bytes() / 1e6)
+                                                     .c_str()
+                                               : "");
     std::printf("  CPU time of all threads: forward %.1f ms | backward %.1f ms | AdamW %.1f ms | step %.1f ms\n",
                 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n, 1000 * (cpu_fwd + cpu_bwd + cpu_upd) / n);
     std::printf("  peak resident memory: %.0f MB\n", peak_resident_bytes() / 1e6);

@@ -122,3 +122,34 @@ TEST(MixedPrecision, CheckpointKeepsThePrecision) {
   o.precision = "bf16", o.backend = "anesim";
   EXPECT_THROW(o.validate(), Error) << "the ANE path has its own fp16 programs";
 }
+
+// --precision bf16 keeps each weight's bf16 packs from one update to the next
+// (runtime/cpu/bf16_weight_packs.h): the run's losses (with evaluations between the updates) and
+// its final weights are bit-identical to a run whose products pack every weight themselves
+// (ORION_WEIGHT_PACKS=0), and every use of a kept pack is checked against a fresh one.
+TEST(MixedPrecision, Bf16KeptWeightPacksTrainBitIdentically) {
+  if (!cpu::bf16_dot_available()) GTEST_SKIP() << "no AVX512-BF16 (vdpbf16ps) on this CPU: packs are never kept";
+  setenv("ORION_VERIFY_WEIGHT_PACKS", "1", 1);
+  auto run = [](bool packs, size_t* pack_bytes) {
+    setenv("ORION_WEIGHT_PACKS", packs ? "1" : "0", 1);
+    TrainOptions o = small_options(test::temp_dir(), 8, "bf16");
+    Trainer t(o);
+    std::vector<float> out;
+    for (int s = 0; s < 8; s++) {
+      out.push_back(t.step().loss);
+      if (s % 3 == 2) out.push_back(t.evaluate());  // forward-only passes between updates use the packs too
+      if (s == 1) *pack_bytes = cpu::weight_pack_bytes();
+    }
+    const Params& p = t.params();
+    out.insert(out.end(), p.data(), p.data() + p.size());
+    return out;
+  };
+  size_t kept = 0, none = 0;
+  const std::vector<float> with = run(true, &kept), without = run(false, &none);
+  unsetenv("ORION_WEIGHT_PACKS");
+  unsetenv("ORION_VERIFY_WEIGHT_PACKS");
+  EXPECT_GT(kept, 0u) << "the bf16 run kept packs";
+  EXPECT_EQ(none, 0u) << "ORION_WEIGHT_PACKS=0 keeps none";
+  ASSERT_EQ(with.size(), without.size());
+  EXPECT_TRUE(with == without) << "losses and weights bit-identical";
+}

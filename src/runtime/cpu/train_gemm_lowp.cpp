@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "runtime/cpu/bf16_weight_packs.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/train_kernels.h"
 
@@ -127,17 +128,6 @@ ORION_AVX512BF16 void rows_bf16(float* C, size_t ldc, const uint16_t* Ap, size_t
   }
 }
 
-// fp32 → bf16 as f32_to_bf16 (base/dtype.h) does, 16 lanes: round to nearest even, a NaN stays a
-// NaN; the bf16 is the top 16 bits of each returned lane.
-ORION_AVX512BF16 inline __m512i round_bf16(__m512 x) {
-  const __m512i u = _mm512_castps_si512(x);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
-  const __mmask16 nan =
-      _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x400000)));
-}
-
 // r[i][j] ↔ r[j][i] for a 16 × 16 block of 32-bit words: four rounds that swap the off-diagonal
 // w × w blocks (w = 8, 4, 2, 1) of each 2w × 2w block, two two-source permutes per pair of rows.
 struct TransposeLanes {
@@ -165,18 +155,25 @@ ORION_AVX512BF16 inline void transpose16(__m512i r[16]) {
   }
 }
 
+// Two rows' bf16 (vcvtne2ps2bf16: [a₀ … a₁₅ | b₀ … b₁₅]) interleaved into 16 words a_l | b_l << 16.
+ORION_AVX512BF16 inline __m512i interleave_pair(__m512 a, __m512 b) {
+  const __m512i ab = __m512i(_mm512_cvtne2ps_pbh(b, a));
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5,
+                                       20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(idx, ab);
+}
+
 // The words of pair q (rows 2q, 2q+1 of X, X(K, ·) = 0) at 16 consecutive o from o0 (mask m).
 ORION_AVX512BF16 inline __m512i row_pair_words(const float* src, size_t s_p, int K, int q, int o0, __mmask16 m) {
   if (2 * q >= K) return _mm512_setzero_si512();
   const float* r0 = src + size_t(2 * q) * s_p;
-  const __m512i a = round_bf16(_mm512_maskz_loadu_ps(m, r0 + o0));
-  const __m512i b = 2 * q + 1 < K ? round_bf16(_mm512_maskz_loadu_ps(m, r0 + s_p + o0)) : _mm512_setzero_si512();
-  return _mm512_or_si512(_mm512_and_si512(b, _mm512_set1_epi32(int(0xffff0000u))), _mm512_srli_epi32(a, 16));
+  const __m512 b = 2 * q + 1 < K ? _mm512_maskz_loadu_ps(m, r0 + s_p + o0) : _mm512_setzero_ps();
+  return interleave_pair(_mm512_maskz_loadu_ps(m, r0 + o0), b);
 }
 
 // The words of pairs q0 .. q0+15 of one contiguous run x[0 .. K) (x[K] = 0): 32 values → 16 words,
 // i.e. the 32 values as bf16 in memory order. vcvtne2ps2bf16 rounds to nearest even like
-// round_bf16 but flushes fp32 subnormals to zero, which vdpbf16ps does to bf16 subnormals anyway.
+// f32_to_bf16 but flushes fp32 subnormals to zero, which vdpbf16ps does to bf16 subnormals anyway.
 ORION_AVX512BF16 inline __m512i col_pair_words(const float* x, int K, int q0) {
   const int p0 = 2 * q0;
   return __m512i(_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(first(K - p0 - 16), x + p0 + 16),
@@ -256,12 +253,14 @@ ORION_AVX512BF16 void pack_row_pairs_into_panels(uint32_t* Bw, size_t kq, const 
     }
 }
 
+// kept: B already packed (a kept weight pack, bf16_weight_packs.h), or null to pack it here.
 void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t rsb, size_t csb,
-                   int M, int N, int K) {
+                   int M, int N, int K, const uint32_t* kept = nullptr) {
   const size_t kp = size_t(K + 1) / 2 * 2, kq = kp / 2;
-  const int panels = (N + TILE_N - 1) / TILE_N;
+  const int panels = kept ? 0 : (N + TILE_N - 1) / TILE_N;
   uint16_t* Ap = scratch16(0, size_t(M) * kp);
-  uint16_t* Bp = scratch16(1, size_t(panels) * kq * TILE_N * 2);
+  uint16_t* Bp = kept ? const_cast<uint16_t*>(reinterpret_cast<const uint16_t*>(kept))
+                      : scratch16(1, size_t(panels) * kq * TILE_N * 2);
   uint32_t* Aw = reinterpret_cast<uint32_t*>(Ap);
   uint32_t* Bw = reinterpret_cast<uint32_t*>(Bp);
   const bool big = double(M) * N * K >= 1e6;  // smaller: not worth waking threads
@@ -270,8 +269,8 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
   // panel, so that W is read front to back; else panel by panel (64 columns of every row). Columns
   // past N are zero.
   const int a_tasks = (M + 63) / 64;
-  const bool b_by_rows = csb == 1 && rsb != 1;
-  const int b_tasks = b_by_rows ? int((kq + 15) / 16) : panels;
+  const bool b_by_rows = !kept && csb == 1 && rsb != 1;
+  const int b_tasks = kept ? 0 : b_by_rows ? int((kq + 15) / 16) : panels;
 #pragma omp parallel for schedule(static) if (big)
   for (int t = 0; t < a_tasks + b_tasks; t++) {
     if (t < a_tasks) {
@@ -296,6 +295,37 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int i0 = std::min(M, tiles * t / nt * TM), i1 = std::min(M, tiles * (t + 1) / nt * TM);
     if (i0 < i1) rows_bf16(C, ldc, Ap, kp, Bp, i0, i1, N);
+  }
+}
+
+// Both kept layouts of a weight W [N, K] in one pass over it (bf16_weight_packs.h):
+//   rows: the B panels of y = x·Wᵀ,  B(k, n) = W[n, k]: rows[(n/64·kqK + k/2)·64 + n%64], kqK = ⌈K/2⌉
+//   cols: the B panels of dx = dy·W, B(n, k) = W[n, k]: cols[(k/64·kqN + n/2)·64 + k%64], kqN = ⌈N/2⌉
+// (each word a pair of bf16, the even index in the low half; zero past N and K) — the same bytes
+// gemm_bf16_dot packs from W. 16 rows × 32 columns are loaded at a time: their 16 rows of pair words
+// transposed into 16 pairs of 16 rows (rows layout), and their 8 row pairs interleaved (cols layout).
+ORION_AVX512BF16 void pack_weight_block(const float* W, int N, int K, uint32_t* rows, uint32_t* cols, int r0) {
+  const size_t kqK = size_t(K + 1) / 2, kqN = size_t(N + 1) / 2;
+  const int padded_k = (K + TILE_N - 1) / TILE_N * TILE_N;
+  for (int k0 = 0; k0 < padded_k; k0 += 32) {
+    __m512 a[16][2];
+    for (int t = 0; t < 16; t++)
+      for (int h = 0; h < 2; h++)
+        a[t][h] = r0 + t < N ? _mm512_maskz_loadu_ps(first(K - k0 - 16 * h), W + size_t(r0 + t) * K + k0 + 16 * h)
+                             : _mm512_setzero_ps();
+    if (size_t(k0 / 2) < kqK) {
+      __m512i w[16];
+      for (int t = 0; t < 16; t++) w[t] = __m512i(_mm512_cvtne2ps_pbh(a[t][1], a[t][0]));
+      transpose16(w);  // w[j] = pair k0/2 + j of rows r0 .. r0+15
+      uint32_t* d = rows + (size_t(r0 / TILE_N) * kqK + size_t(k0 / 2)) * TILE_N + r0 % TILE_N;
+      for (int j = 0; j < 16 && size_t(k0 / 2 + j) < kqK; j++) _mm512_storeu_si512(d + size_t(j) * TILE_N, w[j]);
+    }
+    for (int i = 0; i < 8 && size_t(r0 / 2 + i) < kqN; i++)
+      for (int h = 0; h < 2; h++) {
+        const int c = k0 + 16 * h;
+        uint32_t* d = cols + (size_t(c / TILE_N) * kqN + size_t(r0 / 2 + i)) * TILE_N + c % TILE_N;
+        _mm512_storeu_si512(d, interleave_pair(a[2 * i][h], a[2 * i + 1][h]));
+      }
   }
 }
 
@@ -331,12 +361,33 @@ void gemm_rounded_generic(GemmPrecision prec, float* C, size_t ldc, const float*
 
 }  // namespace
 
-void set_train_gemm_precision(GemmPrecision p) { g_precision = p; }
+void set_train_gemm_precision(GemmPrecision p) {
+  if (p != g_precision) drop_weight_packs();  // packs made under one precision are not refreshed under another
+  g_precision = p;
+}
 GemmPrecision train_gemm_precision() { return g_precision; }
 
 bool bf16_dot_available() {
   static const bool cpu = __builtin_cpu_supports("avx512bf16");
   return cpu && active_isa() == Isa::Avx512;
+}
+
+size_t kept_pack_words(int N, int K, KeptLayout layout) {
+  const size_t rows = size_t((N + TILE_N - 1) / TILE_N) * size_t((K + 1) / 2) * TILE_N;
+  const size_t cols = size_t((K + TILE_N - 1) / TILE_N) * size_t((N + 1) / 2) * TILE_N;
+  return layout == KeptLayout::Rows ? rows : cols;
+}
+
+void pack_weight_bf16(const float* W, int N, int K, uint32_t* rows, uint32_t* cols) {
+  const int blocks = (N + TILE_N - 1) / TILE_N;  // 64 rows: one rows-layout panel, 32 cols-layout pairs
+#pragma omp parallel for schedule(static)
+  for (int b = 0; b < blocks; b++)
+    for (int r0 = b * TILE_N; r0 < (b + 1) * TILE_N; r0 += 16) pack_weight_block(W, N, K, rows, cols, r0);
+}
+
+void gemm_acc_bf16_kept(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const uint32_t* kept, int M,
+                        int N, int K) {
+  gemm_bf16_dot(C, ldc, A, rsa, csa, nullptr, 0, 0, M, N, K, kept);
 }
 
 void gemm_acc_lowp(GemmPrecision prec, LowpPath path, float* C, size_t ldc, const float* A, size_t rsa, size_t csa,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "runtime/cpu/bf16_weight_packs.h"
 #include "runtime/cpu/kernels.h"
 
 namespace orion::cpu {
@@ -56,6 +57,9 @@ void matmul_forward_train(float* y, const float* x, const float* W, const float*
       if (bias) std::copy(bias, bias + N, row);
       else std::fill_n(row, N, 0.0f);
     }
+    note_weight(W, N, K);
+    if (const uint32_t* kept = kept_weight_pack(W, N, K, KeptLayout::Rows))
+      return gemm_acc_bf16_kept(y, size_t(N), x, size_t(K), 1, kept, M, N, K);
     return gemm_acc_lowp(train_gemm_precision(), LowpPath::Auto, y, size_t(N), x, size_t(K), 1, W, 1, size_t(K), M, N, K);
   }
   if (!gemm_acc_available() || M < 16) return matmul(y, x, W, DType::F32, bias, M, K, N);
@@ -71,8 +75,12 @@ void matmul_forward_train(float* y, const float* x, const float* W, const float*
 // dx[M, K] += Σ over chunks [n0, n1) of dy[:, n0:n1] · W[n0:n1, :]
 // Each chunk is cpu::matmul(x = dy chunk [M, n], W' = W chunkᵀ [K, n]).
 void matmul_backward_input(float* dx, const float* dy, const float* W, int M, int K, int N) {
-  if (train_gemm_precision() != GemmPrecision::F32)
+  if (train_gemm_precision() != GemmPrecision::F32) {
+    note_weight(W, N, K);
+    if (const uint32_t* kept = kept_weight_pack(W, N, K, KeptLayout::Cols))
+      return gemm_acc_bf16_kept(dx, size_t(K), dy, size_t(N), 1, kept, M, K, N);
     return gemm_acc_lowp(train_gemm_precision(), LowpPath::Auto, dx, size_t(K), dy, size_t(N), 1, W, size_t(K), 1, M, K, N);
+  }
   if (gemm_acc_available()) return gemm_acc(dx, size_t(K), dy, size_t(N), 1, W, size_t(K), M, K, N);
   const int ch = std::min(N, kTrainChunk);
   float* dyc = scratch(0, size_t(M) * ch).data();  // [M, ch]

@@ -14,6 +14,7 @@
 // summed in an order fixed by the sizes alone: the result is bit-identical for any number of threads.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 namespace orion::cpu {
 
@@ -69,6 +70,16 @@ enum class LowpPath { Auto, Generic };
 // stride ldc; multithreaded, bit-identical for any thread count.
 void gemm_acc_lowp(GemmPrecision prec, LowpPath path, float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
                    const float* B, size_t rsb, size_t csb, int M, int N, int K);
+
+// A weight W [N, K] packed as the bf16 right operand of its two products (bf16_weight_packs.h):
+// Rows for y = x·Wᵀ, Cols for dx = dy·W. Words of each layout, and both written in one pass over W
+// (vdpbf16ps path only: call when bf16_dot_available()).
+enum class KeptLayout { Rows, Cols };
+size_t kept_pack_words(int N, int K, KeptLayout layout);
+void pack_weight_bf16(const float* W, int N, int K, uint32_t* rows, uint32_t* cols);
+// C[M, N] += round(A)·B with B an operand packed by pack_weight_bf16 (K its reduction length).
+void gemm_acc_bf16_kept(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const uint32_t* kept, int M,
+                        int N, int K);
 
 // --- AVX-512 kernels of the training step's other work (train_simd.cpp) ------------------------
 // Use them only when train_simd_available() (the active ISA is AVX-512); each is single-threaded

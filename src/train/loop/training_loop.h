@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cpu/bf16_weight_packs.h"
 #include "train/loop/train_options.h"
 #include "train/loop/loss_scaler.h"
 #include "train/loop/trainable.h"
@@ -102,6 +103,7 @@ class TrainingLoop {
   CheckpointState& state_;
   LossScaler scaler_;
   cpu::GemmPrecision precision_before_;  // the process's GEMM precision, restored by the destructor
+  cpu::ScopedBf16WeightPacks weight_packs_;  // bf16: weights packed once per update (bf16_weight_packs.h)
   int consecutive_bad_ = 0;
   double run_seconds_ = 0;
   int64_t run_steps_ = 0;

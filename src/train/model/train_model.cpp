@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "model/family/family.h"
+#include "runtime/cpu/bf16_weight_packs.h"
 #include "train/cpu/layers.h"
 #include "train/family/training_family.h"
 #include "train/model/trainer_api.h"
@@ -131,6 +132,11 @@ void TrainModel::backward(float scale) {
   }
   const bool learned = anatomy.positions == Positions::Learned;
   if (!frozen_) encoder_backward(g_->tok_emb, learned ? g_->pos_emb : (float*)nullptr, dx, tokens_.data(), B, T, C);
+}
+
+void TrainModel::weights_updated() {
+  cpu::refresh_weight_packs(p_.data(), p_.size());
+  blocks_->weights_updated();
 }
 
 }  // namespace orion::train

@@ -107,7 +107,9 @@ class TrainModel {
   // Overwrites logits() with ∂loss/∂logits.
   void backward(float scale = 1.0f);
   void zero_grad();
-  void weights_updated() { blocks_->weights_updated(); }
+  // After an update of the parameters: the kept bf16 weight packs (runtime/cpu/bf16_weight_packs.h)
+  // and the block runner (ANE: reload) catch up.
+  void weights_updated();
   // Adapter training: no gradient for the embedding, classifier or final norm either, and the
   // blocks' as BlockRunner::freeze_base (its answer is returned; set_blocks passes the sink on).
   bool freeze_base(AdapterGradSink* sink);

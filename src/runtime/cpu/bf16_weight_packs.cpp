@@ -1,0 +1,120 @@
+// Kept bf16 weight packs (see bf16_weight_packs.h): a small table of the weights the products noted,
+// each with its two packed layouts, fresh only between a refresh and the next drop.
+#include "runtime/cpu/bf16_weight_packs.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "base/error.h"
+
+namespace orion::cpu {
+namespace {
+
+struct KeptWeight {
+  const float* w;
+  int N, K;
+  std::vector<uint32_t> rows, cols;  // the two layouts (KeptLayout::Rows, ::Cols)
+  bool fresh = false;
+};
+
+struct Table {
+  std::mutex mu;  // noting happens on the thread that runs the step; the lock keeps it simple
+  int scopes = 0;    // open scopes that keep packs
+  int disabled = 0;  // open scopes made while ORION_WEIGHT_PACKS=0
+  std::vector<KeptWeight> weights;
+};
+
+Table& table() {
+  static Table t;
+  return t;
+}
+
+// The variable set to 0 (or "off"): packs are not kept (the products pack W each time, as before).
+bool env_off(const char* name) {
+  const char* e = std::getenv(name);
+  return e && (std::strcmp(e, "0") == 0 || std::strcmp(e, "off") == 0);
+}
+
+bool verify_every_use() {  // read at each use: a test sets it while running
+  const char* e = std::getenv("ORION_VERIFY_WEIGHT_PACKS");
+  return e && *e && std::strcmp(e, "0") != 0;
+}
+
+KeptWeight* find(Table& t, const float* W, int N, int K) {
+  for (KeptWeight& k : t.weights)
+    if (k.w == W && k.N == N && k.K == K) return &k;
+  return nullptr;
+}
+
+}  // namespace
+
+ScopedBf16WeightPacks::ScopedBf16WeightPacks() : disabled_(env_off("ORION_WEIGHT_PACKS")) {
+  std::lock_guard<std::mutex> lock(table().mu);
+  (disabled_ ? table().disabled : table().scopes)++;
+}
+
+ScopedBf16WeightPacks::~ScopedBf16WeightPacks() {
+  std::lock_guard<std::mutex> lock(table().mu);
+  (disabled_ ? table().disabled : table().scopes)--;
+  if (table().scopes == 0) table().weights.clear();
+}
+
+bool weight_packs_active() {
+  const Table& t = table();
+  return t.scopes > 0 && t.disabled == 0 && train_gemm_precision() == GemmPrecision::BF16 && bf16_dot_available();
+}
+
+void note_weight(const float* W, int N, int K) {
+  if (!weight_packs_active()) return;
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!find(t, W, N, K)) t.weights.push_back({W, N, K, {}, {}, false});
+}
+
+const uint32_t* kept_weight_pack(const float* W, int N, int K, KeptLayout layout) {
+  if (!weight_packs_active()) return nullptr;
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  const KeptWeight* k = find(t, W, N, K);
+  if (!k || !k->fresh) return nullptr;
+  const std::vector<uint32_t>& pack = layout == KeptLayout::Rows ? k->rows : k->cols;
+  if (verify_every_use()) {  // the pack must be what the product would make from W now
+    std::vector<uint32_t> rows(k->rows.size()), cols(k->cols.size());
+    pack_weight_bf16(W, N, K, rows.data(), cols.data());
+    ORION_CHECK(rows == k->rows && cols == k->cols,
+                "a kept bf16 weight pack ([{}, {}]) is stale: the weight changed without refresh_weight_packs", N, K);
+  }
+  return pack.data();
+}
+
+void refresh_weight_packs(const float* begin, size_t n) {
+  if (!weight_packs_active()) return;
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (KeptWeight& k : t.weights) {
+    const bool inside = k.w >= begin && k.w + size_t(k.N) * k.K <= begin + n;
+    if (!inside) continue;
+    k.rows.resize(kept_pack_words(k.N, k.K, KeptLayout::Rows));
+    k.cols.resize(kept_pack_words(k.N, k.K, KeptLayout::Cols));
+    pack_weight_bf16(k.w, k.N, k.K, k.rows.data(), k.cols.data());
+    k.fresh = true;
+  }
+}
+
+void drop_weight_packs() {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.weights.clear();
+}
+
+size_t weight_pack_bytes() {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  size_t b = 0;
+  for (const KeptWeight& k : t.weights) b += (k.rows.capacity() + k.cols.capacity()) * sizeof(uint32_t);
+  return b;
+}
+
+}  // namespace orion::cpu
