@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -12,10 +13,22 @@
 namespace orion::cpu {
 namespace {
 
+// Words on a 64-byte boundary (2 MB pages from 2 MB up): the packing streams whole lines into them.
+struct Words {
+  std::unique_ptr<uint32_t, decltype(&std::free)> p{nullptr, &std::free};
+  size_t n = 0;
+  void resize(size_t words) {
+    if (words == n) return;
+    p.reset(static_cast<uint32_t*>(allocate_zeroed(words * sizeof(uint32_t), "bf16 weight packs")));
+    n = words;
+  }
+  bool same(const std::vector<uint32_t>& v) const { return v.size() == n && std::memcmp(v.data(), p.get(), n * 4) == 0; }
+};
+
 struct KeptWeight {
   const float* w;
   int N, K;
-  std::vector<uint32_t> rows, cols;  // the two layouts (KeptLayout::Rows, ::Cols)
+  Words rows, cols;  // the two layouts (KeptLayout::Rows, ::Cols)
   bool fresh = false;
 };
 
@@ -79,14 +92,15 @@ const uint32_t* kept_weight_pack(const float* W, int N, int K, KeptLayout layout
   std::lock_guard<std::mutex> lock(t.mu);
   const KeptWeight* k = find(t, W, N, K);
   if (!k || !k->fresh) return nullptr;
-  const std::vector<uint32_t>& pack = layout == KeptLayout::Rows ? k->rows : k->cols;
+  const Words& pack = layout == KeptLayout::Rows ? k->rows : k->cols;
   if (verify_every_use()) {  // the pack must be what the product would make from W now
-    std::vector<uint32_t> rows(k->rows.size()), cols(k->cols.size());
-    pack_weight_bf16(W, N, K, rows.data(), cols.data());
-    ORION_CHECK(rows == k->rows && cols == k->cols,
+    std::vector<uint32_t> rows(k->rows.n + 1), cols(k->cols.n + 1);  // (+1: unaligned, plain stores)
+    pack_weight_bf16(W, N, K, rows.data() + 1, cols.data() + 1);
+    rows.erase(rows.begin()), cols.erase(cols.begin());
+    ORION_CHECK(k->rows.same(rows) && k->cols.same(cols),
                 "a kept bf16 weight pack ([{}, {}]) is stale: the weight changed without refresh_weight_packs", N, K);
   }
-  return pack.data();
+  return pack.p.get();
 }
 
 void refresh_weight_packs(const float* begin, size_t n) {
@@ -98,7 +112,7 @@ void refresh_weight_packs(const float* begin, size_t n) {
     if (!inside) continue;
     k.rows.resize(kept_pack_words(k.N, k.K, KeptLayout::Rows));
     k.cols.resize(kept_pack_words(k.N, k.K, KeptLayout::Cols));
-    pack_weight_bf16(k.w, k.N, k.K, k.rows.data(), k.cols.data());
+    pack_weight_bf16(k.w, k.N, k.K, k.rows.p.get(), k.cols.p.get());
     k.fresh = true;
   }
 }
@@ -113,7 +127,7 @@ size_t weight_pack_bytes() {
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.mu);
   size_t b = 0;
-  for (const KeptWeight& k : t.weights) b += (k.rows.capacity() + k.cols.capacity()) * sizeof(uint32_t);
+  for (const KeptWeight& k : t.weights) b += (k.rows.n + k.cols.n) * sizeof(uint32_t);
   return b;
 }
 

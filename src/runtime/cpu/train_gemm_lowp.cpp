@@ -304,6 +304,16 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
 // (each word a pair of bf16, the even index in the low half; zero past N and K) — the same bytes
 // gemm_bf16_dot packs from W. 16 rows × 32 columns are loaded at a time: their 16 rows of pair words
 // transposed into 16 pairs of 16 rows (rows layout), and their 8 row pairs interleaved (cols layout).
+// stream: both outputs 64-byte aligned, written with non-temporal stores (they are read only at the
+// next step's products, long after this pass has left the caches; a plain store would first read
+// every line of the 4 bytes per weight it overwrites).
+template <bool stream>
+ORION_AVX512BF16 inline void store_line(uint32_t* d, __m512i v) {
+  if constexpr (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(d), v);
+  else _mm512_storeu_si512(d, v);
+}
+
+template <bool stream>
 ORION_AVX512BF16 void pack_weight_block(const float* W, int N, int K, uint32_t* rows, uint32_t* cols, int r0) {
   const size_t kqK = size_t(K + 1) / 2, kqN = size_t(N + 1) / 2;
   const int padded_k = (K + TILE_N - 1) / TILE_N * TILE_N;
@@ -318,13 +328,13 @@ ORION_AVX512BF16 void pack_weight_block(const float* W, int N, int K, uint32_t* 
       for (int t = 0; t < 16; t++) w[t] = __m512i(_mm512_cvtne2ps_pbh(a[t][1], a[t][0]));
       transpose16(w);  // w[j] = pair k0/2 + j of rows r0 .. r0+15
       uint32_t* d = rows + (size_t(r0 / TILE_N) * kqK + size_t(k0 / 2)) * TILE_N + r0 % TILE_N;
-      for (int j = 0; j < 16 && size_t(k0 / 2 + j) < kqK; j++) _mm512_storeu_si512(d + size_t(j) * TILE_N, w[j]);
+      for (int j = 0; j < 16 && size_t(k0 / 2 + j) < kqK; j++) store_line<stream>(d + size_t(j) * TILE_N, w[j]);
     }
     for (int i = 0; i < 8 && size_t(r0 / 2 + i) < kqN; i++)
       for (int h = 0; h < 2; h++) {
         const int c = k0 + 16 * h;
         uint32_t* d = cols + (size_t(c / TILE_N) * kqN + size_t(r0 / 2 + i)) * TILE_N + c % TILE_N;
-        _mm512_storeu_si512(d, interleave_pair(a[2 * i][h], a[2 * i + 1][h]));
+        store_line<stream>(d, interleave_pair(a[2 * i][h], a[2 * i + 1][h]));
       }
   }
 }
@@ -380,9 +390,17 @@ size_t kept_pack_words(int N, int K, KeptLayout layout) {
 
 void pack_weight_bf16(const float* W, int N, int K, uint32_t* rows, uint32_t* cols) {
   const int blocks = (N + TILE_N - 1) / TILE_N;  // 64 rows: one rows-layout panel, 32 cols-layout pairs
-#pragma omp parallel for schedule(static)
-  for (int b = 0; b < blocks; b++)
-    for (int r0 = b * TILE_N; r0 < (b + 1) * TILE_N; r0 += 16) pack_weight_block(W, N, K, rows, cols, r0);
+  const bool stream = reinterpret_cast<uintptr_t>(rows) % 64 == 0 && reinterpret_cast<uintptr_t>(cols) % 64 == 0;
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (int b = 0; b < blocks; b++)
+      for (int r0 = b * TILE_N; r0 < (b + 1) * TILE_N; r0 += 16) {
+        if (stream) pack_weight_block<true>(W, N, K, rows, cols, r0);
+        else pack_weight_block<false>(W, N, K, rows, cols, r0);
+      }
+    _mm_sfence();  // this thread's streamed lines are visible before the products read them
+  }
 }
 
 void gemm_acc_bf16_kept(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const uint32_t* kept, int M,
