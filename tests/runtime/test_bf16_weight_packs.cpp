@@ -37,7 +37,8 @@ uint32_t pair_word(float lo, float hi) { return uint32_t(f32_to_bf16(lo)) | uint
 // Rows: word (n/64·⌈K/2⌉ + k/2)·64 + n%64 = (W[n, k], W[n, k+1]); Cols: (k/64·⌈N/2⌉ + n/2)·64 + k%64 =
 // (W[n, k], W[n+1, k]); zero past N and K. Odd sizes, not multiples of 64 or 16.
 TEST_F(Bf16WeightPacks, LayoutsAreThePairsOfRoundedWeights) {
-  for (auto [N, K] : {std::pair{131, 77}, std::pair{64, 32}, std::pair{5, 3}, std::pair{200, 160}}) {
+  for (auto nk : {std::pair{131, 77}, std::pair{64, 32}, std::pair{5, 3}, std::pair{200, 160}}) {
+    const int N = nk.first, K = nk.second;  // (not a structured binding: clang 14 cannot capture one)
     SCOPED_TRACE(testing::Message() << "N=" << N << " K=" << K);
     const std::vector<float> W = randf(size_t(N) * K, 1 + N);
     std::vector<uint32_t> rows(cpu::kept_pack_words(N, K, KeptLayout::Rows), 7u),
