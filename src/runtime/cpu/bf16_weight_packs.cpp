@@ -1,5 +1,5 @@
 // Kept bf16 weight packs (see bf16_weight_packs.h): a small table of the weights the products noted,
-// each with its two packed layouts, fresh only between a refresh and the next drop.
+// each with its two packed layouts once a refresh has made them (until the next drop).
 #include "runtime/cpu/bf16_weight_packs.h"
 
 #include <cstdlib>
@@ -28,8 +28,7 @@ struct Words {
 struct KeptWeight {
   const float* w;
   int N, K;
-  Words rows, cols;  // the two layouts (KeptLayout::Rows, ::Cols)
-  bool fresh = false;
+  Words rows, cols;  // the two layouts (KeptLayout::Rows, ::Cols); empty until a refresh packs them
 };
 
 struct Table {
@@ -83,7 +82,7 @@ void note_weight(const float* W, int N, int K) {
   if (!weight_packs_active()) return;
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.mu);
-  if (!find(t, W, N, K)) t.weights.push_back({W, N, K, {}, {}, false});
+  if (!find(t, W, N, K)) t.weights.push_back({W, N, K, {}, {}});
 }
 
 const uint32_t* kept_weight_pack(const float* W, int N, int K, KeptLayout layout) {
@@ -91,7 +90,7 @@ const uint32_t* kept_weight_pack(const float* W, int N, int K, KeptLayout layout
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.mu);
   const KeptWeight* k = find(t, W, N, K);
-  if (!k || !k->fresh) return nullptr;
+  if (!k || k->rows.n == 0) return nullptr;  // noted, not packed yet
   const Words& pack = layout == KeptLayout::Rows ? k->rows : k->cols;
   if (verify_every_use()) {  // the pack must be what the product would make from W now
     std::vector<uint32_t> rows(k->rows.n + 1), cols(k->cols.n + 1);  // (+1: unaligned, plain stores)
@@ -113,7 +112,6 @@ void refresh_weight_packs(const float* begin, size_t n) {
     k.rows.resize(kept_pack_words(k.N, k.K, KeptLayout::Rows));
     k.cols.resize(kept_pack_words(k.N, k.K, KeptLayout::Cols));
     pack_weight_bf16(k.w, k.N, k.K, k.rows.p.get(), k.cols.p.get());
-    k.fresh = true;
   }
 }
 

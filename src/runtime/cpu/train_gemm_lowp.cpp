@@ -180,19 +180,11 @@ ORION_AVX512BF16 inline __m512i col_pair_words(const float* x, int K, int q0) {
                                      _mm512_maskz_loadu_ps(first(K - p0), x + p0)));
 }
 
-// d[l·stride] = words[l] for the lanes in m (contiguous when stride is 1).
-ORION_AVX512BF16 inline void store_words(uint32_t* d, size_t stride, __m512i words, __mmask16 m) {
-  if (stride == 1) return _mm512_mask_storeu_epi32(d, m, words);
-  const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                         _mm512_set1_epi32(int(stride)));
-  _mm512_mask_i32scatter_epi32(d, m, idx, words, 4);
-}
-
 // The pair words of an operand: for o < n_other and q < kq,
 //   dst[o·d_o + q·d_q] = bf16(X(2q, o)) | bf16(X(2q+1, o)) << 16,   X(p, o) = src[p·s_p + o·s_o]
 // (X(K, o) = 0 when K is odd). One of s_p, s_o is 1: the vectors run along it, and the words are
 // stored 16 at a time — contiguous, or after a 16 × 16 transpose in registers when the vectors run
-// across the destination's rows (a scatter, slow on AMD cores, only for strides no caller uses).
+// across the destination's rows (then the destination is a B panel: d_o == 1).
 ORION_AVX512BF16 void pack_pairs(uint32_t* dst, size_t d_o, size_t d_q, const float* src, size_t s_p, size_t s_o,
                                  int n_other, int K) {
   const int kq = (K + 1) / 2;
@@ -209,7 +201,8 @@ ORION_AVX512BF16 void pack_pairs(uint32_t* dst, size_t d_o, size_t d_q, const fl
         for (int t = 0; t < 16; t++)
           r[t] = o0 + t < n_other ? col_pair_words(src + size_t(o0 + t) * s_o, K, q0) : _mm512_setzero_si512();
         transpose16(r);  // r[t] = the words of q0 + t for o0 .. o0 + 15
-        for (int t = 0; t < 16 && q0 + t < kq; t++) store_words(dst + size_t(o0) * d_o + size_t(q0 + t) * d_q, d_o, r[t], first(n_other - o0));
+        for (int t = 0; t < 16 && q0 + t < kq; t++)
+          _mm512_mask_storeu_epi32(dst + size_t(o0) + size_t(q0 + t) * d_q, first(n_other - o0), r[t]);
       }
     return;
   }
