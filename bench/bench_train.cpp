@@ -35,3 +35,43 @@ BENCHMARK_CAPTURE(train_step, stories260k_b8_t256, "stories260k", 8, 256)->Unit(
 BENCHMARK_CAPTURE(train_step, stories15m_b4_t256, "stories15m", 4, 256)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(train_step, gpt2_124m_b4_t64, "gpt2-124m", 4, 64)->Unit(benchmark::kMillisecond)->MinTime(5);
 BENCHMARK_CAPTURE(train_step, stories110m_b4_t64, "stories110m", 4, 64)->Unit(benchmark::kMillisecond)->MinTime(5);
+
+// The three products of a linear layer in a bf16 training step, alone, at GPT-2 124M's shapes with
+// B·T = 256 tokens: y = x·Wᵀ (0), dx = dy·W (1), dW += dyᵀ·x (2); weights [N, K] as the step keeps them
+// (packed once, bf16_weight_packs.h). GFLOP/s counts 2·M·N·K per product.
+//   bench_train --benchmark_filter=bf16_product
+#include "runtime/cpu/bf16_weight_packs.h"
+#include "runtime/cpu/train_kernels.h"
+namespace {
+void bf16_product(benchmark::State& state) {
+  const int which = int(state.range(0)), N = int(state.range(1)), K = int(state.range(2)), M = 256;
+  if (!cpu::bf16_dot_available()) return state.SkipWithError("no AVX512-BF16 on this CPU");
+  cpu::set_train_gemm_precision(cpu::GemmPrecision::BF16);
+  cpu::ScopedBf16WeightPacks packs;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  auto fill = [&](size_t n) { std::vector<float> v(n); for (float& x : v) x = nd(rng); return v; };
+  std::vector<float> W = fill(size_t(N) * K), x = fill(size_t(M) * K), dy = fill(size_t(M) * N);
+  std::vector<float> y(size_t(M) * N), dx(size_t(M) * K);
+  // dW cycles through buffers totalling ≥ 256 MB: in a step each gradient is cold (500 MB of them)
+  const size_t ring = std::max<size_t>(2, (size_t(256) << 20) / (size_t(N) * K * 4));
+  std::vector<std::vector<float>> dWs(ring, std::vector<float>(size_t(N) * K));
+  size_t it = 0;
+  cpu::matmul_forward_train(y.data(), x.data(), W.data(), nullptr, M, K, N);  // notes W
+  cpu::matmul_backward_input(dx.data(), dy.data(), W.data(), M, K, N);
+  cpu::refresh_weight_packs(W.data(), W.size());
+  for (auto _ : state) {
+    if (which == 0) cpu::matmul_forward_train(y.data(), x.data(), W.data(), nullptr, M, K, N);
+    if (which == 1) cpu::matmul_backward_input(dx.data(), dy.data(), W.data(), M, K, N);
+    if (which == 2) cpu::matmul_backward_weight(dWs[it++ % ring].data(), dy.data(), x.data(), M, K, N);
+  }
+  cpu::set_train_gemm_precision(cpu::GemmPrecision::F32);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+}  // namespace
+BENCHMARK(bf16_product)
+    ->ArgsProduct({{0, 1, 2}, {2304}, {768}})
+    ->ArgsProduct({{0, 1, 2}, {3072}, {768}})
+    ->ArgsProduct({{0, 1, 2}, {768}, {3072}})
+    ->ArgsProduct({{0, 1, 2}, {50304}, {768}})
+    ->UseRealTime()->Unit(benchmark::kMillisecond);

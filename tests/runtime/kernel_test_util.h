@@ -15,4 +15,9 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, 
   return v;
 }
 
+// The first 64-byte boundary at or after p (give the buffer 16 spare floats).
+inline float* align64(float* p) {
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) / 64 * 64);
+}
+
 }  // namespace orion::cpu::test

@@ -6,6 +6,8 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstring>
+#include <tuple>
 #include <random>
 #include <vector>
 
@@ -121,4 +123,24 @@ TEST(TrainGemmLowp, LinearLayerProductsFollowThePrecision) {
   std::vector<float> again(size_t(M) * N);
   cpu::matmul_forward_train(again.data(), x.data(), W.data(), bias.data(), M, K, N);
   EXPECT_EQ(again, y32) << "F32 again after the scope";
+}
+
+// COut::Overwrite (a weight gradient whose zeroing was left to its first write): C = A·B over
+// whatever C held is bit-identical to C += A·B on a zeroed C — on every path, with whole aligned
+// tiles (streamed out), ragged edges, and more than one K slice (K > 512 for vdpbf16ps, > 256 fp32).
+TEST(TrainGemmLowp, OverwriteEqualsAccumulatingIntoZeros) {
+  for (GemmPrecision prec : {GemmPrecision::BF16, GemmPrecision::F16})
+    for (LowpPath path : paths(prec))
+      for (auto [M, N, K] : {std::tuple{64, 128, 256}, std::tuple{13, 70, 33}, std::tuple{24, 64, 1100}}) {
+        SCOPED_TRACE(testing::Message() << "prec=" << int(prec) << " path=" << int(path) << " M=" << M << " N=" << N
+                                        << " K=" << K);
+        const std::vector<float> A = randf(size_t(K) * M, 7), B = randf(size_t(K) * N, 8);  // A read transposed (dyᵀ)
+        // C 64-byte aligned so that whole tiles take the streaming stores; overwritten: NaN first
+        std::vector<float> zbuf(size_t(M) * N + 16, 0.0f), gbuf(size_t(M) * N + 16, std::nanf(""));
+        float* zeroed = cpu::test::align64(zbuf.data());
+        float* garbage = cpu::test::align64(gbuf.data());
+        cpu::gemm_acc_lowp(prec, path, zeroed, N, A.data(), 1, M, B.data(), N, 1, M, N, K);
+        cpu::gemm_acc_lowp(prec, path, garbage, N, A.data(), 1, M, B.data(), N, 1, M, N, K, cpu::COut::Overwrite);
+        EXPECT_EQ(0, std::memcmp(zeroed, garbage, size_t(M) * N * sizeof(float)));
+      }
 }

@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/train_kernels.h"
+#include "kernel_test_util.h"
 
 using namespace orion;
 
@@ -90,4 +93,20 @@ TEST(TrainKernels, OneAndTwoThreadsBitIdentical) {
   EXPECT_EQ(a.dx, b.dx);
   EXPECT_EQ(a.dW, b.dW);
   EXPECT_EQ(a.db, b.db);
+}
+
+// dW with COut::Overwrite (its zeroing left to this first write, train/cpu/first_write_zero.h):
+// the same bits as accumulating into a zeroed dW, C's old contents (NaN here) never read — with
+// aligned rows (whole tiles streamed out), ragged ones, and two K slices (M > 256 tokens).
+TEST(TrainKernels, WeightGradientOverwriteEqualsAccumulatingIntoZeros) {
+  for (auto [M, K, N] : {std::tuple{256, 128, 130}, std::tuple{300, 70, 64}, std::tuple{5, 33, 7}}) {
+    SCOPED_TRACE(testing::Message() << "M=" << M << " K=" << K << " N=" << N);
+    const std::vector<float> dy = randf(size_t(M) * N, 11), x = randf(size_t(M) * K, 12);
+    std::vector<float> zbuf(size_t(N) * K + 16, 0.0f), gbuf(size_t(N) * K + 16, std::nanf(""));
+    float* zeroed = cpu::test::align64(zbuf.data());
+    float* garbage = cpu::test::align64(gbuf.data());
+    cpu::matmul_backward_weight(zeroed, dy.data(), x.data(), M, K, N);
+    cpu::matmul_backward_weight(garbage, dy.data(), x.data(), M, K, N, cpu::COut::Overwrite);
+    EXPECT_EQ(0, std::memcmp(zeroed, garbage, size_t(N) * K * sizeof(float)));
+  }
 }

@@ -1,4 +1,5 @@
-// The two backward products of a linear layer without transposes: C[M, N] += A(M×K)·B[K, N].
+// The two backward products of a linear layer without transposes: C[M, N] += A(M×K)·B[K, N]
+// (or C = A·B: COut::Overwrite, train_kernels.h).
 //
 //   dx[M, K] += dy[M, N]·W[N, K]     A = dy (row i = token),             B = W
 //   dW[N, K] += dy[M, N]ᵀ·x[M, K]    A(i, p) = dy[p, i] (read strided),  B = x
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/register_tile.h"
 #include "runtime/cpu/train_kernels.h"
 
 #define ORION_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
@@ -40,21 +42,16 @@ namespace {
 constexpr int TM = 6, TJ = 4, TILE_N = 16 * TJ, KC = 256, NC = 512;
 constexpr int kPackMinRows = 4 * TM;  // rows of C per thread from which B blocks are packed
 
-// C[0..R) × [0..n) += A(i, p)·B[p, ·] for p < k, with n ≤ 64 (masked vectors past n).
-template <int R>
+// C[0..R) × [0..n) += A(i, p)·B[p, ·] for p < k, with n ≤ 64 (masked vectors past n). Without
+// kLoadC, C = those products (each chain starts from 0, as it would from a zeroed C); stream:
+// whole aligned lines of C go out with non-temporal stores (their last write in this product).
+template <int R, bool kLoadC>
 ORION_AVX512 inline void tile(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb,
-                              int n, int k) {
+                              int n, int k, bool stream) {
   __mmask16 mask[TJ];
-#pragma GCC unroll 4
-  for (int j = 0; j < TJ; j++) {
-    const int left = n - 16 * j;
-    mask[j] = left >= 16 ? __mmask16(0xffff) : left > 0 ? __mmask16((1u << left) - 1) : __mmask16(0);
-  }
+  tile64::column_masks(n, mask);
   __m512 acc[R][TJ];
-#pragma GCC unroll 8
-  for (int i = 0; i < R; i++)
-#pragma GCC unroll 4
-    for (int j = 0; j < TJ; j++) acc[i][j] = _mm512_maskz_loadu_ps(mask[j], C + i * ldc + 16 * j);
+  tile64::load<R, kLoadC>(acc, C, ldc, mask);
   for (int p = 0; p < k; p++) {
     const float* b = B + size_t(p) * ldb;
     const float* a = A + size_t(p) * csa;
@@ -68,10 +65,7 @@ ORION_AVX512 inline void tile(float* C, size_t ldc, const float* A, size_t rsa, 
       for (int j = 0; j < TJ; j++) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < R; i++)
-#pragma GCC unroll 4
-    for (int j = 0; j < TJ; j++) _mm512_mask_storeu_ps(C + i * ldc + 16 * j, mask[j], acc[i][j]);
+  tile64::store<R>(C, ldc, acc, mask, n, stream);
 }
 
 // B[0..k) × [0..N) copied as column panels of TILE_N: panel q holds B[p, 64q .. 64q+63] at
@@ -92,10 +86,24 @@ ORION_AVX512 void pack_b(float* pk, const float* B, size_t ldb, int N, int k) {
   }
 }
 
+template <bool kLoadC>
+ORION_AVX512 inline void tile_rows(int r, float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B,
+                                   size_t ldb, int n, int k, bool stream) {
+  switch (r) {
+    case 6: return tile<6, kLoadC>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+    case 5: return tile<5, kLoadC>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+    case 4: return tile<4, kLoadC>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+    case 3: return tile<3, kLoadC>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+    case 2: return tile<2, kLoadC>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+    default: return tile<1, kLoadC>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+  }
+}
+
 // Rows [0, m) × columns [0, N) of C (N ≤ NC), one K slice of length k. B is either row-major
-// (pk == nullptr) or packed by pack_b into pk.
+// (pk == nullptr) or packed by pack_b into pk. set: C = this slice's products (the first slice of
+// an overwriting product); stream: and it is the only slice.
 ORION_AVX512 void block(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb,
-                        const float* pk, int m, int N, int k) {
+                        const float* pk, int m, int N, int k, bool set, bool stream) {
   for (int i = 0; i < m; i += TM) {
     const int r = std::min(TM, m - i);
     float* c = C + size_t(i) * ldc;
@@ -104,14 +112,8 @@ ORION_AVX512 void block(float* C, size_t ldc, const float* A, size_t rsa, size_t
       const int n = std::min(TILE_N, N - j);
       const float* b = pk ? pk + size_t(j / TILE_N) * k * TILE_N : B + j;
       const size_t lb = pk ? size_t(TILE_N) : ldb;
-      switch (r) {
-        case 6: tile<6>(c + j, ldc, a, rsa, csa, b, lb, n, k); break;
-        case 5: tile<5>(c + j, ldc, a, rsa, csa, b, lb, n, k); break;
-        case 4: tile<4>(c + j, ldc, a, rsa, csa, b, lb, n, k); break;
-        case 3: tile<3>(c + j, ldc, a, rsa, csa, b, lb, n, k); break;
-        case 2: tile<2>(c + j, ldc, a, rsa, csa, b, lb, n, k); break;
-        default: tile<1>(c + j, ldc, a, rsa, csa, b, lb, n, k); break;
-      }
+      if (set) tile_rows<false>(r, c + j, ldc, a, rsa, csa, b, lb, n, k, stream);
+      else tile_rows<true>(r, c + j, ldc, a, rsa, csa, b, lb, n, k, false);
     }
   }
 }
@@ -121,7 +123,7 @@ ORION_AVX512 void block(float* C, size_t ldc, const float* A, size_t rsa, size_t
 bool gemm_acc_available() { return active_isa() == Isa::Avx512; }
 
 void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N,
-              int K) {
+              int K, COut out) {
   const int tiles = (M + TM - 1) / TM;
   const bool big = double(M) * N * K >= 1e6;  // smaller: not worth waking threads
 #pragma omp parallel if (big)
@@ -139,9 +141,11 @@ void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, cons
         const int n = std::min(NC, N - j0), k = std::min(KC, K - p0);
         const float* b = B + size_t(p0) * ldb + j0;
         if (pack) pack_b(pk.data(), b, ldb, n, k);
+        const bool set = out == COut::Overwrite && p0 == 0;
         block(C + size_t(i0) * ldc + j0, ldc, A + size_t(i0) * rsa + size_t(p0) * csa, rsa, csa, b, ldb,
-              pack ? pk.data() : nullptr, i1 - i0, n, k);
+              pack ? pk.data() : nullptr, i1 - i0, n, k, set, set && k == K);
       }
+    if (out == COut::Overwrite) _mm_sfence();  // this thread's streamed lines are visible to the others
   }
 }
 

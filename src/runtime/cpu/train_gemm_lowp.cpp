@@ -24,6 +24,7 @@
 #include "base/dtype.h"
 #include "runtime/cpu/bf16_weight_packs.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/register_tile.h"
 #include "runtime/cpu/train_kernels.h"
 
 #define ORION_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
@@ -72,15 +73,17 @@ float* scratch32(int i, size_t n) {
 inline __mmask16 first(int n) { return n >= 16 ? __mmask16(0xffff) : n > 0 ? __mmask16((1u << n) - 1) : __mmask16(0); }
 
 // C[0..R) × [0..n) += the pairs q0 .. q0+nq of A's rows (row stride kp) against one B panel.
-template <int R>
+// Without kLoadC, C = those products: the sums start from 0 instead of C's values, which is what
+// adding to a zeroed C gives, bit for bit. stream: whole aligned lines of C are written with
+// non-temporal stores (this is their last write in the product, and a plain store would first
+// read each line from memory).
+template <int R, bool kLoadC>
 ORION_AVX512BF16 inline void tile_bf16(float* C, size_t ldc, const uint16_t* A, size_t kp, const uint16_t* panel, int n,
-                                       int nq) {
-  const __mmask16 mask[TJ] = {first(n), first(n - 16), first(n - 32), first(n - 48)};
+                                       int nq, bool stream) {
+  __mmask16 mask[TJ];
+  tile64::column_masks(n, mask);
   __m512 acc[R][TJ];
-#pragma GCC unroll 8
-  for (int i = 0; i < R; i++)
-#pragma GCC unroll 4
-    for (int j = 0; j < TJ; j++) acc[i][j] = _mm512_maskz_loadu_ps(mask[j], C + i * ldc + 16 * j);
+  tile64::load<R, kLoadC>(acc, C, ldc, mask);
   for (int q = 0; q < nq; q++) {
     const uint16_t* b = panel + size_t(q) * TILE_N * 2;
     __m512bh bv[TJ];
@@ -95,18 +98,30 @@ ORION_AVX512BF16 inline void tile_bf16(float* C, size_t ldc, const uint16_t* A, 
       for (int j = 0; j < TJ; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < R; i++)
-#pragma GCC unroll 4
-    for (int j = 0; j < TJ; j++) _mm512_mask_storeu_ps(C + i * ldc + 16 * j, mask[j], acc[i][j]);
+  tile64::store<R>(C, ldc, acc, mask, n, stream);
+}
+
+template <bool kLoadC>
+ORION_AVX512BF16 inline void tile_rows_bf16(int r, float* C, size_t ldc, const uint16_t* A, size_t kp,
+                                            const uint16_t* panel, int n, int nq, bool stream) {
+  switch (r) {
+    case 6: return tile_bf16<6, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
+    case 5: return tile_bf16<5, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
+    case 4: return tile_bf16<4, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
+    case 3: return tile_bf16<3, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
+    case 2: return tile_bf16<2, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
+    default: return tile_bf16<1, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
+  }
 }
 
 // Rows [i0, i1) of C, the whole of N, walking K slices of KQ pairs and column blocks of NC.
+// overwrite: C = A·B (the first K slice does not read C; a single slice streams C out).
 ORION_AVX512BF16 void rows_bf16(float* C, size_t ldc, const uint16_t* Ap, size_t kp, const uint16_t* Bp, int i0, int i1,
-                                int N) {
+                                int N, bool overwrite) {
   const int kq = int(kp / 2);
   for (int q0 = 0; q0 < kq; q0 += KQ) {
     const int nq = std::min(KQ, kq - q0);
+    const bool set = overwrite && q0 == 0, stream = set && nq == kq;
     for (int j0 = 0; j0 < N; j0 += NC)
       for (int i = i0; i < i1; i += TM) {
         const int r = std::min(TM, i1 - i);
@@ -115,17 +130,12 @@ ORION_AVX512BF16 void rows_bf16(float* C, size_t ldc, const uint16_t* Ap, size_t
           const int n = std::min(TILE_N, N - j);
           const uint16_t* panel = Bp + ((size_t(j / TILE_N) * kq + q0) * TILE_N) * 2;
           float* c = C + size_t(i) * ldc + j;
-          switch (r) {
-            case 6: tile_bf16<6>(c, ldc, a, kp, panel, n, nq); break;
-            case 5: tile_bf16<5>(c, ldc, a, kp, panel, n, nq); break;
-            case 4: tile_bf16<4>(c, ldc, a, kp, panel, n, nq); break;
-            case 3: tile_bf16<3>(c, ldc, a, kp, panel, n, nq); break;
-            case 2: tile_bf16<2>(c, ldc, a, kp, panel, n, nq); break;
-            default: tile_bf16<1>(c, ldc, a, kp, panel, n, nq); break;
-          }
+          if (set) tile_rows_bf16<false>(r, c, ldc, a, kp, panel, n, nq, stream);
+          else tile_rows_bf16<true>(r, c, ldc, a, kp, panel, n, nq, false);
         }
       }
   }
+  if (overwrite) _mm_sfence();  // this thread's streamed lines are visible before anyone reads C
 }
 
 // r[i][j] ↔ r[j][i] for a 16 × 16 block of 32-bit words: four rounds that swap the off-diagonal
@@ -248,7 +258,7 @@ ORION_AVX512BF16 void pack_row_pairs_into_panels(uint32_t* Bw, size_t kq, const 
 
 // kept: B already packed (a kept weight pack, bf16_weight_packs.h), or null to pack it here.
 void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t rsb, size_t csb,
-                   int M, int N, int K, const uint32_t* kept = nullptr) {
+                   int M, int N, int K, const uint32_t* kept = nullptr, bool overwrite = false) {
   const size_t kp = size_t(K + 1) / 2 * 2, kq = kp / 2;
   const int panels = kept ? 0 : (N + TILE_N - 1) / TILE_N;
   uint16_t* Ap = scratch16(0, size_t(M) * kp);
@@ -287,7 +297,7 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int i0 = std::min(M, tiles * t / nt * TM), i1 = std::min(M, tiles * (t + 1) / nt * TM);
-    if (i0 < i1) rows_bf16(C, ldc, Ap, kp, Bp, i0, i1, N);
+    if (i0 < i1) rows_bf16(C, ldc, Ap, kp, Bp, i0, i1, N, overwrite);
   }
 }
 
@@ -402,11 +412,12 @@ void gemm_acc_bf16_kept(float* C, size_t ldc, const float* A, size_t rsa, size_t
 }
 
 void gemm_acc_lowp(GemmPrecision prec, LowpPath path, float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
-                   const float* B, size_t rsb, size_t csb, int M, int N, int K) {
+                   const float* B, size_t rsb, size_t csb, int M, int N, int K, COut out) {
   if (M <= 0 || N <= 0 || K <= 0) return;
   const bool unit_strides = (rsa == 1 || csa == 1) && (rsb == 1 || csb == 1);  // what pack_pairs reads
   const bool dot = prec == GemmPrecision::BF16 && path != LowpPath::Generic && unit_strides && bf16_dot_available();
-  if (dot) return gemm_bf16_dot(C, ldc, A, rsa, csa, B, rsb, csb, M, N, K);
+  if (dot) return gemm_bf16_dot(C, ldc, A, rsa, csa, B, rsb, csb, M, N, K, nullptr, out == COut::Overwrite);
+  if (out == COut::Overwrite) zero_rows(C, ldc, M, N);
   gemm_rounded_generic(prec, C, ldc, A, rsa, csa, B, rsb, csb, M, N, K);
 }
 

@@ -96,12 +96,19 @@ void matmul_backward_input(float* dx, const float* dy, const float* W, int M, in
   }
 }
 
+void zero_rows(float* C, size_t ldc, int M, int N) {
+#pragma omp parallel for schedule(static) if (size_t(M) * N > (1u << 15))
+  for (int r = 0; r < M; r++) std::fill_n(C + size_t(r) * ldc, N, 0.0f);
+}
+
 // dW[n0:n1, :] += dy[:, n0:n1]ᵀ · x, i.e. cpu::matmul(x = dy chunkᵀ [n, M], W' = xᵀ [K, M]).
-void matmul_backward_weight(float* dW, const float* dy, const float* x, int M, int K, int N) {
+void matmul_backward_weight(float* dW, const float* dy, const float* x, int M, int K, int N, COut out) {
   if (train_gemm_precision() != GemmPrecision::F32)  // A(n, m) = dy[m, n]
-    return gemm_acc_lowp(train_gemm_precision(), LowpPath::Auto, dW, size_t(K), dy, 1, size_t(N), x, size_t(K), 1, N, K, M);
+    return gemm_acc_lowp(train_gemm_precision(), LowpPath::Auto, dW, size_t(K), dy, 1, size_t(N), x, size_t(K), 1, N, K, M,
+                         out);
   // A(n, m) = dy[m, n]: row stride 1, column stride N.
-  if (gemm_acc_available()) return gemm_acc(dW, size_t(K), dy, 1, size_t(N), x, size_t(K), N, K, M);
+  if (gemm_acc_available()) return gemm_acc(dW, size_t(K), dy, 1, size_t(N), x, size_t(K), N, K, M, out);
+  if (out == COut::Overwrite) zero_rows(dW, size_t(K), N, K);
   const int ch = std::min(N, kTrainChunk);
   float* xt = scratch(0, size_t(K) * M).data();    // [K, M]
   float* dyt = scratch(1, size_t(ch) * M).data();  // [ch, M]

@@ -29,8 +29,13 @@ void transpose(float* dst, const float* src, int rows, int cols);
 void matmul_forward_train(float* y, const float* x, const float* W, const float* bias, int M, int K, int N);
 // dx[M, K] += dy[M, N] · W[N, K]
 void matmul_backward_input(float* dx, const float* dy, const float* W, int M, int K, int N);
-// dW[N, K] += dy[M, N]ᵀ · x[M, K]
-void matmul_backward_weight(float* dW, const float* dy, const float* x, int M, int K, int N);
+// What a product does with its output C: add to it (C += A·B), or overwrite it (C = A·B, bit for bit
+// what adding to a zeroed C gives, without reading C: a weight gradient whose zeroing was left to
+// its first write, train/cpu/first_write_zero.h).
+enum class COut { Accumulate, Overwrite };
+
+// dW[N, K] += dy[M, N]ᵀ · x[M, K]   (COut::Overwrite: dW = dyᵀ · x)
+void matmul_backward_weight(float* dW, const float* dy, const float* x, int M, int K, int N, COut out = COut::Accumulate);
 // db[N] += Σ_m dy[m, n]   (each column summed in row order)
 void bias_backward(float* db, const float* dy, int M, int N);
 
@@ -39,7 +44,10 @@ void bias_backward(float* db, const float* dy, int M, int N);
 // (train_gemm.cpp). Only with AVX-512 (gemm_acc_available()); the two backward products use it
 // when available, and transposes + cpu::matmul otherwise.
 bool gemm_acc_available();
-void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N, int K);
+void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N, int K,
+              COut out = COut::Accumulate);
+// C[r, 0 .. N) = 0 for r < M (row stride ldc), split over threads.
+void zero_rows(float* C, size_t ldc, int M, int N);
 
 // --- Low-precision products (mixed-precision training, train_gemm_lowp.cpp) -------------------
 // With the precision set to BF16 or F16, matmul_forward_train, matmul_backward_input and
@@ -69,7 +77,7 @@ enum class LowpPath { Auto, Generic };
 // C[M, N] += round(A)·round(B), A(i, p) = A[i·rsa + p·csa], B(p, j) = B[p·rsb + j·csb], C row
 // stride ldc; multithreaded, bit-identical for any thread count.
 void gemm_acc_lowp(GemmPrecision prec, LowpPath path, float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
-                   const float* B, size_t rsb, size_t csb, int M, int N, int K);
+                   const float* B, size_t rsb, size_t csb, int M, int N, int K, COut out = COut::Accumulate);
 
 // A weight W [N, K] packed as the bf16 right operand of its two products (bf16_weight_packs.h):
 // Rows for y = x·Wᵀ, Cols for dx = dy·W. Words of each layout, and both written in one pass over W

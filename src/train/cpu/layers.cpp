@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/train_kernels.h"
+#include "train/cpu/first_write_zero.h"
 
 namespace orion::train {
 namespace {
@@ -197,7 +198,9 @@ template <>
 void matmul_backward<float>(float* dinp, float* dW, float* dbias, const float* dout, const float* inp, const float* W, int N,
                             int IC, int OC) {
   if (dinp) cpu::matmul_backward_input(dinp, dout, W, N, IC, OC);
-  if (dW) cpu::matmul_backward_weight(dW, dout, inp, N, IC, OC);
+  if (dW)  // a pending gradient (zeroing left to its first write) is overwritten: dW = doutᵀ·inp
+    cpu::matmul_backward_weight(dW, dout, inp, N, IC, OC,
+                                first_write(dW, size_t(OC) * IC) ? cpu::COut::Overwrite : cpu::COut::Accumulate);
   if (dbias) cpu::bias_backward(dbias, dout, N, OC);
 }
 template <>

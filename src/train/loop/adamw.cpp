@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "runtime/cpu/train_kernels.h"
+#include "train/cpu/first_write_zero.h"
 
 namespace orion::train {
 namespace {
@@ -68,6 +69,7 @@ AdamW::AdamW(const std::vector<std::pair<size_t, size_t>>& tensors, size_t size,
 }
 
 double AdamW::norm(const float* grads) const {
+  ORION_CHECK(!gradients_pending(), "AdamW: gradients read while a zero_grad is pending (no backward since it)");
   std::vector<std::pair<size_t, size_t>> ranges;
   for (const Chunk& c : chunks_) ranges.emplace_back(c.begin, c.end);
   return std::sqrt(sum_squares(grads, ranges));
@@ -79,6 +81,7 @@ float AdamW::step(Params& params, const Grads& grads, float lr, double known_nor
 }
 
 float AdamW::step(float* params, const float* grads, float lr, double known_norm) {
+  ORION_CHECK(!gradients_pending(), "AdamW: gradients read while a zero_grad is pending (no backward since it)");
   const double norm = known_norm >= 0 ? known_norm : this->norm(grads);
   // Clipping scales the whole gradient so its norm is at most clip_norm (direction unchanged).
   const float gscale = cfg_.clip_norm > 0 && norm > cfg_.clip_norm ? float(cfg_.clip_norm / norm) : 1.0f;

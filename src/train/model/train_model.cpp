@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "model/family/family.h"
 #include "runtime/cpu/bf16_weight_packs.h"
+#include "train/cpu/first_write_zero.h"
 #include "train/cpu/layers.h"
 #include "train/family/training_family.h"
 #include "train/model/trainer_api.h"
@@ -53,8 +54,12 @@ bool TrainModel::freeze_base(AdapterGradSink* sink) {
   return blocks_->freeze_base(sink);
 }
 
+TrainModel::~TrainModel() {
+  if (g_) forget_gradients(g_->data(), g_->size());
+}
+
 void TrainModel::zero_grad() {
-  if (g_) g_->zero();
+  if (g_) zero_gradients(g_->data(), g_->size());
 }
 
 float TrainModel::forward(const int* tokens, const int* targets, int B, int T) {
@@ -100,6 +105,10 @@ void TrainModel::backward(float scale) {
   const ModelConfig& c = p_.config();
   const int B = b_, T = t_, N = B * T, C = c.dim, V = c.vocab_size, L = c.n_layers;
   auto res = [&](int l) { return residual_.data() + size_t(l) * N * C; };
+  struct Finish {  // however the backward ends, no gradient is left pending (first_write_zero.h)
+    Grads* g;
+    ~Finish() { finish_gradients(g->data(), g->size()); }
+  } finish{g_};
   if (count_ == 0) return;  // no position carries a loss: every gradient is 0
 
   // loss = (1/count) Σ_n losses[n], so each counted position's logits get (softmax − onehot)/count.

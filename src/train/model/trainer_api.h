@@ -95,6 +95,9 @@ class TrainModel {
   // Activations for up to B sequences of T ≤ seq_len tokens; grads null for forward only.
   // ckpt: gradient checkpointing — the blocks it names are run forward again before their backward.
   TrainModel(const Params& params, Grads* grads, int B, int T, const ActivationCheckpointing& ckpt = {});
+  ~TrainModel();  // gradients left pending by zero_grad are zeroed (train/cpu/first_write_zero.h)
+  TrainModel(const TrainModel&) = delete;
+  TrainModel& operator=(const TrainModel&) = delete;
   void set_blocks(std::unique_ptr<BlockRunner> blocks);
   BlockRunner& blocks() { return *blocks_; }
 
@@ -106,6 +109,8 @@ class TrainModel {
   // grads += scale · ∂loss/∂params for the last forward (which must have had targets).
   // Overwrites logits() with ∂loss/∂logits.
   void backward(float scale = 1.0f);
+  // grads = 0 — the weight matrices' lazily: their products overwrite them at the next backward,
+  // which zeroes any it did not write (train/cpu/first_write_zero.h).
   void zero_grad();
   // After an update of the parameters: the kept bf16 weight packs (runtime/cpu/bf16_weight_packs.h)
   // and the block runner (ANE: reload) catch up.
