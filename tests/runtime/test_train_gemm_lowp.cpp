@@ -125,22 +125,28 @@ TEST(TrainGemmLowp, LinearLayerProductsFollowThePrecision) {
   EXPECT_EQ(again, y32) << "F32 again after the scope";
 }
 
-// COut::Overwrite (a weight gradient whose zeroing was left to its first write): C = A·B over
-// whatever C held is bit-identical to C += A·B on a zeroed C — on every path, with whole aligned
-// tiles (streamed out), ragged edges, and more than one K slice (K > 512 for vdpbf16ps, > 256 fp32).
-TEST(TrainGemmLowp, OverwriteEqualsAccumulatingIntoZeros) {
+// COut::Overwrite / OverwriteCold: C = bias + A·B over whatever C held (NaN here) is bit-identical
+// to C += A·B on a C filled with the bias (or zeroed) — on every path, with whole aligned tiles
+// (Cold: streamed out), ragged edges, and more than one K slice (K > 768 for vdpbf16ps).
+TEST(TrainGemmLowp, OverwriteEqualsAccumulatingIntoTheBias) {
   for (GemmPrecision prec : {GemmPrecision::BF16, GemmPrecision::F16})
     for (LowpPath path : paths(prec))
-      for (auto [M, N, K] : {std::tuple{64, 128, 256}, std::tuple{13, 70, 33}, std::tuple{24, 64, 1100}}) {
-        SCOPED_TRACE(testing::Message() << "prec=" << int(prec) << " path=" << int(path) << " M=" << M << " N=" << N
-                                        << " K=" << K);
-        const std::vector<float> A = randf(size_t(K) * M, 7), B = randf(size_t(K) * N, 8);  // A read transposed (dyᵀ)
-        // C 64-byte aligned so that whole tiles take the streaming stores; overwritten: NaN first
-        std::vector<float> zbuf(size_t(M) * N + 16, 0.0f), gbuf(size_t(M) * N + 16, std::nanf(""));
-        float* zeroed = cpu::test::align64(zbuf.data());
-        float* garbage = cpu::test::align64(gbuf.data());
-        cpu::gemm_acc_lowp(prec, path, zeroed, N, A.data(), 1, M, B.data(), N, 1, M, N, K);
-        cpu::gemm_acc_lowp(prec, path, garbage, N, A.data(), 1, M, B.data(), N, 1, M, N, K, cpu::COut::Overwrite);
-        EXPECT_EQ(0, std::memcmp(zeroed, garbage, size_t(M) * N * sizeof(float)));
-      }
+      for (cpu::COut out : {cpu::COut::Overwrite, cpu::COut::OverwriteCold})
+        for (bool with_bias : {false, true})
+          for (auto [M, N, K] : {std::tuple{64, 128, 256}, std::tuple{13, 70, 33}, std::tuple{24, 64, 1700}}) {
+            SCOPED_TRACE(testing::Message() << "prec=" << int(prec) << " path=" << int(path) << " out=" << int(out)
+                                            << " bias=" << with_bias << " M=" << M << " N=" << N << " K=" << K);
+            const std::vector<float> A = randf(size_t(K) * M, 7), B = randf(size_t(K) * N, 8), bias = randf(N, 9);
+            const float* b = with_bias ? bias.data() : nullptr;
+            // C 64-byte aligned so that whole tiles can take the streaming stores
+            std::vector<float> rbuf(size_t(M) * N + 16), obuf(size_t(M) * N + 16, std::nanf(""));
+            float* ref = cpu::test::align64(rbuf.data());
+            float* over = cpu::test::align64(obuf.data());
+            for (int i = 0; i < M; i++)
+              for (int j = 0; j < N; j++) ref[size_t(i) * N + j] = b ? b[j] : 0.0f;
+            // A read transposed (as dyᵀ is), B row-major (as x is)
+            cpu::gemm_acc_lowp(prec, path, ref, N, A.data(), 1, M, B.data(), N, 1, M, N, K);
+            cpu::gemm_acc_lowp(prec, path, over, N, A.data(), 1, M, B.data(), N, 1, M, N, K, out, b);
+            EXPECT_EQ(0, std::memcmp(ref, over, size_t(M) * N * sizeof(float)));
+          }
 }

@@ -95,7 +95,7 @@ TEST(TrainKernels, OneAndTwoThreadsBitIdentical) {
   EXPECT_EQ(a.db, b.db);
 }
 
-// dW with COut::Overwrite (its zeroing left to this first write, train/cpu/first_write_zero.h):
+// dW with COut::Overwrite* (its zeroing left to this first write, train/cpu/first_write_zero.h):
 // the same bits as accumulating into a zeroed dW, C's old contents (NaN here) never read — with
 // aligned rows (whole tiles streamed out), ragged ones, and two K slices (M > 256 tokens).
 TEST(TrainKernels, WeightGradientOverwriteEqualsAccumulatingIntoZeros) {
@@ -106,7 +106,10 @@ TEST(TrainKernels, WeightGradientOverwriteEqualsAccumulatingIntoZeros) {
     float* zeroed = cpu::test::align64(zbuf.data());
     float* garbage = cpu::test::align64(gbuf.data());
     cpu::matmul_backward_weight(zeroed, dy.data(), x.data(), M, K, N);
-    cpu::matmul_backward_weight(garbage, dy.data(), x.data(), M, K, N, cpu::COut::Overwrite);
-    EXPECT_EQ(0, std::memcmp(zeroed, garbage, size_t(N) * K * sizeof(float)));
+    for (cpu::COut out : {cpu::COut::Overwrite, cpu::COut::OverwriteCold}) {
+      std::fill(gbuf.begin(), gbuf.end(), std::nanf(""));
+      cpu::matmul_backward_weight(garbage, dy.data(), x.data(), M, K, N, out);
+      EXPECT_EQ(0, std::memcmp(zeroed, garbage, size_t(N) * K * sizeof(float))) << "out=" << int(out);
+    }
   }
 }

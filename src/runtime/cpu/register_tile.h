@@ -19,14 +19,19 @@ ORION_TILE64 inline void column_masks(int n, __mmask16 (&mask)[4]) {
   }
 }
 
-// The tile's starting values: C's (kLoadC: the product adds to C), or 0 (the product overwrites C:
-// its sums start where adding to a zeroed C would, bit for bit).
+// The tile's starting values: C's (kLoadC: the product adds to C); else the bias row (bias[j] down
+// column j) or 0 — the product overwrites C, and its sums start where adding to a C filled with the
+// bias (or zeroed) would, bit for bit.
 template <int R, bool kLoadC>
-ORION_TILE64 inline void load(__m512 (&acc)[R][4], const float* C, size_t ldc, const __mmask16 (&mask)[4]) {
+ORION_TILE64 inline void load(__m512 (&acc)[R][4], const float* C, size_t ldc, const __mmask16 (&mask)[4],
+                              const float* bias) {
 #pragma GCC unroll 8
   for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) acc[i][j] = kLoadC ? _mm512_maskz_loadu_ps(mask[j], C + i * ldc + 16 * j) : _mm512_setzero_ps();
+    for (int j = 0; j < 4; j++)
+      acc[i][j] = kLoadC ? _mm512_maskz_loadu_ps(mask[j], C + i * ldc + 16 * j)
+                  : bias ? _mm512_maskz_loadu_ps(mask[j], bias + 16 * j)
+                         : _mm512_setzero_ps();
 }
 
 // C = the tile. stream: whole aligned lines go out with non-temporal stores — for the last write

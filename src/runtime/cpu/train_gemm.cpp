@@ -1,5 +1,5 @@
 // The two backward products of a linear layer without transposes: C[M, N] += A(M×K)·B[K, N]
-// (or C = A·B: COut::Overwrite, train_kernels.h).
+// (or C = A·B: COut::Overwrite*, train_kernels.h).
 //
 //   dx[M, K] += dy[M, N]·W[N, K]     A = dy (row i = token),             B = W
 //   dW[N, K] += dy[M, N]ᵀ·x[M, K]    A(i, p) = dy[p, i] (read strided),  B = x
@@ -51,7 +51,7 @@ ORION_AVX512 inline void tile(float* C, size_t ldc, const float* A, size_t rsa, 
   __mmask16 mask[TJ];
   tile64::column_masks(n, mask);
   __m512 acc[R][TJ];
-  tile64::load<R, kLoadC>(acc, C, ldc, mask);
+  tile64::load<R, kLoadC>(acc, C, ldc, mask, nullptr);
   for (int p = 0; p < k; p++) {
     const float* b = B + size_t(p) * ldb;
     const float* a = A + size_t(p) * csa;
@@ -141,11 +141,11 @@ void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, cons
         const int n = std::min(NC, N - j0), k = std::min(KC, K - p0);
         const float* b = B + size_t(p0) * ldb + j0;
         if (pack) pack_b(pk.data(), b, ldb, n, k);
-        const bool set = out == COut::Overwrite && p0 == 0;
+        const bool set = out != COut::Accumulate && p0 == 0;
         block(C + size_t(i0) * ldc + j0, ldc, A + size_t(i0) * rsa + size_t(p0) * csa, rsa, csa, b, ldb,
-              pack ? pk.data() : nullptr, i1 - i0, n, k, set, set && k == K);
+              pack ? pk.data() : nullptr, i1 - i0, n, k, set, set && out == COut::OverwriteCold && k == K);
       }
-    if (out == COut::Overwrite) _mm_sfence();  // this thread's streamed lines are visible to the others
+    if (out == COut::OverwriteCold) _mm_sfence();  // this thread's streamed lines are visible to the others
   }
 }
 

@@ -35,7 +35,7 @@
 namespace orion::cpu {
 namespace {
 
-constexpr int TM = 6, TJ = 4, TILE_N = 16 * TJ, KQ = 256, NC = 512;  // KQ: pairs of p per K slice
+constexpr int TM = 6, TJ = 4, TILE_N = 16 * TJ, KQ = 384, NC = 512;  // KQ: pairs of p per K slice (K ≤ 768: one)
 constexpr int kBlock = 32;                                           // packing walks 32 × 32 blocks
 
 GemmPrecision g_precision = GemmPrecision::F32;
@@ -74,16 +74,16 @@ inline __mmask16 first(int n) { return n >= 16 ? __mmask16(0xffff) : n > 0 ? __m
 
 // C[0..R) × [0..n) += the pairs q0 .. q0+nq of A's rows (row stride kp) against one B panel.
 // Without kLoadC, C = those products: the sums start from 0 instead of C's values, which is what
-// adding to a zeroed C gives, bit for bit. stream: whole aligned lines of C are written with
-// non-temporal stores (this is their last write in the product, and a plain store would first
-// read each line from memory).
+// adding to a zeroed C gives, bit for bit (or from bias[0 .. n) down the columns, as from a C
+// filled with the bias). stream: whole aligned lines of C are written with non-temporal stores
+// (this is their last write in the product, and a plain store would first read each line).
 template <int R, bool kLoadC>
 ORION_AVX512BF16 inline void tile_bf16(float* C, size_t ldc, const uint16_t* A, size_t kp, const uint16_t* panel, int n,
-                                       int nq, bool stream) {
+                                       int nq, bool stream, const float* bias) {
   __mmask16 mask[TJ];
   tile64::column_masks(n, mask);
   __m512 acc[R][TJ];
-  tile64::load<R, kLoadC>(acc, C, ldc, mask);
+  tile64::load<R, kLoadC>(acc, C, ldc, mask, bias);
   for (int q = 0; q < nq; q++) {
     const uint16_t* b = panel + size_t(q) * TILE_N * 2;
     __m512bh bv[TJ];
@@ -103,25 +103,25 @@ ORION_AVX512BF16 inline void tile_bf16(float* C, size_t ldc, const uint16_t* A, 
 
 template <bool kLoadC>
 ORION_AVX512BF16 inline void tile_rows_bf16(int r, float* C, size_t ldc, const uint16_t* A, size_t kp,
-                                            const uint16_t* panel, int n, int nq, bool stream) {
+                                            const uint16_t* panel, int n, int nq, bool stream, const float* bias) {
   switch (r) {
-    case 6: return tile_bf16<6, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
-    case 5: return tile_bf16<5, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
-    case 4: return tile_bf16<4, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
-    case 3: return tile_bf16<3, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
-    case 2: return tile_bf16<2, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
-    default: return tile_bf16<1, kLoadC>(C, ldc, A, kp, panel, n, nq, stream);
+    case 6: return tile_bf16<6, kLoadC>(C, ldc, A, kp, panel, n, nq, stream, bias);
+    case 5: return tile_bf16<5, kLoadC>(C, ldc, A, kp, panel, n, nq, stream, bias);
+    case 4: return tile_bf16<4, kLoadC>(C, ldc, A, kp, panel, n, nq, stream, bias);
+    case 3: return tile_bf16<3, kLoadC>(C, ldc, A, kp, panel, n, nq, stream, bias);
+    case 2: return tile_bf16<2, kLoadC>(C, ldc, A, kp, panel, n, nq, stream, bias);
+    default: return tile_bf16<1, kLoadC>(C, ldc, A, kp, panel, n, nq, stream, bias);
   }
 }
 
 // Rows [i0, i1) of C, the whole of N, walking K slices of KQ pairs and column blocks of NC.
-// overwrite: C = A·B (the first K slice does not read C; a single slice streams C out).
+// Overwrite*: C = bias + A·B (the first K slice does not read C; Cold with one slice streams it out).
 ORION_AVX512BF16 void rows_bf16(float* C, size_t ldc, const uint16_t* Ap, size_t kp, const uint16_t* Bp, int i0, int i1,
-                                int N, bool overwrite) {
+                                int N, COut out, const float* bias) {
   const int kq = int(kp / 2);
   for (int q0 = 0; q0 < kq; q0 += KQ) {
     const int nq = std::min(KQ, kq - q0);
-    const bool set = overwrite && q0 == 0, stream = set && nq == kq;
+    const bool set = out != COut::Accumulate && q0 == 0, stream = set && out == COut::OverwriteCold && nq == kq;
     for (int j0 = 0; j0 < N; j0 += NC)
       for (int i = i0; i < i1; i += TM) {
         const int r = std::min(TM, i1 - i);
@@ -130,12 +130,12 @@ ORION_AVX512BF16 void rows_bf16(float* C, size_t ldc, const uint16_t* Ap, size_t
           const int n = std::min(TILE_N, N - j);
           const uint16_t* panel = Bp + ((size_t(j / TILE_N) * kq + q0) * TILE_N) * 2;
           float* c = C + size_t(i) * ldc + j;
-          if (set) tile_rows_bf16<false>(r, c, ldc, a, kp, panel, n, nq, stream);
-          else tile_rows_bf16<true>(r, c, ldc, a, kp, panel, n, nq, false);
+          if (set) tile_rows_bf16<false>(r, c, ldc, a, kp, panel, n, nq, stream, bias ? bias + j : nullptr);
+          else tile_rows_bf16<true>(r, c, ldc, a, kp, panel, n, nq, false, nullptr);
         }
       }
   }
-  if (overwrite) _mm_sfence();  // this thread's streamed lines are visible before anyone reads C
+  if (out == COut::OverwriteCold) _mm_sfence();  // this thread's streamed lines are visible before anyone reads C
 }
 
 // r[i][j] ↔ r[j][i] for a 16 × 16 block of 32-bit words: four rounds that swap the off-diagonal
@@ -258,7 +258,7 @@ ORION_AVX512BF16 void pack_row_pairs_into_panels(uint32_t* Bw, size_t kq, const 
 
 // kept: B already packed (a kept weight pack, bf16_weight_packs.h), or null to pack it here.
 void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t rsb, size_t csb,
-                   int M, int N, int K, const uint32_t* kept = nullptr, bool overwrite = false) {
+                   int M, int N, int K, const uint32_t* kept, COut out, const float* bias) {
   const size_t kp = size_t(K + 1) / 2 * 2, kq = kp / 2;
   const int panels = kept ? 0 : (N + TILE_N - 1) / TILE_N;
   uint16_t* Ap = scratch16(0, size_t(M) * kp);
@@ -297,7 +297,7 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int i0 = std::min(M, tiles * t / nt * TM), i1 = std::min(M, tiles * (t + 1) / nt * TM);
-    if (i0 < i1) rows_bf16(C, ldc, Ap, kp, Bp, i0, i1, N, overwrite);
+    if (i0 < i1) rows_bf16(C, ldc, Ap, kp, Bp, i0, i1, N, out, bias);
   }
 }
 
@@ -407,17 +407,17 @@ void pack_weight_bf16(const float* W, int N, int K, uint32_t* rows, uint32_t* co
 }
 
 void gemm_acc_bf16_kept(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const uint32_t* kept, int M,
-                        int N, int K) {
-  gemm_bf16_dot(C, ldc, A, rsa, csa, nullptr, 0, 0, M, N, K, kept);
+                        int N, int K, COut out, const float* bias) {
+  gemm_bf16_dot(C, ldc, A, rsa, csa, nullptr, 0, 0, M, N, K, kept, out, bias);
 }
 
 void gemm_acc_lowp(GemmPrecision prec, LowpPath path, float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
-                   const float* B, size_t rsb, size_t csb, int M, int N, int K, COut out) {
+                   const float* B, size_t rsb, size_t csb, int M, int N, int K, COut out, const float* bias) {
   if (M <= 0 || N <= 0 || K <= 0) return;
   const bool unit_strides = (rsa == 1 || csa == 1) && (rsb == 1 || csb == 1);  // what pack_pairs reads
   const bool dot = prec == GemmPrecision::BF16 && path != LowpPath::Generic && unit_strides && bf16_dot_available();
-  if (dot) return gemm_bf16_dot(C, ldc, A, rsa, csa, B, rsb, csb, M, N, K, nullptr, out == COut::Overwrite);
-  if (out == COut::Overwrite) zero_rows(C, ldc, M, N);
+  if (dot) return gemm_bf16_dot(C, ldc, A, rsa, csa, B, rsb, csb, M, N, K, nullptr, out, bias);
+  if (out != COut::Accumulate) fill_rows(C, ldc, M, N, bias);
   gemm_rounded_generic(prec, C, ldc, A, rsa, csa, B, rsb, csb, M, N, K);
 }
 

@@ -51,16 +51,13 @@ void matmul_forward_train(float* y, const float* x, const float* W, const float*
     // y[M, N] = bias in every row + x·Wᵀ, straight into y: B(k, n) = W[n, k] packs into the bf16
     // panels through a transpose in registers (train_gemm_lowp.cpp). Each y[m, n] is summed in the
     // same order as the transposed product yᵀ = W·xᵀ would be.
-#pragma omp parallel for schedule(static) if (size_t(N) * M > (1u << 15))
-    for (int m = 0; m < M; m++) {
-      float* row = y + size_t(m) * N;
-      if (bias) std::copy(bias, bias + N, row);
-      else std::fill_n(row, N, 0.0f);
-    }
+    // y is overwritten from the bias; logits (tens of MB) bypass the caches, activations do not.
+    const COut out = size_t(M) * N * sizeof(float) > (size_t(16) << 20) ? COut::OverwriteCold : COut::Overwrite;
     note_weight(W, N, K);
     if (const uint32_t* kept = kept_weight_pack(W, N, K, KeptLayout::Rows))
-      return gemm_acc_bf16_kept(y, size_t(N), x, size_t(K), 1, kept, M, N, K);
-    return gemm_acc_lowp(train_gemm_precision(), LowpPath::Auto, y, size_t(N), x, size_t(K), 1, W, 1, size_t(K), M, N, K);
+      return gemm_acc_bf16_kept(y, size_t(N), x, size_t(K), 1, kept, M, N, K, out, bias);
+    return gemm_acc_lowp(train_gemm_precision(), LowpPath::Auto, y, size_t(N), x, size_t(K), 1, W, 1, size_t(K), M, N, K,
+                         out, bias);
   }
   if (!gemm_acc_available() || M < 16) return matmul(y, x, W, DType::F32, bias, M, K, N);
   float* xt = scratch(0, size_t(K) * M).data();  // [K, M]
@@ -96,9 +93,13 @@ void matmul_backward_input(float* dx, const float* dy, const float* W, int M, in
   }
 }
 
-void zero_rows(float* C, size_t ldc, int M, int N) {
+void fill_rows(float* C, size_t ldc, int M, int N, const float* bias) {
 #pragma omp parallel for schedule(static) if (size_t(M) * N > (1u << 15))
-  for (int r = 0; r < M; r++) std::fill_n(C + size_t(r) * ldc, N, 0.0f);
+  for (int r = 0; r < M; r++) {
+    float* row = C + size_t(r) * ldc;
+    if (bias) std::copy(bias, bias + N, row);
+    else std::fill_n(row, N, 0.0f);
+  }
 }
 
 // dW[n0:n1, :] += dy[:, n0:n1]ᵀ · x, i.e. cpu::matmul(x = dy chunkᵀ [n, M], W' = xᵀ [K, M]).
@@ -108,7 +109,7 @@ void matmul_backward_weight(float* dW, const float* dy, const float* x, int M, i
                          out);
   // A(n, m) = dy[m, n]: row stride 1, column stride N.
   if (gemm_acc_available()) return gemm_acc(dW, size_t(K), dy, 1, size_t(N), x, size_t(K), N, K, M, out);
-  if (out == COut::Overwrite) zero_rows(dW, size_t(K), N, K);
+  if (out != COut::Accumulate) fill_rows(dW, size_t(K), N, K, nullptr);
   const int ch = std::min(N, kTrainChunk);
   float* xt = scratch(0, size_t(K) * M).data();    // [K, M]
   float* dyt = scratch(1, size_t(ch) * M).data();  // [ch, M]

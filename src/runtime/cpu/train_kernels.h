@@ -29,12 +29,16 @@ void transpose(float* dst, const float* src, int rows, int cols);
 void matmul_forward_train(float* y, const float* x, const float* W, const float* bias, int M, int K, int N);
 // dx[M, K] += dy[M, N] · W[N, K]
 void matmul_backward_input(float* dx, const float* dy, const float* W, int M, int K, int N);
-// What a product does with its output C: add to it (C += A·B), or overwrite it (C = A·B, bit for bit
-// what adding to a zeroed C gives, without reading C: a weight gradient whose zeroing was left to
-// its first write, train/cpu/first_write_zero.h).
-enum class COut { Accumulate, Overwrite };
+// What a product does with its output C:
+//   Accumulate     C += A·B
+//   Overwrite      C = A·B (+ the bias row where the product takes one): bit for bit what adding to
+//                  a zeroed (bias-filled) C gives, without reading C; plain stores (C is read soon)
+//   OverwriteCold  the same for a C nobody reads soon (a weight gradient whose zeroing was left to
+//                  its first write, train/cpu/first_write_zero.h; 50 MB of logits): whole aligned
+//                  lines of its last write go past the caches (non-temporal stores, no line read first)
+enum class COut { Accumulate, Overwrite, OverwriteCold };
 
-// dW[N, K] += dy[M, N]ᵀ · x[M, K]   (COut::Overwrite: dW = dyᵀ · x)
+// dW[N, K] += dy[M, N]ᵀ · x[M, K]   (or = with COut::Overwrite*)
 void matmul_backward_weight(float* dW, const float* dy, const float* x, int M, int K, int N, COut out = COut::Accumulate);
 // db[N] += Σ_m dy[m, n]   (each column summed in row order)
 void bias_backward(float* db, const float* dy, int M, int N);
@@ -46,8 +50,8 @@ void bias_backward(float* db, const float* dy, int M, int N);
 bool gemm_acc_available();
 void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N, int K,
               COut out = COut::Accumulate);
-// C[r, 0 .. N) = 0 for r < M (row stride ldc), split over threads.
-void zero_rows(float* C, size_t ldc, int M, int N);
+// C[r, 0 .. N) = bias (or 0 when null) for r < M (row stride ldc), split over threads.
+void fill_rows(float* C, size_t ldc, int M, int N, const float* bias);
 
 // --- Low-precision products (mixed-precision training, train_gemm_lowp.cpp) -------------------
 // With the precision set to BF16 or F16, matmul_forward_train, matmul_backward_input and
@@ -76,8 +80,10 @@ bool bf16_dot_available();
 enum class LowpPath { Auto, Generic };
 // C[M, N] += round(A)·round(B), A(i, p) = A[i·rsa + p·csa], B(p, j) = B[p·rsb + j·csb], C row
 // stride ldc; multithreaded, bit-identical for any thread count.
+// bias (Overwrite* only): C = bias[j] down each column j + A·B.
 void gemm_acc_lowp(GemmPrecision prec, LowpPath path, float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
-                   const float* B, size_t rsb, size_t csb, int M, int N, int K, COut out = COut::Accumulate);
+                   const float* B, size_t rsb, size_t csb, int M, int N, int K, COut out = COut::Accumulate,
+                   const float* bias = nullptr);
 
 // A weight W [N, K] packed as the bf16 right operand of its two products (bf16_weight_packs.h):
 // Rows for y = x·Wᵀ, Cols for dx = dy·W. Words of each layout, and both written in one pass over W
@@ -87,7 +93,7 @@ size_t kept_pack_words(int N, int K, KeptLayout layout);
 void pack_weight_bf16(const float* W, int N, int K, uint32_t* rows, uint32_t* cols);
 // C[M, N] += round(A)·B with B an operand packed by pack_weight_bf16 (K its reduction length).
 void gemm_acc_bf16_kept(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const uint32_t* kept, int M,
-                        int N, int K);
+                        int N, int K, COut out = COut::Accumulate, const float* bias = nullptr);
 
 // --- AVX-512 kernels of the training step's other work (train_simd.cpp) ------------------------
 // Use them only when train_simd_available() (the active ISA is AVX-512); each is single-threaded

@@ -200,7 +200,7 @@ void matmul_backward<float>(float* dinp, float* dW, float* dbias, const float* d
   if (dinp) cpu::matmul_backward_input(dinp, dout, W, N, IC, OC);
   if (dW)  // a pending gradient (zeroing left to its first write) is overwritten: dW = doutᵀ·inp
     cpu::matmul_backward_weight(dW, dout, inp, N, IC, OC,
-                                first_write(dW, size_t(OC) * IC) ? cpu::COut::Overwrite : cpu::COut::Accumulate);
+                                first_write(dW, size_t(OC) * IC) ? cpu::COut::OverwriteCold : cpu::COut::Accumulate);
   if (dbias) cpu::bias_backward(dbias, dout, N, OC);
 }
 template <>
