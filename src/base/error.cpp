@@ -74,6 +74,17 @@ void* allocate_zeroed(size_t bytes, const std::string& what) {
   return p;
 }
 
+void advise_huge_pages(void* p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) / kHuge * kHuge;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / kHuge * kHuge;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 void check_failed(const char* cond, const char* file, int line, const std::string& msg) {
   throw Error(ErrorKind::Internal,
               fmt::format("internal check failed: {} at {}:{}{}{}", cond, file, line, msg.empty() ? "" : ": ", msg),

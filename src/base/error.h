@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -54,6 +55,21 @@ std::string format_error_line(ErrorKind kind, const std::string& message, const 
 // aligned_alloc(64, bytes) zeroed (2 MB aligned, on huge pages where possible, from 2 MB up), or
 // throw_out_of_memory(what, bytes). Free with std::free.
 void* allocate_zeroed(size_t bytes, const std::string& what);
+// Asks for transparent huge pages for the whole 2 MB pages inside [p, p + bytes) (advice: no effect
+// on failure). Only pages not touched yet get them.
+void advise_huge_pages(void* p, size_t bytes);
+// v = n copies of `value`, its memory (when ≥ 2 MB) on huge pages like allocate_zeroed's: the
+// storage is reserved and advised before the first write touches it. For large buffers streamed
+// every step (optimiser state, logits), where 4 KB pages cost a TLB miss per 4 KB.
+template <typename T>
+void assign_on_huge_pages(std::vector<T>& v, size_t n, const T& value = T()) {
+  if (v.capacity() < n) {
+    std::vector<T>().swap(v);
+    v.reserve(n);
+    advise_huge_pages(v.data(), n * sizeof(T));
+  }
+  v.assign(n, value);
+}
 [[noreturn]] void check_failed(const char* cond, const char* file, int line, const std::string& msg);
 
 }  // namespace orion

@@ -72,12 +72,11 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 // kernel they fail harmlessly and the copy faults the pages in as before.
 void prefault(void* p, size_t size) {
 #if defined(MADV_HUGEPAGE) && defined(MADV_POPULATE_WRITE)
-  constexpr uintptr_t kPage = 4096, kHuge = 2u << 20;
+  constexpr uintptr_t kPage = 4096;
   if (size < (256u << 10)) return;
   const uintptr_t at = reinterpret_cast<uintptr_t>(p);
-  uintptr_t begin = (at + kHuge - 1) & ~(kHuge - 1), end = (at + size) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-  begin = (at + kPage - 1) & ~(kPage - 1), end = (at + size) & ~(kPage - 1);
+  advise_huge_pages(p, size);
+  const uintptr_t begin = (at + kPage - 1) & ~(kPage - 1), end = (at + size) & ~(kPage - 1);
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
 #else
   (void)p, (void)size;

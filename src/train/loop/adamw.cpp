@@ -56,16 +56,16 @@ AdamW::AdamW(const Params& layout, AdamWConfig config) : cfg_(config) {
   for_each_chunk(layout, [&](const ParamInfo& t, size_t b, size_t e) {
     chunks_.push_back({b, e, t.matrix() || cfg_.decay_vectors ? cfg_.weight_decay : 0.0f});
   });
-  m_.assign(layout.size(), 0.0f);
-  v_.assign(layout.size(), 0.0f);
+  assign_on_huge_pages(m_, layout.size(), 0.0f);  // streamed every step: 2 MB pages
+  assign_on_huge_pages(v_, layout.size(), 0.0f);
 }
 
 AdamW::AdamW(const std::vector<std::pair<size_t, size_t>>& tensors, size_t size, AdamWConfig config) : cfg_(config) {
   for (auto [offset, numel] : tensors)
     for (size_t b = offset; b < offset + numel; b += kChunk)
       chunks_.push_back({b, std::min(offset + numel, b + kChunk), cfg_.weight_decay});
-  m_.assign(size, 0.0f);
-  v_.assign(size, 0.0f);
+  assign_on_huge_pages(m_, size, 0.0f);
+  assign_on_huge_pages(v_, size, 0.0f);
 }
 
 double AdamW::norm(const float* grads) const {

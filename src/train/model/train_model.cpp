@@ -35,9 +35,9 @@ TrainModel::TrainModel(const Params& params, Grads* grads, int B, int T, const A
   if (grads) ORION_CHECK(grads->size() == params.size(), "gradients of a different layout");
   const size_t N = size_t(B) * T, C = c.dim, V = c.vocab_size;
   tokens_.resize(N), targets_.resize(N);
-  residual_.resize(size_t(c.n_layers + 1) * N * C);
+  assign_on_huge_pages(residual_, size_t(c.n_layers + 1) * N * C);  // the two large ones on 2 MB pages
   xf_.resize(N * C), fmean_.resize(N), frstd_.resize(N);
-  logits_.resize(N * V), losses_.resize(N), lse_.resize(N);
+  assign_on_huge_pages(logits_, size_t(N) * V), losses_.resize(N), lse_.resize(N);
   if (grads) dres_[0].resize(N * C), dres_[1].resize(N * C), dxf_.resize(N * C);
   if (grads && ckpt.every > 0) recompute_out_.resize(N * C);
   blocks_ = make_cpu_blocks(params, grads, B, T, ckpt);
