@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -130,4 +131,44 @@ TEST_F(Bf16WeightPacks, AStalePackIsCaughtWhenVerifying) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("stale"), std::string::npos) << e.what();
   }
+}
+
+// AdamW repacks blocks of 16 rows right after updating them (repack_updated_rows): rows updated and
+// repacked that way give the packs a fresh full pack gives; a range that does not start a block
+// packs nothing; the next refresh skips a weight whose every row was repacked, and packs the others.
+TEST_F(Bf16WeightPacks, RowsRepackedAfterTheirUpdateEqualAFreshPack) {
+  unsetenv("ORION_VERIFY_WEIGHT_PACKS");  // the skipped refresh below leaves a pack stale on purpose
+  const cpu::ScopedGemmPrecision bf16(GemmPrecision::BF16);
+  const cpu::ScopedBf16WeightPacks scope;
+  const int N = 70, K = 48;  // 4 blocks of 16 rows and 6 last rows
+  std::vector<float> W = randf(size_t(N) * K, 21);
+  auto fresh = [&](KeptLayout layout) {
+    std::vector<uint32_t> rows(cpu::kept_pack_words(N, K, KeptLayout::Rows)), cols(cpu::kept_pack_words(N, K, KeptLayout::Cols));
+    cpu::pack_weight_bf16(W.data(), N, K, rows.data(), cols.data());
+    return layout == KeptLayout::Rows ? rows : cols;
+  };
+  auto kept = [&](KeptLayout layout) {
+    const uint32_t* p = cpu::kept_weight_pack(W.data(), N, K, layout);
+    EXPECT_NE(p, nullptr);
+    return p ? std::vector<uint32_t>(p, p + cpu::kept_pack_words(N, K, layout)) : std::vector<uint32_t>{};
+  };
+  cpu::note_weight(W.data(), N, K);
+  cpu::refresh_weight_packs(W.data(), W.size());
+  // An "update" in chunks of 32 rows, then 6: each chunk repacked right after.
+  for (int r0 = 0; r0 < N; r0 += 32) {
+    const int r1 = std::min(N, r0 + 32);
+    for (size_t i = size_t(r0) * K; i < size_t(r1) * K; i++) W[i] = W[i] * 0.5f + 0.25f;
+    cpu::repack_updated_rows(W.data() + size_t(r0) * K, size_t(r1 - r0) * K);
+  }
+  EXPECT_EQ(kept(KeptLayout::Rows), fresh(KeptLayout::Rows));
+  EXPECT_EQ(kept(KeptLayout::Cols), fresh(KeptLayout::Cols));
+  const std::vector<uint32_t> before = kept(KeptLayout::Rows);
+  W[3] += 1.0f;  // (a change no one reports: only to see whether the refresh repacks)
+  cpu::refresh_weight_packs(W.data(), W.size());
+  EXPECT_EQ(kept(KeptLayout::Rows), before) << "every row was repacked after its update: the refresh skips the weight";
+  cpu::repack_updated_rows(W.data() + 5, size_t(16) * K);  // not the start of a block of 16 rows: nothing
+  EXPECT_EQ(kept(KeptLayout::Rows), before);
+  cpu::refresh_weight_packs(W.data(), W.size());  // none repacked since the last refresh: a full pack
+  EXPECT_EQ(kept(KeptLayout::Rows), fresh(KeptLayout::Rows));
+  EXPECT_EQ(kept(KeptLayout::Cols), fresh(KeptLayout::Cols));
 }

@@ -2,6 +2,7 @@
 // each with its two packed layouts once a refresh has made them (until the next drop).
 #include "runtime/cpu/bf16_weight_packs.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -28,7 +29,8 @@ struct Words {
 struct KeptWeight {
   const float* w;
   int N, K;
-  Words rows, cols;  // the two layouts (KeptLayout::Rows, ::Cols); empty until a refresh packs them
+  Words rows, cols;       // the two layouts (KeptLayout::Rows, ::Cols); empty until a refresh packs them
+  int rows_repacked = 0;  // by repack_updated_rows since the last refresh
 };
 
 struct Table {
@@ -109,10 +111,37 @@ void refresh_weight_packs(const float* begin, size_t n) {
   for (KeptWeight& k : t.weights) {
     const bool inside = k.w >= begin && k.w + size_t(k.N) * k.K <= begin + n;
     if (!inside) continue;
+    const bool done = k.rows_repacked == k.N;
+    k.rows_repacked = 0;
+    if (done) continue;
     k.rows.resize(kept_pack_words(k.N, k.K, KeptLayout::Rows));
     k.cols.resize(kept_pack_words(k.N, k.K, KeptLayout::Cols));
     pack_weight_bf16(k.w, k.N, k.K, k.rows.p.get(), k.cols.p.get());
   }
+}
+
+void repack_updated_rows(const float* begin, size_t n) {
+  Table& t = table();
+  const float* w;
+  int N, K, r0, r1;
+  uint32_t *rows, *cols;
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    const KeptWeight* k = nullptr;
+    for (const KeptWeight& c : t.weights)
+      if (begin >= c.w && begin < c.w + size_t(c.N) * c.K) k = &c;
+    if (!k || k->rows.n == 0) return;  // not a kept weight's, or not packed yet (the refresh will)
+    const size_t at = size_t(begin - k->w), end = std::min(at + n, size_t(k->N) * k->K);
+    if (at % k->K || (at / k->K) % 16) return;  // not the start of a block of 16 rows
+    w = k->w, N = k->N, K = k->K, r0 = int(at / k->K), r1 = int(end / k->K);
+    if (r1 < N) r1 = r1 / 16 * 16;  // whole blocks only, but for the last rows
+    if (r1 <= r0) return;
+    rows = k->rows.p.get(), cols = k->cols.p.get();
+  }
+  pack_weight_bf16_rows(w, N, K, rows, cols, r0, r1);  // outside the lock: the threads' blocks are disjoint
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (KeptWeight& k : t.weights)
+    if (k.w == w && k.N == N && k.K == K) k.rows_repacked += r1 - r0;
 }
 
 void drop_weight_packs() {

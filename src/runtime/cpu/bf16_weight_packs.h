@@ -15,6 +15,8 @@
 //   - A product notes each weight it multiplies (note_weight); refresh_weight_packs(begin, n), called
 //     right after the weights in [begin, begin + n) were updated, repacks the noted weights inside
 //     that range. A weight changed in any other way must be followed by refresh or drop_weight_packs().
+//     AdamW repacks each block of 16 rows right after updating it (repack_updated_rows: the rows are
+//     still in cache, where the refresh would read all 500 MB of GPT-2 124M's weights again).
 //   - A pack is the same bytes the product would pack (tests/runtime/test_bf16_weight_packs.cpp), so
 //     a step gives the same bits with or without them; ORION_VERIFY_WEIGHT_PACKS=1 makes every use
 //     compare the kept pack with a fresh one and stop on a difference (the tests set it).
@@ -43,8 +45,13 @@ bool weight_packs_active();
 void note_weight(const float* W, int N, int K);
 // The kept pack of W in `layout`, or null when there is none for exactly this W, N, K.
 const uint32_t* kept_weight_pack(const float* W, int N, int K, KeptLayout layout);
-// The weights in [begin, begin + n) were just updated: repack every noted weight inside the range.
+// The weights in [begin, begin + n) were just updated: repack every noted weight inside the range
+// (but those whose every row repack_updated_rows has packed since the last refresh).
 void refresh_weight_packs(const float* begin, size_t n);
+// The optimiser just updated [begin, begin + n), a part of one tensor: if that is whole blocks of 16
+// rows of a kept weight (or its last rows), repack them now, while they are in cache — the refresh
+// after the update then skips a weight packed entirely this way. Thread-safe for disjoint ranges.
+void repack_updated_rows(const float* begin, size_t n);
 // Forget every pack (a weight changed other than through refresh, or its memory is going away).
 void drop_weight_packs();
 // Bytes held by kept packs (for the memory report).

@@ -393,17 +393,17 @@ size_t kept_pack_words(int N, int K, KeptLayout layout) {
 
 void pack_weight_bf16(const float* W, int N, int K, uint32_t* rows, uint32_t* cols) {
   const int blocks = (N + TILE_N - 1) / TILE_N;  // 64 rows: one rows-layout panel, 32 cols-layout pairs
+#pragma omp parallel for schedule(static)
+  for (int b = 0; b < blocks; b++) pack_weight_bf16_rows(W, N, K, rows, cols, b * TILE_N, (b + 1) * TILE_N);
+}
+
+void pack_weight_bf16_rows(const float* W, int N, int K, uint32_t* rows, uint32_t* cols, int r0, int r1) {
   const bool stream = reinterpret_cast<uintptr_t>(rows) % 64 == 0 && reinterpret_cast<uintptr_t>(cols) % 64 == 0;
-#pragma omp parallel
-  {
-#pragma omp for schedule(static)
-    for (int b = 0; b < blocks; b++)
-      for (int r0 = b * TILE_N; r0 < (b + 1) * TILE_N; r0 += 16) {
-        if (stream) pack_weight_block<true>(W, N, K, rows, cols, r0);
-        else pack_weight_block<false>(W, N, K, rows, cols, r0);
-      }
-    _mm_sfence();  // this thread's streamed lines are visible before the products read them
+  for (int r = r0; r < r1; r += 16) {
+    if (stream) pack_weight_block<true>(W, N, K, rows, cols, r);
+    else pack_weight_block<false>(W, N, K, rows, cols, r);
   }
+  _mm_sfence();  // the streamed lines are visible before the products (on any thread) read them
 }
 
 void gemm_acc_bf16_kept(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const uint32_t* kept, int M,

@@ -91,6 +91,8 @@ void gemm_acc_lowp(GemmPrecision prec, LowpPath path, float* C, size_t ldc, cons
 enum class KeptLayout { Rows, Cols };
 size_t kept_pack_words(int N, int K, KeptLayout layout);
 void pack_weight_bf16(const float* W, int N, int K, uint32_t* rows, uint32_t* cols);
+// Rows [r0, r1) of both layouts (r0 a multiple of 16; r1 too, or ≥ N), on the calling thread.
+void pack_weight_bf16_rows(const float* W, int N, int K, uint32_t* rows, uint32_t* cols, int r0, int r1);
 // C[M, N] += round(A)·B with B an operand packed by pack_weight_bf16 (K its reduction length).
 void gemm_acc_bf16_kept(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const uint32_t* kept, int M,
                         int N, int K, COut out = COut::Accumulate, const float* bias = nullptr);

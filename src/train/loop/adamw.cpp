@@ -1,8 +1,10 @@
 #include "train/loop/adamw.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
+#include "runtime/cpu/bf16_weight_packs.h"
 #include "runtime/cpu/train_kernels.h"
 #include "train/cpu/first_write_zero.h"
 
@@ -56,6 +58,15 @@ AdamW::AdamW(const Params& layout, AdamWConfig config) : cfg_(config) {
   for_each_chunk(layout, [&](const ParamInfo& t, size_t b, size_t e) {
     chunks_.push_back({b, e, t.matrix() || cfg_.decay_vectors ? cfg_.weight_decay : 0.0f});
   });
+  // The update is elementwise, so it may cut the buffer differently from the norm (whose chunks fix
+  // its summation order): a matrix in whole blocks of 16 rows, which a kept bf16 weight pack can
+  // take right after their update, still in cache (cpu::repack_updated_rows).
+  for (const ParamInfo& t : layout.tensors()) {
+    const float decay = t.matrix() || cfg_.decay_vectors ? cfg_.weight_decay : 0.0f;
+    const size_t cols = t.matrix() ? size_t(t.shape[1]) : 0;
+    const size_t len = cols ? std::max<size_t>(16, kChunk / cols / 16 * 16) * cols : kChunk;
+    for (size_t b = t.offset; b < t.offset + t.numel; b += len) update_chunks_.push_back({b, std::min(t.offset + t.numel, b + len), decay});
+  }
   assign_on_huge_pages(m_, layout.size(), 0.0f);  // streamed every step: 2 MB pages
   assign_on_huge_pages(v_, layout.size(), 0.0f);
 }
@@ -64,6 +75,7 @@ AdamW::AdamW(const std::vector<std::pair<size_t, size_t>>& tensors, size_t size,
   for (auto [offset, numel] : tensors)
     for (size_t b = offset; b < offset + numel; b += kChunk)
       chunks_.push_back({b, std::min(offset + numel, b + kChunk), cfg_.weight_decay});
+  update_chunks_ = chunks_;
   assign_on_huge_pages(m_, size, 0.0f);
   assign_on_huge_pages(v_, size, 0.0f);
 }
@@ -92,13 +104,14 @@ float AdamW::step(float* params, const float* grads, float lr, double known_norm
   const float* __restrict g = grads;
   float* __restrict m = m_.data();
   float* __restrict v = v_.data();
-  const bool simd = cpu::train_simd_available();
-#pragma omp parallel for schedule(static) if (chunks_.size() > 4)
-  for (size_t c = 0; c < chunks_.size(); c++) {
-    const Chunk ch = chunks_[c];
+  const bool simd = cpu::train_simd_available(), repack = cpu::weight_packs_active();
+#pragma omp parallel for schedule(static) if (update_chunks_.size() > 4)
+  for (size_t c = 0; c < update_chunks_.size(); c++) {
+    const Chunk ch = update_chunks_[c];
     if (simd) {  // the same operations 16 at a time (bit-identical), one pass over p, g, m, v
       cpu::adamw_update_simd(p + ch.begin, g + ch.begin, m + ch.begin, v + ch.begin, ch.end - ch.begin,
                              {gscale, b1, b2, c1, c2, eps, lr, ch.decay});
+      if (repack) cpu::repack_updated_rows(p + ch.begin, ch.end - ch.begin);
       continue;
     }
 #pragma omp simd
@@ -109,6 +122,7 @@ float AdamW::step(float* params, const float* grads, float lr, double known_norm
       const float mhat = m[i] / c1, vhat = v[i] / c2;
       p[i] -= lr * (mhat / (std::sqrt(vhat) + eps) + ch.decay * p[i]);
     }
+    if (repack) cpu::repack_updated_rows(p + ch.begin, ch.end - ch.begin);
   }
   return float(norm);
 }

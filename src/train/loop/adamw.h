@@ -57,7 +57,8 @@ class AdamW {
     float decay;
   };
   AdamWConfig cfg_;
-  std::vector<Chunk> chunks_;
+  std::vector<Chunk> chunks_;         // the norm's: ≤ kChunk elements, never across tensors
+  std::vector<Chunk> update_chunks_;  // the update's: the same, a matrix's in whole blocks of 16 rows
   std::vector<float> m_, v_;
   int64_t t_ = 0;
 };
