@@ -37,7 +37,7 @@ BENCHMARK_CAPTURE(train_step, gpt2_124m_b4_t64, "gpt2-124m", 4, 64)->Unit(benchm
 BENCHMARK_CAPTURE(train_step, stories110m_b4_t64, "stories110m", 4, 64)->Unit(benchmark::kMillisecond)->MinTime(5);
 
 // The three products of a linear layer in a bf16 training step, alone, at GPT-2 124M's shapes with
-// B·T = 256 tokens: y = x·Wᵀ (0), dx = dy·W (1), dW += dyᵀ·x (2); weights [N, K] as the step keeps them
+// B·T = 256 tokens: y = x·Wᵀ (0), dx = dy·W (1), dW += dyᵀ·x (2), dW = dyᵀ·x (3); weights [N, K] as the step keeps them
 // (packed once, bf16_weight_packs.h). GFLOP/s counts 2·M·N·K per product.
 //   bench_train --benchmark_filter=bf16_product
 #include "runtime/cpu/bf16_weight_packs.h"
@@ -64,14 +64,16 @@ void bf16_product(benchmark::State& state) {
     if (which == 0) cpu::matmul_forward_train(y.data(), x.data(), W.data(), nullptr, M, K, N);
     if (which == 1) cpu::matmul_backward_input(dx.data(), dy.data(), W.data(), M, K, N);
     if (which == 2) cpu::matmul_backward_weight(dWs[it++ % ring].data(), dy.data(), x.data(), M, K, N);
+    if (which == 3)  // as the step runs it: the gradient's first write (train/cpu/first_write_zero.h)
+      cpu::matmul_backward_weight(dWs[it++ % ring].data(), dy.data(), x.data(), M, K, N, cpu::COut::OverwriteCold);
   }
   cpu::set_train_gemm_precision(cpu::GemmPrecision::F32);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 }  // namespace
 BENCHMARK(bf16_product)
-    ->ArgsProduct({{0, 1, 2}, {2304}, {768}})
-    ->ArgsProduct({{0, 1, 2}, {3072}, {768}})
-    ->ArgsProduct({{0, 1, 2}, {768}, {3072}})
-    ->ArgsProduct({{0, 1, 2}, {50304}, {768}})
+    ->ArgsProduct({{0, 1, 2, 3}, {2304}, {768}})
+    ->ArgsProduct({{0, 1, 2, 3}, {3072}, {768}})
+    ->ArgsProduct({{0, 1, 2, 3}, {768}, {3072}})
+    ->ArgsProduct({{0, 1, 2, 3}, {50304}, {768}})
     ->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -117,8 +117,8 @@ void run_bench_train(const BenchTrainArgs& a) {
         best * 1000, tok_s);
     std::printf("  forward %.1f ms | backward %.1f ms | AdamW %.1f ms%s\n", 1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n,
                 ane                           ? fmt::format(" | weight update {:.1f} ms", 1000 * wupd / n).c_str()
-                : cpu::weight_pack_bytes() > 0 ? fmt::format(" | bf16 weight packs {:.1f} ms ({:.0f} MB)", 1000 * wupd / n,
-                                                             cpu::weight_pack_bytes() / 1e6)
+                : cpu::weight_pack_bytes() > 0 ? fmt::format(" (it repacks the {:.0f} MB of bf16 weight packs) | refresh {:.1f} ms",
+                                                             cpu::weight_pack_bytes() / 1e6, 1000 * wupd / n)
                                                      .c_str()
                                                : "");
     std::printf("  CPU time of all threads: forward %.1f ms | backward %.1f ms | AdamW %.1f ms | step %.1f ms\n",
