@@ -77,7 +77,8 @@ void zero_gradients(float* g, size_t n) {
   }
   // A buffer at this address with another size, or overlapping this one, is gone: so are its ranges.
   for (auto it = t.buffers.begin(); it != t.buffers.end();) {
-    const auto [bg, bn] = *it;
+    const float* bg = it->first;  // (not a structured binding: clang 14 cannot capture one)
+    const size_t bn = it->second;
     if ((bg == g && bn == n) || !overlaps(bg, bn, g, n)) {
       ++it;
       continue;
