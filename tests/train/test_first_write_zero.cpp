@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -22,6 +23,11 @@ bool all(const std::vector<float>& g, size_t b, size_t e, float v) {
 struct Buffer {  // a gradient buffer that is forgotten whatever the test does
   std::vector<float> g = std::vector<float>(1000, 5.0f);
   ~Buffer() { forget_gradients(g.data(), g.size()); }
+  // A step's gradients (7 everywhere), then the next step's zero_grad.
+  void next_step() {
+    std::fill(g.begin(), g.end(), 7.0f);
+    zero_gradients(g.data(), g.size());
+  }
 };
 
 }  // namespace
@@ -33,8 +39,7 @@ TEST(FirstWriteZero, ANotedRangeIsLeftPendingAndOverwrittenOnce) {
   EXPECT_TRUE(all(g, 0, 1000, 0.0f)) << "the first zeroing zeroes everything";
   EXPECT_FALSE(first_write(g.data() + 100, 200)) << "not pending yet: the product adds (and the range is noted)";
   EXPECT_FALSE(gradients_pending());
-  std::fill(g.begin(), g.end(), 7.0f);  // last step's gradients
-  zero_gradients(g.data(), g.size());
+  b.next_step();  // last step's gradients, then zero_grad
   EXPECT_TRUE(all(g, 0, 100, 0.0f) && all(g, 300, 1000, 0.0f)) << "around the noted range: zeroed";
   EXPECT_TRUE(all(g, 100, 300, 7.0f)) << "the noted range is left to its product";
   EXPECT_TRUE(gradients_pending());
@@ -51,20 +56,17 @@ TEST(FirstWriteZero, WhatNoProductWroteIsZeroedAtTheEnd) {
   zero_gradients(g.data(), g.size());
   first_write(g.data() + 10, 20);
   first_write(g.data() + 500, 100);
-  std::fill(g.begin(), g.end(), 7.0f);
-  zero_gradients(g.data(), g.size());
+  b.next_step();
   EXPECT_TRUE(first_write(g.data() + 500, 100));
   finish_gradients(g.data(), g.size());  // a backward that skipped the first product
   EXPECT_FALSE(gradients_pending());
   EXPECT_TRUE(all(g, 10, 30, 0.0f)) << "the unwritten pending range is zeroed";
   EXPECT_TRUE(all(g, 500, 600, 7.0f)) << "the written one is the product's";
-  std::fill(g.begin(), g.end(), 7.0f);
-  zero_gradients(g.data(), g.size());
+  b.next_step();
   forget_gradients(g.data(), g.size());  // the model goes away mid-step
   EXPECT_FALSE(gradients_pending());
   EXPECT_TRUE(all(g, 10, 30, 0.0f) && all(g, 500, 600, 0.0f)) << "forgetting zeroes what was pending";
-  std::fill(g.begin(), g.end(), 7.0f);
-  zero_gradients(g.data(), g.size());
+  b.next_step();
   EXPECT_TRUE(all(g, 0, 1000, 0.0f)) << "forgotten ranges are zeroed like the rest";
 }
 
@@ -73,15 +75,13 @@ TEST(FirstWriteZero, RangesThatDoNotMatchAreNeverOverwritten) {
   std::vector<float>& g = b.g;
   zero_gradients(g.data(), g.size());
   first_write(g.data() + 100, 200);
-  std::fill(g.begin(), g.end(), 7.0f);
-  zero_gradients(g.data(), g.size());
+  b.next_step();
   EXPECT_FALSE(first_write(g.data() + 150, 100)) << "overlapping a pending range: add";
   EXPECT_TRUE(all(g, 100, 300, 0.0f)) << "… into zeros: the pending range was zeroed and forgotten";
   EXPECT_FALSE(gradients_pending());
   std::vector<float> other(50, 3.0f);
   EXPECT_FALSE(first_write(other.data(), 50)) << "outside every zeroed buffer: add, and nothing is noted";
-  std::fill(g.begin(), g.end(), 7.0f);
-  zero_gradients(g.data(), g.size());
+  b.next_step();
   EXPECT_TRUE(all(g, 0, 1000, 0.0f));
   EXPECT_TRUE(all(other, 0, 50, 3.0f));
 }

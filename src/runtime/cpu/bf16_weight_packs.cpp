@@ -140,8 +140,7 @@ void repack_updated_rows(const float* begin, size_t n) {
   }
   pack_weight_bf16_rows(w, N, K, rows, cols, r0, r1);  // outside the lock: the threads' blocks are disjoint
   std::lock_guard<std::mutex> lock(t.mu);
-  for (KeptWeight& k : t.weights)
-    if (k.w == w && k.N == N && k.K == K) k.rows_repacked += r1 - r0;
+  if (KeptWeight* k = find(t, w, N, K)) k->rows_repacked += r1 - r0;
 }
 
 void drop_weight_packs() {
