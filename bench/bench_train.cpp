@@ -77,3 +77,28 @@ BENCHMARK(bf16_product)
     ->ArgsProduct({{0, 1, 2, 3}, {768}, {3072}})
     ->ArgsProduct({{0, 1, 2, 3}, {50304}, {768}})
     ->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Causal attention of one GPT-2 124M layer in a training step (B 4, T 64, 12 heads of 64): its
+// forward (0) and backward (1) alone. GFLOP/s counts the four (backward) or two (forward) products
+// of T·(T+1)/2 query–key pairs per head, 2·HS flops each.
+//   bench_train --benchmark_filter=attention
+#include "train/cpu/layers.h"
+namespace {
+void attention(benchmark::State& state) {
+  const int which = int(state.range(0)), B = 4, T = int(state.range(1)), NH = 12, HS = 64, C = NH * HS;
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd;
+  auto fill = [&](size_t n) { std::vector<float> v(n); for (float& x : v) x = nd(rng); return v; };
+  const size_t n = size_t(B) * T * C;
+  std::vector<float> q = fill(n), k = fill(n), v = fill(n), dout = fill(n), out(n), dq(n), dk(n), dv(n);
+  std::vector<float> att(size_t(B) * NH * T * T);
+  train::attention_forward(out.data(), att.data(), q.data(), k.data(), v.data(), B, T, NH, NH, HS);
+  for (auto _ : state) {
+    if (which == 0) train::attention_forward(out.data(), att.data(), q.data(), k.data(), v.data(), B, T, NH, NH, HS);
+    else train::attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), att.data(), q.data(), k.data(), v.data(), B, T, NH, NH, HS);
+  }
+  const double pairs = double(B) * NH * T * (T + 1) / 2;
+  state.counters["GFLOP/s"] = benchmark::Counter((which ? 4 : 2) * pairs * 2 * HS * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+}  // namespace
+BENCHMARK(attention)->ArgsProduct({{0, 1}, {64, 1024}})->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -2,7 +2,8 @@
 // they replace, run on the same inputs by switching the instruction set (cpu::set_isa):
 //   - AdamW's update and the gradient norm: bit-identical (the same operations in the same order);
 //   - GELU: the forward within 3 ulp (the vector tanh), the backward bit-identical given the tanh;
-//   - attention forward and backward: equal to float rounding (16-lane sums), for MHA and GQA;
+//   - attention forward and backward: equal to float rounding (register-tiled products, vector exp),
+//     for MHA and GQA, with and without a sliding window;
 //   - the cross-entropy loss and its gradient: equal to float rounding (vector exp, 16-lane sums);
 //   - SwiGLU forward and backward: within float rounding (the vector exp);
 // and every one the same bits with 1 and 2 threads.
@@ -137,9 +138,12 @@ TEST_F(TrainSimd, GeluMatchesPortable) {
 
 TEST_F(TrainSimd, AttentionMatchesPortable) {
   const int B = 2, T = 37;
-  for (auto heads : {std::tuple{4, 4, 64}, std::tuple{4, 2, 32}, std::tuple{2, 1, 16}, std::tuple{2, 2, 48}, std::tuple{2, 1, 128}}) {
-    // (head sizes 16·R for R = 1, 2, 3, 4, 8: the row kernels are compiled once per R)
+  // (head sizes of 1 … 4 vectors of 16, two tiles of columns, and a ragged 40; T = 37 leaves a
+  // partial tile of rows; a sliding window of 5 in the forward)
+  for (auto heads : {std::tuple{4, 4, 64, 0}, std::tuple{4, 2, 32, 0}, std::tuple{2, 1, 16, 5}, std::tuple{2, 2, 48, 0},
+                     std::tuple{2, 1, 128, 0}, std::tuple{3, 1, 40, 5}}) {
     const int NH = std::get<0>(heads), NKV = std::get<1>(heads), HS = std::get<2>(heads);  // captured below
+    const int window = std::get<3>(heads);
     const size_t N = size_t(B) * T, Q = size_t(NH) * HS, KV = size_t(NKV) * HS;
     const std::vector<float> q = randf(N * Q, 4), k = randf(N * KV, 5), v = randf(N * KV, 6), dout = randf(N * Q, 7);
     struct Out {
@@ -149,13 +153,14 @@ TEST_F(TrainSimd, AttentionMatchesPortable) {
       cpu::set_num_threads(threads);
       Out o{std::vector<float>(N * Q), std::vector<float>(size_t(B) * NH * T * T), std::vector<float>(N * Q, 0.5f),
             std::vector<float>(N * KV, 0.5f), std::vector<float>(N * KV, 0.5f)};  // gradients accumulate
-      attention_forward(o.out.data(), o.att.data(), q.data(), k.data(), v.data(), B, T, NH, NKV, HS);
+      attention_forward(o.out.data(), o.att.data(), q.data(), k.data(), v.data(), B, T, NH, NKV, HS, window);
       attention_backward(o.dq.data(), o.dk.data(), o.dv.data(), dout.data(), o.att.data(), q.data(), k.data(), v.data(), B,
                          T, NH, NKV, HS);
       return o;
     };
     const auto [generic, simd, simd1] = three_runs(run);
-    const std::string what = std::to_string(NH) + "/" + std::to_string(NKV) + " heads of " + std::to_string(HS);
+    const std::string what = std::to_string(NH) + "/" + std::to_string(NKV) + " heads of " + std::to_string(HS) +
+                             ", window " + std::to_string(window);
     EXPECT_LT(rel_diff(simd.out, generic.out), 1e-5f) << what;
     EXPECT_LT(rel_diff(simd.att, generic.att), 1e-5f) << what;
     EXPECT_LT(rel_diff(simd.dq, generic.dq), 1e-5f) << what;

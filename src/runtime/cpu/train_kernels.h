@@ -125,14 +125,18 @@ void swiglu_backward_simd(float* dgate, float* dup, const float* dout, const flo
 double exp_sum_simd(const float* l, int V, float* row_max);
 void softmax_scaled_simd(float* d, const float* l, float lse, float scale, int V);
 
-// One query row t of one (sequence, head) of causal attention. k, v (and dk, dv) point at time 0 of
-// the head's rows, `stride` floats apart; qt, o, dot, dqt are the row's [HS]; p [T] its
-// probabilities; dp [T] scratch. Forward: p = softmax(qt·k_s·scale, s ≤ t), 0 past t; o = Σ p_s v_s.
-// Backward: dv_s += p_s·dot, dq += Σ ds_s·k_s, dk_s += ds_s·qt, ds_s = p_s(dot·v_s − Σ_u p_u dot·v_u)·scale.
-bool attention_simd_available(int HS);  // HS a multiple of 16, ≤ 256
-void attention_row_forward_simd(float* o, float* p, const float* qt, const float* k, const float* v, size_t stride, int t,
-                                int T, int HS, float scale);
-void attention_row_backward_simd(float* dqt, float* dk, float* dv, float* dp, const float* dot, const float* p,
-                                 const float* qt, const float* k, const float* v, size_t stride, int t, int HS, float scale);
+// One (sequence, head) of causal attention (train_attention_simd.cpp). q, out, dout, dq point at
+// time 0 of the query head's rows, q_stride floats apart; k, v, dk, dv at time 0 of its kv head's
+// rows, kv_stride apart; att [T, T] its probabilities (row t: 0 past t). Forward:
+// att[t] = softmax(q_t·k_s·scale over attention_start(t, window) ≤ s ≤ t), 0 elsewhere; out_t = Σ_s att[t, s]·v_s.
+// Backward (adds to dq, dk, dv): dv_s += Σ_t att[t, s]·dout_t, dq_t += Σ_s ds[t, s]·k_s,
+// dk_s += Σ_t ds[t, s]·q_t, ds[t, s] = att[t, s]·(dout_t·v_s − Σ_u att[t, u]·dout_t·v_u)·scale.
+// Single-threaded; available with AVX-512 (any HS ≥ 1).
+bool attention_simd_available(int HS);
+void attention_head_forward_simd(float* out, float* att, const float* q, const float* k, const float* v, size_t q_stride,
+                                 size_t kv_stride, int T, int HS, float scale, int window);
+void attention_head_backward_simd(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q,
+                                  const float* k, const float* v, size_t q_stride, size_t kv_stride, int T, int HS,
+                                  float scale);
 
 }  // namespace orion::cpu

@@ -1,7 +1,8 @@
 // The elementwise and attention kernels of a training step, vectorised with AVX-512 (function
 // target attribute; callers use them when train_simd_available(), i.e. the active ISA is AVX-512,
-// and their portable loops otherwise): AdamW's update, the gradient's sum of squares, GELU, and one
-// query row of causal attention. Single-threaded: the callers split the work.
+// and their portable loops otherwise): AdamW's update, the gradient's sum of squares, GELU, SwiGLU
+// and the cross-entropy rows (attention: train_attention_simd.cpp). Single-threaded: the callers
+// split the work.
 //
 // What stays bit-for-bit as the portable code computes it, and what does not:
 //   - adamw_update and sum_squares: the same IEEE operations in the same order (no FMA
@@ -11,7 +12,6 @@
 //     is linked: within 3 ulp of the scalar tanhf (differs in ~3% of floats). The rest of the
 //     formula is the same operations in the same order. The tanh is kept for the backward, which
 //     then needs no tanh of its own.
-//   - attention: dot products summed in 16 lanes with FMAs (a reordering of the sum).
 //   - cross-entropy rows: the max exactly; e^x from libmvec (exp in double within 1 ulp of exp,
 //     expf for the gradient within 1 ulp of expf), the double sum in 16 lanes (reordered).
 // Every output element is computed by one thread in an order fixed by the sizes, so results do
@@ -19,14 +19,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstddef>
-#include <cstring>
 #include <utility>
 
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/train_kernels.h"
+#include "runtime/cpu/vector_math.h"
 
 #define ORION_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
 
@@ -42,43 +41,13 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#if ORION_HAVE_LIBMVEC  // glibc libmvec: tanhf, expf on 16 lanes, exp on 8 doubles
-extern "C" ORION_AVX512 __m512 _ZGVeN16v_tanhf(__m512);
-extern "C" ORION_AVX512 __m512 _ZGVeN16v_expf(__m512);
-extern "C" ORION_AVX512 __m512d _ZGVeN8v_exp(__m512d);
-#endif
-
 namespace orion::cpu {
 namespace {
 
 // Lanes [0, n) of a 16-float vector, n ≤ 16.
 ORION_AVX512 inline __mmask16 first(size_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1); }
 
-// Without libmvec: the scalar function lane by lane.
-template <typename T, typename Vec, typename Fn>
-ORION_AVX512 inline Vec each_lane(Vec u, Fn fn) {
-  T t[sizeof(Vec) / sizeof(T)];
-  std::memcpy(t, &u, sizeof u);
-  for (T& x : t) x = fn(x);
-  std::memcpy(&u, t, sizeof u);
-  return u;
-}
-
-#if ORION_HAVE_LIBMVEC
-ORION_AVX512 inline __m512 tanh16(__m512 u) { return _ZGVeN16v_tanhf(u); }
-ORION_AVX512 inline __m512 exp16(__m512 u) { return _ZGVeN16v_expf(u); }
-ORION_AVX512 inline __m512d exp8d(__m512d u) { return _ZGVeN8v_exp(u); }
-#else
-ORION_AVX512 inline __m512 tanh16(__m512 u) {
-  return each_lane<float>(u, [](float x) { return std::tanh(x); });
-}
-ORION_AVX512 inline __m512 exp16(__m512 u) {
-  return each_lane<float>(u, [](float x) { return std::exp(x); });
-}
-ORION_AVX512 inline __m512d exp8d(__m512d u) {
-  return each_lane<double>(u, [](double x) { return std::exp(x); });
-}
-#endif
+using vecmath::exp16, vecmath::exp8d, vecmath::tanh16;
 
 // ---------------------------------------------------------------------------------------------
 // AdamW
@@ -223,98 +192,6 @@ ORION_AVX512 void softmax_scaled_avx512(float* d, const float* l, float lse, flo
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Attention: one (sequence, head) at a time; vectors of HS floats in ≤ 4 registers of 16
-// ---------------------------------------------------------------------------------------------
-
-constexpr int kMaxHS = 256;  // 16 registers: q (or do) and an accumulator in registers
-
-// The row kernels take R = HS/16 as a template parameter: with a run-time count the compiler keeps
-// the accumulators in a stack array, and every FMA then waits on a store and a reload (the row
-// backward ran at ~70 cycles per (t, s) pair instead of ~20). attention_rows() picks R at run time.
-
-// Σ_i a[i]·b[i] over 16·R floats: 16 lanes, then the lanes summed.
-template <int R>
-ORION_AVX512 inline float dot_r(const float* a, const float* b) {
-  __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(a), _mm512_loadu_ps(b));
-#pragma GCC unroll 16
-  for (int r = 1; r < R; r++) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + 16 * r), _mm512_loadu_ps(b + 16 * r), acc);
-  return _mm512_reduce_add_ps(acc);
-}
-
-// y[0 .. 16·R) += c·x[0 .. 16·R)
-template <int R>
-ORION_AVX512 inline void axpy_r(float* y, float c, const float* x) {
-  const __m512 cv = _mm512_set1_ps(c);
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++)
-    _mm512_storeu_ps(y + 16 * r, _mm512_fmadd_ps(cv, _mm512_loadu_ps(x + 16 * r), _mm512_loadu_ps(y + 16 * r)));
-}
-
-template <int R>
-ORION_AVX512 void attention_row_forward_r(float* o, float* p, const float* qt, const float* k, const float* v,
-                                          size_t stride, int t, int T, float scale) {
-  float mx = -INFINITY;
-  for (int s = 0; s <= t; s++) {
-    p[s] = dot_r<R>(qt, k + size_t(s) * stride) * scale;
-    mx = std::max(mx, p[s]);
-  }
-  float sum = 0;
-  for (int s = 0; s <= t; s++) sum += (p[s] = std::exp(p[s] - mx));
-  const float inv = 1.0f / sum;
-  for (int s = 0; s <= t; s++) p[s] *= inv;
-  std::fill(p + t + 1, p + T, 0.0f);
-  __m512 acc[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-  for (int s = 0; s <= t; s++) {
-    const __m512 ps = _mm512_set1_ps(p[s]);
-    const float* vs = v + size_t(s) * stride;
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(ps, _mm512_loadu_ps(vs + 16 * r), acc[r]);
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++) _mm512_storeu_ps(o + 16 * r, acc[r]);
-}
-
-template <int R>
-ORION_AVX512 void attention_row_backward_r(float* dqt, float* dk, float* dv, float* dp, const float* dot,
-                                           const float* p, const float* qt, const float* k, const float* v,
-                                           size_t stride, int t, float scale) {
-  float pdp = 0;  // Σ_u P_tu dP_tu
-  for (int s = 0; s <= t; s++) {
-    dp[s] = dot_r<R>(dot, v + size_t(s) * stride);
-    axpy_r<R>(dv + size_t(s) * stride, p[s], dot);
-    pdp += p[s] * dp[s];
-  }
-  __m512 acc[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++) acc[r] = _mm512_loadu_ps(dqt + 16 * r);
-  for (int s = 0; s <= t; s++) {
-    const float ds = p[s] * (dp[s] - pdp) * scale;
-    const __m512 dsv = _mm512_set1_ps(ds);
-    const float* ks = k + size_t(s) * stride;
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(dsv, _mm512_loadu_ps(ks + 16 * r), acc[r]);
-    axpy_r<R>(dk + size_t(s) * stride, ds, qt);
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++) _mm512_storeu_ps(dqt + 16 * r, acc[r]);
-}
-
-// The row kernels for every R = 1 .. kMaxHS/16, indexed by R − 1.
-struct AttentionRows {
-  void (*forward)(float*, float*, const float*, const float*, const float*, size_t, int, int, float);
-  void (*backward)(float*, float*, float*, float*, const float*, const float*, const float*, const float*,
-                   const float*, size_t, int, float);
-};
-template <int... Rs>
-constexpr std::array<AttentionRows, sizeof...(Rs)> attention_rows_table(std::integer_sequence<int, Rs...>) {
-  return {AttentionRows{attention_row_forward_r<Rs + 1>, attention_row_backward_r<Rs + 1>}...};
-}
-constexpr auto kAttentionRows = attention_rows_table(std::make_integer_sequence<int, kMaxHS / 16>());
-const AttentionRows& attention_rows(int HS) { return kAttentionRows[size_t(HS / 16 - 1)]; }
-
 }  // namespace
 
 bool train_simd_available() { return active_isa() == Isa::Avx512; }
@@ -338,19 +215,6 @@ void swiglu_backward_simd(float* dgate, float* dup, const float* dout, const flo
 double exp_sum_simd(const float* l, int V, float* row_max) { return exp_sum_avx512(l, V, row_max); }
 void softmax_scaled_simd(float* d, const float* l, float lse, float scale, int V) {
   softmax_scaled_avx512(d, l, lse, scale, V);
-}
-
-bool attention_simd_available(int HS) { return train_simd_available() && HS % 16 == 0 && HS <= kMaxHS; }
-
-void attention_row_forward_simd(float* o, float* p, const float* qt, const float* k, const float* v, size_t stride, int t,
-                                int T, int HS, float scale) {
-  attention_rows(HS).forward(o, p, qt, k, v, stride, t, T, scale);
-}
-
-void attention_row_backward_simd(float* dqt, float* dk, float* dv, float* dp, const float* dot, const float* p,
-                                 const float* qt, const float* k, const float* v, size_t stride, int t, int HS,
-                                 float scale) {
-  attention_rows(HS).backward(dqt, dk, dv, dp, dot, p, qt, k, v, stride, t, scale);
 }
 
 }  // namespace orion::cpu

@@ -299,25 +299,30 @@ void rope_backward(F* dinp, const F* dout, int B, int T, int NHx, int HS, float 
 
 // One task per (b, h, t): scores against keys 0..t, a stable softmax (subtract the max so every
 // exp ≤ 1), then the probability-weighted sum of values. Query head h reads kv head h/(NH/NKV).
+// With AVX-512 one task per (b, h): the head's rows as register-tiled products
+// (cpu::attention_head_forward_simd).
 template <typename F>
 void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B, int T, int NH, int NKV, int HS,
                        int window) {
   const int Q = NH * HS, KV = NKV * HS, group = NH / NKV;
   const F scale = F(1) / std::sqrt(F(HS));
-  // The SIMD rows see every key up to t; a sliding window shorter than T takes the loop below.
-  const bool simd = std::is_same_v<F, float> && cpu::attention_simd_available(HS) && (window <= 0 || window >= T);
-#pragma omp parallel for schedule(static, 1) if (size_t(B) * NH * T * T * HS > kParallelMin)
+  const bool parallel = size_t(B) * NH * T * T * HS > kParallelMin;
+  if constexpr (std::is_same_v<F, float>)
+    if (cpu::attention_simd_available(HS)) {
+#pragma omp parallel for schedule(static) if (parallel)
+      for (int task = 0; task < B * NH; task++) {
+        const int b = task / NH, h = task % NH, g = h / group;
+        const size_t q0 = size_t(b) * T * Q + size_t(h) * HS, kv0 = size_t(b) * T * KV + size_t(g) * HS;  // time 0
+        cpu::attention_head_forward_simd(out + q0, att + size_t(task) * T * T, q + q0, k + kv0, v + kv0, size_t(Q),
+                                         size_t(KV), T, HS, scale, window);
+      }
+      return;
+    }
+#pragma omp parallel for schedule(static, 1) if (parallel)
   for (int task = 0; task < B * NH * T; task++) {
     const int b = task / (NH * T), h = task / T % NH, t = task % T, g = h / group;
     const F* qt = q + (size_t(b) * T + t) * Q + size_t(h) * HS;  // [HS]
     F* p = att + ((size_t(b) * NH + h) * T + t) * T;             // [T] row t of the probabilities
-    if constexpr (std::is_same_v<F, float>)
-      if (simd) {                                                // the same row with 16-lane dot products (AVX-512)
-        const size_t kv0 = size_t(b) * T * KV + size_t(g) * HS;  // time 0 of kv head g
-        cpu::attention_row_forward_simd(out + (size_t(b) * T + t) * Q + size_t(h) * HS, p, qt, k + kv0, v + kv0, size_t(KV),
-                                        t, T, HS, scale);
-        continue;
-      }
     const int s0 = cpu::attention_start(t, window);  // the first key this query sees
     for (int s = 0; s < s0; s++) p[s] = 0;           // slid out of the window: probability 0
     F mx = -INFINITY;
@@ -353,8 +358,22 @@ void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const 
                         int NH, int NKV, int HS) {
   const int Q = NH * HS, KV = NKV * HS, group = NH / NKV;
   const F scale = F(1) / std::sqrt(F(HS));
-  const bool simd = std::is_same_v<F, float> && cpu::attention_simd_available(HS);
-#pragma omp parallel if (size_t(B) * NH * T * T * HS > kParallelMin)
+  const bool parallel = size_t(B) * NH * T * T * HS > kParallelMin;
+  if constexpr (std::is_same_v<F, float>)
+    if (cpu::attention_simd_available(HS)) {  // a head at a time as register-tiled products (AVX-512)
+#pragma omp parallel for schedule(static, 1) if (parallel)
+      for (int task = 0; task < B * NKV; task++) {
+        const int b = task / NKV, g = task % NKV;
+        const size_t kv0 = size_t(b) * T * KV + size_t(g) * HS;  // time 0 of kv head g
+        for (int h = g * group; h < (g + 1) * group; h++) {
+          const size_t q0 = size_t(b) * T * Q + size_t(h) * HS;
+          cpu::attention_head_backward_simd(dq + q0, dk + kv0, dv + kv0, dout + q0, att + (size_t(b) * NH + h) * T * T, q + q0,
+                                            k + kv0, v + kv0, size_t(Q), size_t(KV), T, HS, scale);
+        }
+      }
+      return;
+    }
+#pragma omp parallel if (parallel)
   {
     std::vector<F> dp(static_cast<size_t>(T));  // [T] dP (then dS) of one query row
 #pragma omp for schedule(static, 1)
@@ -366,13 +385,6 @@ void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const 
           const F* dot = dout + (size_t(b) * T + t) * Q + size_t(h) * HS;  // [HS]
           const F* qt = q + (size_t(b) * T + t) * Q + size_t(h) * HS;      // [HS]
           F* dqt = dq + (size_t(b) * T + t) * Q + size_t(h) * HS;          // [HS]
-          if constexpr (std::is_same_v<F, float>)
-            if (simd) {  // the same row with 16-lane dot products and updates (AVX-512)
-              const size_t kv0 = size_t(b) * T * KV + size_t(g) * HS;  // time 0 of kv head g
-              cpu::attention_row_backward_simd(dqt, dk + kv0, dv + kv0, dp.data(), dot, p, qt, k + kv0, v + kv0, size_t(KV),
-                                               t, HS, scale);
-              continue;
-            }
           F pdp = 0;  // Σ_u P_tu dP_tu
           for (int s = 0; s <= t; s++) {
             const F* vs = v + (size_t(b) * T + s) * KV + size_t(g) * HS;
