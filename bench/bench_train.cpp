@@ -36,17 +36,19 @@ BENCHMARK_CAPTURE(train_step, stories15m_b4_t256, "stories15m", 4, 256)->Unit(be
 BENCHMARK_CAPTURE(train_step, gpt2_124m_b4_t64, "gpt2-124m", 4, 64)->Unit(benchmark::kMillisecond)->MinTime(5);
 BENCHMARK_CAPTURE(train_step, stories110m_b4_t64, "stories110m", 4, 64)->Unit(benchmark::kMillisecond)->MinTime(5);
 
-// The three products of a linear layer in a bf16 training step, alone, at GPT-2 124M's shapes with
-// B·T = 256 tokens: y = x·Wᵀ (0), dx = dy·W (1), dW += dyᵀ·x (2), dW = dyᵀ·x (3); weights [N, K] as the step keeps them
-// (packed once, bf16_weight_packs.h). GFLOP/s counts 2·M·N·K per product.
-//   bench_train --benchmark_filter=bf16_product
+// The three products of a linear layer in a training step, alone, at GPT-2 124M's shapes with
+// B·T = 256 tokens: y = x·Wᵀ (0), dx = dy·W (1), dW += dyᵀ·x (2), dW = dyᵀ·x (3); in bf16 the
+// weights [N, K] as the step keeps them (packed once, bf16_weight_packs.h), or in fp32.
+// GFLOP/s counts 2·M·N·K per product.
+//   bench_train --benchmark_filter=bf16_product     (or fp32_product)
 #include "runtime/cpu/bf16_weight_packs.h"
 #include "runtime/cpu/train_kernels.h"
 namespace {
-void bf16_product(benchmark::State& state) {
+void product(benchmark::State& state, cpu::GemmPrecision precision) {
   const int which = int(state.range(0)), N = int(state.range(1)), K = int(state.range(2)), M = 256;
-  if (!cpu::bf16_dot_available()) return state.SkipWithError("no AVX512-BF16 on this CPU");
-  cpu::set_train_gemm_precision(cpu::GemmPrecision::BF16);
+  if (precision == cpu::GemmPrecision::BF16 && !cpu::bf16_dot_available())
+    return state.SkipWithError("no AVX512-BF16 on this CPU");
+  cpu::set_train_gemm_precision(precision);
   cpu::ScopedBf16WeightPacks packs;
   std::mt19937 rng(3);
   std::normal_distribution<float> nd;
@@ -70,13 +72,19 @@ void bf16_product(benchmark::State& state) {
   cpu::set_train_gemm_precision(cpu::GemmPrecision::F32);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
+void bf16_product(benchmark::State& state) { product(state, cpu::GemmPrecision::BF16); }
+void fp32_product(benchmark::State& state) { product(state, cpu::GemmPrecision::F32); }
 }  // namespace
-BENCHMARK(bf16_product)
-    ->ArgsProduct({{0, 1, 2, 3}, {2304}, {768}})
-    ->ArgsProduct({{0, 1, 2, 3}, {3072}, {768}})
-    ->ArgsProduct({{0, 1, 2, 3}, {768}, {3072}})
-    ->ArgsProduct({{0, 1, 2, 3}, {50304}, {768}})
-    ->UseRealTime()->Unit(benchmark::kMillisecond);
+#define ORION_PRODUCT_SHAPES(fn)                          \
+  BENCHMARK(fn)                                           \
+      ->ArgsProduct({{0, 1, 2, 3}, {2304}, {768}})        \
+      ->ArgsProduct({{0, 1, 2, 3}, {3072}, {768}})        \
+      ->ArgsProduct({{0, 1, 2, 3}, {768}, {3072}})        \
+      ->ArgsProduct({{0, 1, 2, 3}, {50304}, {768}})       \
+      ->UseRealTime()                                     \
+      ->Unit(benchmark::kMillisecond)
+ORION_PRODUCT_SHAPES(bf16_product);
+ORION_PRODUCT_SHAPES(fp32_product);
 
 // Causal attention of one GPT-2 124M layer in a training step (B 4, T 64, 12 heads of 64): its
 // forward (0) and backward (1) alone. GFLOP/s counts the four (backward) or two (forward) products

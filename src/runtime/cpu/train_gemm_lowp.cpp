@@ -274,7 +274,7 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
   const int a_tasks = (M + 63) / 64;
   const bool b_by_rows = !kept && csb == 1 && rsb != 1;
   const int b_tasks = kept ? 0 : b_by_rows ? int((kq + 15) / 16) : panels;
-#pragma omp parallel for schedule(static) if (big)
+#pragma omp parallel for schedule(dynamic, 1) if (big)  // (tasks of unequal sizes: taken as threads free up)
   for (int t = 0; t < a_tasks + b_tasks; t++) {
     if (t < a_tasks) {
       const int i0 = t * 64, n = std::min(64, M - i0);
@@ -292,11 +292,17 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
       for (size_t p = 0; p < kq; p++) std::fill_n(panel + p * TILE_N + n, TILE_N - n, 0u);
     pack_pairs(panel, 1, TILE_N, B + size_t(j0) * csb, rsb, csb, n, K);
   }
-  const int tiles = (M + TM - 1) / TM;
-#pragma omp parallel if (big)
-  {
-    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int i0 = std::min(M, tiles * t / nt * TM), i1 = std::min(M, tiles * (t + 1) / nt * TM);
+  // The row tiles over threads. A tall C (dW: a weight's rows × its columns, B = x small and kept
+  // in cache) in ~8 tasks per thread taken dynamically, so that a thread that runs slower (a busy
+  // neighbour on a shared machine) takes fewer instead of the other waiting for it. Else (y = x·Wᵀ,
+  // dx = dy·W: the batch's rows against a large B) each thread takes half the rows and streams B
+  // once. Every C element is summed by one tile in the same order either way.
+  const int tiles = (M + TM - 1) / TM, threads = big ? omp_get_max_threads() : 1;
+  const bool tall = M >= 2 * N && tiles >= 16 * threads;
+  const int per = tall ? tiles / (8 * threads) : (tiles + threads - 1) / threads, tasks = (tiles + per - 1) / per;
+#pragma omp parallel for schedule(dynamic, 1) if (big)
+  for (int t = 0; t < tasks; t++) {
+    const int i0 = std::min(M, t * per * TM), i1 = std::min(M, (t + 1) * per * TM);
     if (i0 < i1) rows_bf16(C, ldc, Ap, kp, Bp, i0, i1, N, out, bias);
   }
 }
