@@ -12,6 +12,8 @@
 #include <random>
 
 #include "model/io/model_io.h"
+#include "runtime/cpu/bf16_weight_packs.h"
+#include "runtime/cpu/train_kernels.h"
 #include "model/lora/lora_io.h"
 #include "model/transformer.h"
 #include "support.h"
@@ -275,6 +277,43 @@ TEST(lora_train, FineTuningLowersValidationLossAndLeavesTheBaseBitIdentical) {
   for (size_t i = 0; i < wq.numel; i++)
     diff = std::max(diff, double(std::fabs(merged.layers[1].wq.f32()[i] - t.work().data()[wq.offset + i])));
   EXPECT_EQ(diff, 0.0) << "merge_lora and the trainer's merge are the same sum";
+}
+
+// --precision bf16 keeps bf16 packs of the weights the products multiply
+// (runtime/cpu/bf16_weight_packs.h). An adapter update changes only the adapted matrices
+// (W' = W + s·B·A), and only they are repacked: after the first step, which packs every weight
+// once, each step packs exactly as many weights as the adapter has tensors. Every use of a pack is
+// checked against a fresh one (ORION_VERIFY_WEIGHT_PACKS), and the losses are those of a run that
+// keeps no packs, bit for bit.
+TEST(lora_train, Bf16RepacksOnlyTheAdaptedMatrices) {
+  if (!cpu::bf16_dot_available()) GTEST_SKIP() << "no AVX512-BF16 (vdpbf16ps) on this CPU: packs are never kept";
+  const ModelConfig c = tiny(Arch::Llama);
+  Rig rig(c);
+  setenv("ORION_VERIFY_WEIGHT_PACKS", "1", 1);
+  size_t adapted = 0;
+  auto run = [&](bool packs, std::vector<size_t>& packed) {
+    setenv("ORION_WEIGHT_PACKS", packs ? "1" : "0", 1);
+    LoraTrainOptions o = rig.options(5);
+    o.train.precision = "bf16";
+    LoraTrainer t(o);
+    adapted = t.adapter().tensors().size();
+    std::vector<float> losses;
+    for (int s = 0; s < 5; s++) {
+      const size_t before = cpu::weights_packed_by_refresh();
+      losses.push_back(t.step().loss);
+      packed.push_back(cpu::weights_packed_by_refresh() - before);
+    }
+    return losses;
+  };
+  std::vector<size_t> kept, none;
+  const std::vector<float> with = run(true, kept), without = run(false, none);
+  unsetenv("ORION_WEIGHT_PACKS");
+  unsetenv("ORION_VERIFY_WEIGHT_PACKS");
+  ASSERT_GT(adapted, 0u);
+  EXPECT_GT(kept[0], adapted) << "the first step packs every weight the products noted";
+  for (size_t s = 1; s < kept.size(); s++) EXPECT_EQ(kept[s], adapted) << "step " << s << ": the adapted matrices only";
+  for (size_t n : none) EXPECT_EQ(n, 0u) << "ORION_WEIGHT_PACKS=0 keeps none";
+  EXPECT_TRUE(with == without) << "losses bit-identical with and without kept packs";
 }
 
 // --base-dtype f16 / bf16: the frozen block matrices held once in 16 bits (exactly half the fp32

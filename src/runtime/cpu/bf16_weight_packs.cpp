@@ -38,6 +38,7 @@ struct Table {
   int scopes = 0;    // open scopes that keep packs
   int disabled = 0;  // open scopes made while ORION_WEIGHT_PACKS=0
   std::vector<KeptWeight> weights;
+  size_t packed = 0;  // whole weights packed by refresh_weight_packs and pack_new_weights (for tests)
 };
 
 Table& table() {
@@ -104,6 +105,16 @@ const uint32_t* kept_weight_pack(const float* W, int N, int K, KeptLayout layout
   return pack.p.get();
 }
 
+namespace {
+// Both layouts of k from its weight now.
+void pack(Table& t, KeptWeight& k) {
+  k.rows.resize(kept_pack_words(k.N, k.K, KeptLayout::Rows));
+  k.cols.resize(kept_pack_words(k.N, k.K, KeptLayout::Cols));
+  pack_weight_bf16(k.w, k.N, k.K, k.rows.p.get(), k.cols.p.get());
+  t.packed++;
+}
+}  // namespace
+
 void refresh_weight_packs(const float* begin, size_t n) {
   if (!weight_packs_active()) return;
   Table& t = table();
@@ -113,11 +124,22 @@ void refresh_weight_packs(const float* begin, size_t n) {
     if (!inside) continue;
     const bool done = k.rows_repacked == k.N;
     k.rows_repacked = 0;
-    if (done) continue;
-    k.rows.resize(kept_pack_words(k.N, k.K, KeptLayout::Rows));
-    k.cols.resize(kept_pack_words(k.N, k.K, KeptLayout::Cols));
-    pack_weight_bf16(k.w, k.N, k.K, k.rows.p.get(), k.cols.p.get());
+    if (!done) pack(t, k);
   }
+}
+
+void pack_new_weights() {
+  if (!weight_packs_active()) return;
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (KeptWeight& k : t.weights)
+    if (k.rows.n == 0) pack(t, k);
+}
+
+size_t weights_packed_by_refresh() {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return t.packed;
 }
 
 void repack_updated_rows(const float* begin, size_t n) {

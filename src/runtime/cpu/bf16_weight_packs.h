@@ -48,6 +48,10 @@ const uint32_t* kept_weight_pack(const float* W, int N, int K, KeptLayout layout
 // The weights in [begin, begin + n) were just updated: repack every noted weight inside the range
 // (but those whose every row repack_updated_rows has packed since the last refresh).
 void refresh_weight_packs(const float* begin, size_t n);
+// Pack every noted weight that has no pack yet (after a refresh of only the ranges that changed).
+void pack_new_weights();
+// How many whole weights refresh_weight_packs and pack_new_weights have packed so far (for tests).
+size_t weights_packed_by_refresh();
 // The optimiser just updated [begin, begin + n), a part of one tensor: if that is whole blocks of 16
 // rows of a kept weight (or its last rows), repack them now, while they are in cache — the refresh
 // after the update then skips a weight packed entirely this way. Thread-safe for disjoint ranges.

@@ -82,6 +82,13 @@ void LoraTraining::merge_into_work() {
   }
 }
 
+std::vector<std::pair<const float*, size_t>> LoraTraining::merged_matrices() {
+  std::vector<std::pair<const float*, size_t>> m;
+  if (merged_)
+    for (const LoraTensor& t : adapter_.tensors()) m.emplace_back(work_matrix(t), t.out * t.in);
+  return m;
+}
+
 void LoraTraining::gather(const Grads& g) {
   const int r = adapter_.rank();
   const float s = adapter_.scale();

@@ -79,6 +79,9 @@ class LoraTraining : public AdapterGradSink {
   // (nothing when not merged).
   void merge_into_work();
   bool merged() const { return merged_; }
+  // What merge_into_work changes in the working parameters: each adapted matrix (pointer, length),
+  // or nothing when not merged.
+  std::vector<std::pair<const float*, size_t>> merged_matrices();
   // The frozen base matrix W [out, in] of adapter tensor i (adapter().tensors()[i]).
   const float* base_matrix(size_t i) const;
   std::vector<std::pair<size_t, size_t>> layout() const;  // (offset, numel) of every A and B
@@ -134,7 +137,7 @@ class LoraTrainer {
   LoraAdapter& adapter() { return lora_->adapter(); }
   void adapter_changed() {
     lora_->merge_into_work();
-    model_->weights_updated();
+    model_->weights_updated(lora_->merged_matrices());
   }
   const LoraTraining& lora() const { return *lora_; }
   // The working parameters: W' (merged) with unadapted tensors = the base's; the base itself on the

@@ -50,8 +50,8 @@ class LoraAdapterSet final : public TrainableSet {
   double grad_norm() override { return adam_.norm(lora_.grads()); }
   void update(float lr, double /*norm*/) override {
     adam_.step(lora_.adapter().data(), lora_.grads(), lr);
-    lora_.merge_into_work();   // W' = W + s·B·A from the frozen W
-    model_.weights_updated();  // the ANE runner refreshes its programs' weights (CPU: nothing)
+    lora_.merge_into_work();                          // W' = W + s·B·A from the frozen W
+    model_.weights_updated(lora_.merged_matrices());  // only those repacked; the ANE runner refreshes its programs' weights
   }
   int64_t adam_steps() const override { return adam_.step_count(); }
   const char* name() const override { return "adapter"; }

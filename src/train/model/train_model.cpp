@@ -148,4 +148,10 @@ void TrainModel::weights_updated() {
   blocks_->weights_updated();
 }
 
+void TrainModel::weights_updated(const std::vector<std::pair<const float*, size_t>>& changed) {
+  for (const auto& range : changed) cpu::refresh_weight_packs(range.first, range.second);
+  cpu::pack_new_weights();  // those the last step's products noted for the first time
+  blocks_->weights_updated();
+}
+
 }  // namespace orion::train

@@ -113,8 +113,11 @@ class TrainModel {
   // which zeroes any it did not write (train/cpu/first_write_zero.h).
   void zero_grad();
   // After an update of the parameters: the kept bf16 weight packs (runtime/cpu/bf16_weight_packs.h)
-  // and the block runner (ANE: reload) catch up.
+  // and the block runner (ANE: reload) catch up. With `changed`, only the ranges listed there
+  // (pointers into the parameters, and lengths) changed: the others' packs are kept (adapter
+  // training, where W' = W + s·B·A changes only the adapted matrices).
   void weights_updated();
+  void weights_updated(const std::vector<std::pair<const float*, size_t>>& changed);
   // Adapter training: no gradient for the embedding, classifier or final norm either, and the
   // blocks' as BlockRunner::freeze_base (its answer is returned; set_blocks passes the sink on).
   bool freeze_base(AdapterGradSink* sink);
