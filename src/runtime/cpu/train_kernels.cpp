@@ -60,6 +60,16 @@ void matmul_forward_train(float* y, const float* x, const float* W, const float*
                          out, bias);
   }
   if (!gemm_acc_available() || M < 16) return matmul(y, x, W, DType::F32, bias, M, K, N);
+  if (size_t(M) * (size_t(K) + N) > size_t(N) * K) {
+    // More token rows than the weight has values (long sequences): y = x·Wᵀ straight, with W
+    // transposed once into Wᵀ [K, N] instead of x and y. Each y[m, n] is the same chain of FMAs in
+    // the same order (bias, then x[m, k]·W[n, k] for k = 0, 1, …) as the transposed form below, so
+    // the bits do not depend on which form runs.
+    float* wt = scratch(0, size_t(K) * N).data();  // [K, N]
+    transpose(wt, W, N, K);
+    fill_rows(y, size_t(N), M, N, bias);
+    return gemm_acc(y, size_t(N), x, size_t(K), 1, wt, size_t(N), M, N, K);
+  }
   float* xt = scratch(0, size_t(K) * M).data();  // [K, M]
   float* yt = scratch(1, size_t(N) * M).data();  // [N, M]
   transpose(xt, x, M, K);
