@@ -5,7 +5,9 @@
 // add_all_commands, after add_bench_command. --backend anesim|ane runs the blocks as ANE programs
 // (train/ane/ane_blocks.h) and reports the step's phases (ANE evaluation, surface copies, CPU dW,
 // AdamW, weight update, compile) and, on anesim, the timing model's predicted ANE time per step.
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "runtime/cpu/bf16_weight_packs.h"
 #include "base/error.h"
@@ -73,6 +75,7 @@ void run_bench_train(const BenchTrainArgs& a) {
     std::fprintf(stderr, "… %s, batch %d×%d, %d threads, blocks on %s: %d warmup + %d timed steps\n", c.describe().c_str(),
                  a.batch, a.seq, cpu::num_threads(), a.backend.c_str(), a.warmup, a.steps);
   double fwd = 0, bwd = 0, upd = 0, wupd = 0, best = 1e30, total = 0;
+  std::vector<double> step_s;  // each timed step, for the median (robust to a busy neighbour's bursts)
   double cpu_fwd = 0, cpu_bwd = 0, cpu_upd = 0;  // CPU seconds of all threads (passive waits cost none)
   for (int s = 0; s < a.warmup + a.steps; ++s) {
     Timer t0;
@@ -92,7 +95,11 @@ void run_bench_train(const BenchTrainArgs& a) {
     fwd += t1, bwd += t2 - t1, upd += t3 - t2, wupd += t4 - t3, total += t4;
     cpu_fwd += c1 - c0, cpu_bwd += c2 - c1, cpu_upd += c3 - c2;
     best = std::min(best, t4);
+    step_s.push_back(t4);
   }
+  std::sort(step_s.begin(), step_s.end());
+  const size_t h = step_s.size() / 2;
+  const double median = step_s.empty() ? 0 : step_s.size() % 2 ? step_s[h] : (step_s[h - 1] + step_s[h]) / 2;
   if (ane) {
     af.ph = ane->phases();
     af.strategy = ane->updates().strategy, af.probe = ane->updates().probe, af.budget = ane->budget().str();
@@ -103,18 +110,19 @@ void run_bench_train(const BenchTrainArgs& a) {
   if (a.json) {
     std::printf(
         "{\"config\":\"%s\",\"params\":%zu,\"batch\":%d,\"seq\":%d,\"threads\":%d,\"steps\":%d,\"ms_per_step\":%.3f,"
-        "\"best_ms\":%.3f,\"tok_per_s\":%.1f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"adamw_ms\":%.3f,"
+        "\"median_ms\":%.3f,\"best_ms\":%.3f,\"tok_per_s\":%.1f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"adamw_ms\":%.3f,"
         "\"cpu_forward_ms\":%.3f,\"cpu_backward_ms\":%.3f,\"cpu_adamw_ms\":%.3f,\"peak_rss_bytes\":%llu,"
         "\"checkpoint_activations\":\"%s\",\"precision\":\"%s\",\"weight_update_ms\":%.3f,\"weight_pack_bytes\":%zu}\n",
-        a.config.c_str(), c.num_params(), a.batch, a.seq, cpu::num_threads(), a.steps, ms, best * 1000, tok_s,
+        a.config.c_str(), c.num_params(), a.batch, a.seq, cpu::num_threads(), a.steps, ms, median * 1000, best * 1000, tok_s,
         1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n, 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n,
         static_cast<unsigned long long>(peak_resident_bytes()), a.checkpoint_activations.c_str(), a.precision.c_str(),
         1000 * wupd / n, cpu::weight_pack_bytes());
   } else {
     std::printf(
-        "train step %s (B=%d, T=%d, %d threads, activation checkpointing %s, %s): %.1f ms/step (best %.1f), %.0f tok/s\n",
+        "train step %s (B=%d, T=%d, %d threads, activation checkpointing %s, %s): %.1f ms/step (median %.1f, best %.1f), "
+        "%.0f tok/s\n",
         a.config.c_str(), a.batch, a.seq, cpu::num_threads(), a.checkpoint_activations.c_str(), a.precision.c_str(), ms,
-        best * 1000, tok_s);
+        median * 1000, best * 1000, tok_s);
     std::printf("  forward %.1f ms | backward %.1f ms | AdamW %.1f ms%s\n", 1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n,
                 ane                           ? fmt::format(" | weight update {:.1f} ms", 1000 * wupd / n).c_str()
                 : cpu::weight_pack_bytes() > 0 ? fmt::format(" (it repacks the {:.0f} MB of bf16 weight packs) | refresh {:.1f} ms",
