@@ -135,3 +135,36 @@ TEST(TrainKernels, WeightGradientOverwriteEqualsAccumulatingIntoZeros) {
     }
   }
 }
+
+// gemm_acc's AVX2 tile (6 × 16) and AVX-512 tile (6 × 64) compute every element as the same FMA
+// chain, so all three products of a linear layer give the same bits on both paths — full and
+// ragged column tiles, packed and unpacked B, two K slices, accumulating and overwriting.
+TEST(TrainKernels, Avx2AndAvx512ProductsBitIdentical) {
+  const cpu::Isa was = cpu::active_isa();
+  if (!cpu::set_isa(cpu::Isa::Avx512) || !cpu::set_isa(cpu::Isa::Avx2)) {
+    cpu::set_isa(was);
+    GTEST_SKIP() << "needs a CPU with AVX-512 to run both tiles";
+  }
+  for (auto [M, K, N] : {std::tuple{64, 96, 300}, std::tuple{300, 70, 64}, std::tuple{17, 33, 40}, std::tuple{96, 768, 130}}) {
+    SCOPED_TRACE(testing::Message() << "M=" << M << " K=" << K << " N=" << N);
+    const auto dy = randf(size_t(M) * N, 21), x = randf(size_t(M) * K, 22), W = randf(size_t(N) * K, 23),
+               b = randf(size_t(N), 24);
+    std::vector<float> y[2], dx[2], dW[2], dW_over[2];
+    int i = 0;
+    for (cpu::Isa isa : {cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+      ASSERT_TRUE(cpu::set_isa(isa));
+      y[i].assign(size_t(M) * N, 0.0f), dx[i].assign(size_t(M) * K, 0.25f), dW[i].assign(size_t(N) * K, 0.5f);
+      dW_over[i].assign(size_t(N) * K, std::nanf(""));
+      cpu::matmul_forward_train(y[i].data(), x.data(), W.data(), b.data(), M, K, N);
+      cpu::matmul_backward_input(dx[i].data(), dy.data(), W.data(), M, K, N);
+      cpu::matmul_backward_weight(dW[i].data(), dy.data(), x.data(), M, K, N);
+      cpu::matmul_backward_weight(dW_over[i].data(), dy.data(), x.data(), M, K, N, cpu::COut::Overwrite);
+      i++;
+    }
+    EXPECT_EQ(y[0], y[1]);
+    EXPECT_EQ(dx[0], dx[1]);
+    EXPECT_EQ(dW[0], dW[1]);
+    EXPECT_EQ(dW_over[0], dW_over[1]);
+  }
+  cpu::set_isa(was);
+}

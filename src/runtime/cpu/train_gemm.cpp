@@ -6,7 +6,8 @@
 //
 // A is addressed as A[i·rsa + p·csa], so dyᵀ needs no copy. B and C are row-major.
 //
-// The register tile (AVX-512): TM = 6 rows × 64 columns of C in 24 zmm accumulators. For each p
+// The register tile (AVX-512; the AVX2 one, 6 × 16, is train_gemm_avx2.cpp, both behind
+// train_gemm_tiles.h): TM = 6 rows × 64 columns of C in 24 zmm accumulators. For each p
 // it loads B[p, j..j+63] (4 vectors) and broadcasts A(i, p) for the 6 rows: 24 FMAs for 4 loads and
 // 6 broadcasts ("outer product" form, as BLAS kernels do; cpu::matmul's dot-product tiles need a
 // horizontal sum per output instead). Blocking: K in slices of KC = 256 and N in blocks of
@@ -28,6 +29,7 @@
 
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/register_tile.h"
+#include "runtime/cpu/train_gemm_tiles.h"
 #include "runtime/cpu/train_kernels.h"
 
 #define ORION_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
@@ -39,7 +41,8 @@
 namespace orion::cpu {
 namespace {
 
-constexpr int TM = 6, TJ = 4, TILE_N = 16 * TJ, KC = 256, NC = 512;
+using gemm_tiles::TM, gemm_tiles::KC, gemm_tiles::NC;
+constexpr int TJ = 4, TILE_N = 16 * TJ;
 constexpr int kPackMinRows = 4 * TM;  // rows of C per thread from which B blocks are packed
 
 // C[0..R) × [0..n) += A(i, p)·B[p, ·] for p < k, with n ≤ 64 (masked vectors past n). Without
@@ -102,28 +105,24 @@ ORION_AVX512 inline void tile_rows(int r, float* C, size_t ldc, const float* A, 
 // Rows [0, m) × columns [0, N) of C (N ≤ NC), one K slice of length k. B is either row-major
 // (pk == nullptr) or packed by pack_b into pk. set: C = this slice's products (the first slice of
 // an overwriting product); stream: and it is the only slice.
-ORION_AVX512 void block(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb,
-                        const float* pk, int m, int N, int k, bool set, bool stream) {
-  for (int i = 0; i < m; i += TM) {
-    const int r = std::min(TM, m - i);
-    float* c = C + size_t(i) * ldc;
-    const float* a = A + size_t(i) * rsa;
-    for (int j = 0; j < N; j += TILE_N) {
-      const int n = std::min(TILE_N, N - j);
-      const float* b = pk ? pk + size_t(j / TILE_N) * k * TILE_N : B + j;
-      const size_t lb = pk ? size_t(TILE_N) : ldb;
-      if (set) tile_rows<false>(r, c + j, ldc, a, rsa, csa, b, lb, n, k, stream);
-      else tile_rows<true>(r, c + j, ldc, a, rsa, csa, b, lb, n, k, false);
-    }
-  }
+void block(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, const float* pk,
+           int m, int N, int k, bool set, bool stream) {
+  gemm_tiles::for_each_tile<TILE_N>(C, ldc, A, rsa, B, ldb, pk, m, N, k,
+                                    [&](int r, float* c, const float* a, const float* b, size_t lb, int n) {
+                                      if (set) tile_rows<false>(r, c, ldc, a, rsa, csa, b, lb, n, k, stream);
+                                      else tile_rows<true>(r, c, ldc, a, rsa, csa, b, lb, n, k, false);
+                                    });
 }
 
 }  // namespace
 
-bool gemm_acc_available() { return active_isa() == Isa::Avx512; }
+const gemm_tiles::TileSet gemm_tiles::kAvx512 = {TILE_N, pack_b, block};
+
+bool gemm_acc_available() { return active_isa() != Isa::Generic; }
 
 void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N,
               int K, COut out) {
+  const gemm_tiles::TileSet& set = active_isa() == Isa::Avx512 ? gemm_tiles::kAvx512 : gemm_tiles::kAvx2;
   const int tiles = (M + TM - 1) / TM;
   const bool big = double(M) * N * K >= 1e6;  // smaller: not worth waking threads
 #pragma omp parallel if (big)
@@ -140,10 +139,10 @@ void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, cons
       for (int j0 = 0; j0 < N; j0 += NC) {
         const int n = std::min(NC, N - j0), k = std::min(KC, K - p0);
         const float* b = B + size_t(p0) * ldb + j0;
-        if (pack) pack_b(pk.data(), b, ldb, n, k);
-        const bool set = out != COut::Accumulate && p0 == 0;
-        block(C + size_t(i0) * ldc + j0, ldc, A + size_t(i0) * rsa + size_t(p0) * csa, rsa, csa, b, ldb,
-              pack ? pk.data() : nullptr, i1 - i0, n, k, set, set && out == COut::OverwriteCold && k == K);
+        if (pack) set.pack_b(pk.data(), b, ldb, n, k);
+        const bool first = out != COut::Accumulate && p0 == 0;
+        set.block(C + size_t(i0) * ldc + j0, ldc, A + size_t(i0) * rsa + size_t(p0) * csa, rsa, csa, b, ldb,
+                  pack ? pk.data() : nullptr, i1 - i0, n, k, first, first && out == COut::OverwriteCold && k == K);
       }
     if (out == COut::OverwriteCold) _mm_sfence();  // this thread's streamed lines are visible to the others
   }

@@ -45,8 +45,8 @@ void bias_backward(float* db, const float* dy, int M, int N);
 
 // C[M, N] += A·B with A(i, p) = A[i·rsa + p·csa] (so Aᵀ needs no copy), B [K, N] row-major with
 // row stride ldb, C row stride ldc; multithreaded, each C element one FMA chain over p in order
-// (train_gemm.cpp). Only with AVX-512 (gemm_acc_available()); the two backward products use it
-// when available, and transposes + cpu::matmul otherwise.
+// (train_gemm.cpp; register tiles for AVX-512 and AVX2, the same bits on both). Available on
+// those two paths (gemm_acc_available()); the portable path uses transposes + cpu::matmul.
 bool gemm_acc_available();
 void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N, int K,
               COut out = COut::Accumulate);

@@ -1,0 +1,109 @@
+// gemm_acc's register tile for AVX2 + FMA (8 fp32 lanes, 16 ymm registers): the classic 6 × 16
+// BLAS tile. For each p it loads B[p, j..j+15] (2 vectors) and broadcasts A(i, p) for the 6 rows:
+// 12 FMAs into 12 accumulators for 2 loads and 6 broadcasts, 15 of the 16 registers in use.
+// Everything else — slicing, blocking, threads — is the driver's (train_gemm.cpp), and each
+// C[i, j] is the same FMA chain as on the AVX-512 tile, so both give the same bits.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "runtime/cpu/train_gemm_tiles.h"
+
+namespace orion::cpu::gemm_tiles {
+namespace {
+
+constexpr int TILE_N = 16;
+
+// Lanes of the 2 vectors that hold columns < n (all-ones lanes are the ones maskload reads).
+inline void column_masks(int n, __m256i (&mask)[2]) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int j = 0; j < 2; j++) mask[j] = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * j), lane);
+}
+
+// C[0..R) × [0..n) (+)= A(i, p)·B[p, ·] for p < k, n ≤ 16. kFull: n == 16, plain loads and stores.
+// Without kLoadC each chain starts from 0 (C is overwritten); stream: whole aligned 64-byte lines
+// of C go out with non-temporal stores.
+template <int R, bool kLoadC, bool kFull>
+inline void tile(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int n, int k,
+                 bool stream) {
+  __m256i mask[2];
+  column_masks(n, mask);
+  __m256 acc[R][2];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++)
+      acc[i][j] = !kLoadC ? _mm256_setzero_ps()
+                  : kFull ? _mm256_loadu_ps(C + i * ldc + 8 * j)
+                          : _mm256_maskload_ps(C + i * ldc + 8 * j, mask[j]);
+  for (int p = 0; p < k; p++) {
+    const float* b = B + size_t(p) * ldb;
+    const float* a = A + size_t(p) * csa;
+    __m256 bv[2];
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++) bv[j] = kFull ? _mm256_loadu_ps(b + 8 * j) : _mm256_maskload_ps(b + 8 * j, mask[j]);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+      const __m256 av = _mm256_broadcast_ss(a + i * rsa);
+#pragma GCC unroll 2
+      for (int j = 0; j < 2; j++) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  const bool lines = kFull && stream && (reinterpret_cast<uintptr_t>(C) | ldc * sizeof(float)) % 64 == 0;
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++) {
+      float* c = C + i * ldc + 8 * j;
+      if (lines) _mm256_stream_ps(c, acc[i][j]);
+      else if (kFull) _mm256_storeu_ps(c, acc[i][j]);
+      else _mm256_maskstore_ps(c, mask[j], acc[i][j]);
+    }
+}
+
+template <bool kLoadC, bool kFull>
+inline void tile_rows(int r, float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb,
+                      int n, int k, bool stream) {
+  switch (r) {
+    case 6: return tile<6, kLoadC, kFull>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+    case 5: return tile<5, kLoadC, kFull>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+    case 4: return tile<4, kLoadC, kFull>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+    case 3: return tile<3, kLoadC, kFull>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+    case 2: return tile<2, kLoadC, kFull>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+    default: return tile<1, kLoadC, kFull>(C, ldc, A, rsa, csa, B, ldb, n, k, stream);
+  }
+}
+
+void pack_b(float* pk, const float* B, size_t ldb, int N, int k) {
+  for (int q = 0; q * TILE_N < N; q++) {
+    const int j = q * TILE_N, n = std::min(TILE_N, N - j);
+    for (int p = 0; p < k; p++) {
+      float* dst = pk + (size_t(q) * k + p) * TILE_N;
+      const float* src = B + size_t(p) * ldb + j;
+      std::copy(src, src + n, dst);
+      std::fill(dst + n, dst + TILE_N, 0.0f);
+    }
+  }
+}
+
+void block(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, const float* pk,
+           int m, int N, int k, bool set, bool stream) {
+  for_each_tile<TILE_N>(C, ldc, A, rsa, B, ldb, pk, m, N, k,
+                        [&](int r, float* c, const float* a, const float* b, size_t lb, int n) {
+                          if (n == TILE_N) {
+                            if (set) tile_rows<false, true>(r, c, ldc, a, rsa, csa, b, lb, n, k, stream);
+                            else tile_rows<true, true>(r, c, ldc, a, rsa, csa, b, lb, n, k, false);
+                          } else if (set) {
+                            tile_rows<false, false>(r, c, ldc, a, rsa, csa, b, lb, n, k, false);
+                          } else {
+                            tile_rows<true, false>(r, c, ldc, a, rsa, csa, b, lb, n, k, false);
+                          }
+                        });
+}
+
+}  // namespace
+
+const TileSet kAvx2 = {TILE_N, pack_b, block};
+
+}  // namespace orion::cpu::gemm_tiles
