@@ -1,10 +1,12 @@
-// The AVX-512 kernels of the training step (runtime/cpu/train_simd.cpp) against the portable loops
-// they replace, run on the same inputs by switching the instruction set (cpu::set_isa):
+// The vector kernels of the training step (runtime/cpu/train_simd.cpp: AVX-512; train_simd_avx2.cpp:
+// AVX2) against the portable loops they replace, run on the same inputs by switching the instruction
+// set (cpu::set_isa). The kernels tested are those of the ISA this run is on (ctest runs these tests
+// with ORION_ISA=avx512 and with ORION_ISA=avx2; on the generic run there is nothing to compare):
 //   - AdamW's update and the gradient norm: bit-identical (the same operations in the same order);
 //   - GELU: the forward within 3 ulp (the vector tanh), the backward bit-identical given the tanh;
-//   - attention forward and backward: equal to float rounding (register-tiled products, vector exp),
-//     for MHA and GQA, with and without a sliding window;
-//   - the cross-entropy loss and its gradient: equal to float rounding (vector exp, 16-lane sums);
+//   - attention forward and backward (AVX-512 only): equal to float rounding (register-tiled
+//     products, vector exp), for MHA and GQA, with and without a sliding window;
+//   - the cross-entropy loss and its gradient: equal to float rounding (vector exp, 16- or 8-lane sums);
 //   - SwiGLU forward and backward: within float rounding (the vector exp);
 // and every one the same bits with 1 and 2 threads.
 #include <gtest/gtest.h>
@@ -44,12 +46,13 @@ float rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return m > 0 ? d / m : d;
 }
 
-// Runs fn with the portable loops (generic ISA) and with AVX-512, restoring the ISA after.
+// Runs fn with the portable loops (generic ISA) and with the vector kernels of this run's ISA
+// (AVX-512 or AVX2), restoring the ISA after.
 class TrainSimd : public ::testing::Test {
  protected:
   void SetUp() override {
-    saved_ = cpu::active_isa();
-    if (!cpu::set_isa(cpu::Isa::Avx512)) GTEST_SKIP() << "the CPU has no AVX-512";
+    saved_ = simd_ = cpu::active_isa();
+    if (simd_ == cpu::Isa::Generic) GTEST_SKIP() << "the portable path: no vector kernels to compare with it";
     ASSERT_TRUE(cpu::train_simd_available());
   }
   void TearDown() override {
@@ -61,9 +64,10 @@ class TrainSimd : public ::testing::Test {
     cpu::set_isa(cpu::Isa::Generic);
     ASSERT_FALSE(cpu::train_simd_available());
     fn();
-    cpu::set_isa(cpu::Isa::Avx512);
+    cpu::set_isa(simd_);
   }
-  // run(threads)'s result with the portable loops (2 threads), and with AVX-512 on 2 and on 1 thread.
+  // run(threads)'s result with the portable loops (2 threads), and with the vector kernels on 2 and
+  // on 1 thread.
   template <typename Run>
   auto three_runs(Run&& run) {
     decltype(run(2)) generic;
@@ -72,7 +76,7 @@ class TrainSimd : public ::testing::Test {
     auto simd1 = run(1);
     return std::tuple{generic, simd2, simd1};
   }
-  cpu::Isa saved_ = cpu::Isa::Generic;
+  cpu::Isa saved_ = cpu::Isa::Generic, simd_ = cpu::Isa::Generic;
 };
 
 ModelConfig small_gpt2() {
@@ -93,23 +97,44 @@ TEST_F(TrainSimd, AdamWBitIdenticalToPortable) {
     std::vector<float> init = randf(p.size(), 1, 0.1f);
     std::copy(init.begin(), init.end(), p.data());
     AdamW opt(p, {.weight_decay = 0.1f, .clip_norm = 1.0f});
-    std::vector<float> norms;
+    std::vector<double> norms;  // the sum of squares' bits (a float would round reorderings away)
     for (int step = 0; step < 3; step++) {
       std::vector<float> gr = randf(g.size(), 10 + step, 0.5f);
       std::copy(gr.begin(), gr.end(), g.data());
-      norms.push_back(opt.step(p, g, 1e-3f));
+      norms.push_back(opt.norm(g.data()));
+      opt.step(p, g, 1e-3f, norms.back());
     }
     std::vector<float> out(p.data(), p.data() + p.size());
     out.insert(out.end(), opt.m().begin(), opt.m().end());
     out.insert(out.end(), opt.v().begin(), opt.v().end());
-    out.insert(out.end(), norms.begin(), norms.end());
-    return out;
+    return std::pair{out, norms};
   };
   const auto [generic, simd2, simd1] = three_runs(run);
-  EXPECT_TRUE(same_bits(simd2, generic)) << "largest relative difference " << rel_diff(simd2, generic);
-  EXPECT_TRUE(same_bits(simd1, simd2));
-  EXPECT_GT(rel_diff(std::vector<float>(simd2.begin(), simd2.begin() + 100), randf(100, 1, 0.1f)), 0.0f)
+  EXPECT_TRUE(same_bits(simd2.first, generic.first)) << "largest relative difference " << rel_diff(simd2.first, generic.first);
+  EXPECT_EQ(simd2.second, generic.second);  // the norms, to the last bit
+  EXPECT_TRUE(same_bits(simd1.first, simd2.first));
+  EXPECT_EQ(simd1.second, simd2.second);
+  EXPECT_GT(rel_diff(std::vector<float>(simd2.first.begin(), simd2.first.begin() + 100), randf(100, 1, 0.1f)), 0.0f)
       << "the parameters moved";
+}
+
+TEST_F(TrainSimd, GradientNormBitIdenticalToPortable) {
+  // Magnitudes from 2^−20 to 2^20, so that adding the squares in another order changes the sum's
+  // last bits; buffers of whole and partial vectors, several chunks, and starts off alignment.
+  const size_t n = 70001;
+  std::vector<float> g = randf(n, 12);
+  for (size_t i = 0; i < n; i++) g[i] = std::ldexp(g[i], int(i * 7919 % 41) - 20);
+  auto run = [&](int threads) {
+    cpu::set_num_threads(threads);
+    std::vector<double> norms;
+    for (size_t size : {1, 7, 8, 9, 23, 1000, 16389, 70000})
+      for (size_t start : {0, 1})
+        norms.push_back(AdamW({{0, size}}, size, {}).norm(g.data() + start));
+    return norms;
+  };
+  const auto [generic, simd2, simd1] = three_runs(run);
+  EXPECT_EQ(simd2, generic);
+  EXPECT_EQ(simd1, simd2);
 }
 
 TEST_F(TrainSimd, GeluMatchesPortable) {
@@ -137,6 +162,7 @@ TEST_F(TrainSimd, GeluMatchesPortable) {
 }
 
 TEST_F(TrainSimd, AttentionMatchesPortable) {
+  if (!cpu::attention_simd_available(16)) GTEST_SKIP() << "attention has no AVX2 kernels: the portable loops run";
   const int B = 2, T = 37;
   // (head sizes of 1 … 4 vectors of 16, two tiles of columns, and a ragged 40; T = 37 leaves a
   // partial tile of rows; a sliding window of 5 in the forward)

@@ -23,10 +23,11 @@ std::string q8_path() {
 
 std::vector<KernelPath> kernel_paths() {
   const std::string isa = isa_name(active_isa());
+  // The training step's vector kernels: e^x and tanh from libmvec when it is linked (vector_math.h).
 #if ORION_HAVE_LIBMVEC
-  const std::string simd = "avx512 + libmvec";
+  const std::string mvec = " + libmvec";
 #else
-  const std::string simd = "avx512";
+  const std::string mvec = "";
 #endif
   return {
       {"matvec (decode)", isa},
@@ -34,8 +35,9 @@ std::vector<KernelPath> kernel_paths() {
       {"f16/bf16 widening", isa},
       {"attention dot/axpy", isa},
       {"q8_0 dot", q8_path()},
-      {"training gemm (backward accumulate)", gemm_acc_available() ? "avx512" : "portable"},
-      {"training elementwise (AdamW, GELU, SwiGLU, attention, cross-entropy)", train_simd_available() ? simd : "portable"},
+      {"training gemm (backward accumulate)", gemm_acc_available() ? isa : "portable"},
+      {"training elementwise (AdamW, GELU, SwiGLU, cross-entropy)", train_simd_available() ? isa + mvec : "portable"},
+      {"training attention", attention_simd_available(1) ? "avx512" + mvec : "portable"},
   };
 }
 

@@ -158,7 +158,8 @@ ORION_AVX512 void softmax_backward_row(float* ds, const float* p, int t, int end
 
 }  // namespace
 
-bool attention_simd_available(int HS) { return train_simd_available() && HS > 0; }
+// AVX-512 only: with AVX2 attention takes the portable loops (train/cpu/layers.cpp).
+bool attention_simd_available(int HS) { return active_isa() == Isa::Avx512 && HS > 0; }
 
 void attention_head_forward_simd(float* out, float* att, const float* q, const float* k, const float* v, size_t q_stride,
                                  size_t kv_stride, int T, int HS, float scale, int window) {

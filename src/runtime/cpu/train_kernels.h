@@ -97,8 +97,9 @@ void pack_weight_bf16_rows(const float* W, int N, int K, uint32_t* rows, uint32_
 void gemm_acc_bf16_kept(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const uint32_t* kept, int M,
                         int N, int K, COut out = COut::Accumulate, const float* bias = nullptr);
 
-// --- AVX-512 kernels of the training step's other work (train_simd.cpp) ------------------------
-// Use them only when train_simd_available() (the active ISA is AVX-512); each is single-threaded
+// --- Vector kernels of the training step's other work (train_simd.cpp, train_simd_avx2.cpp) -----
+// Use them only when train_simd_available() (the active ISA is AVX-512 or AVX2: each entry point
+// runs the kernel of the active one; attention has its own test below); each is single-threaded
 // (callers split the work) and documents how its bits relate to the portable loop it replaces.
 bool train_simd_available();
 
@@ -131,7 +132,7 @@ void softmax_scaled_simd(float* d, const float* l, float lse, float scale, int V
 // att[t] = softmax(q_t·k_s·scale over attention_start(t, window) ≤ s ≤ t), 0 elsewhere; out_t = Σ_s att[t, s]·v_s.
 // Backward (adds to dq, dk, dv): dv_s += Σ_t att[t, s]·dout_t, dq_t += Σ_s ds[t, s]·k_s,
 // dk_s += Σ_t ds[t, s]·q_t, ds[t, s] = att[t, s]·(dout_t·v_s − Σ_u att[t, u]·dout_t·v_u)·scale.
-// Single-threaded; available with AVX-512 (any HS ≥ 1).
+// Single-threaded; available when AVX-512 is the active ISA (any HS ≥ 1), not with AVX2.
 bool attention_simd_available(int HS);
 void attention_head_forward_simd(float* out, float* att, const float* q, const float* k, const float* v, size_t q_stride,
                                  size_t kv_stride, int T, int HS, float scale, int window);

@@ -1,19 +1,20 @@
-// The elementwise and attention kernels of a training step, vectorised with AVX-512 (function
-// target attribute; callers use them when train_simd_available(), i.e. the active ISA is AVX-512,
-// and their portable loops otherwise): AdamW's update, the gradient's sum of squares, GELU, SwiGLU
-// and the cross-entropy rows (attention: train_attention_simd.cpp). Single-threaded: the callers
-// split the work.
+// The elementwise kernels of a training step, vectorised: AdamW's update, the gradient's sum of
+// squares, GELU, SwiGLU and the cross-entropy rows. This file holds the AVX-512 kernels (function
+// target attribute) and the *_simd entry points, which run them when the active ISA is AVX-512 and
+// the AVX2 ones (train_simd_avx2.cpp, 8 lanes where these have 16) when it is AVX2; callers use
+// the entry points when train_simd_available() and their portable loops otherwise (attention:
+// train_attention_simd.cpp, AVX-512 only). Single-threaded: the callers split the work.
 //
-// What stays bit-for-bit as the portable code computes it, and what does not:
+// What stays bit-for-bit as the portable code computes it, and what does not (both ISAs):
 //   - adamw_update and sum_squares: the same IEEE operations in the same order (no FMA
-//     contraction, see the pragma below), so both paths give the same bits.
+//     contraction, see the pragma below), so every path gives the same bits.
 //   - swiglu: the same operations, e^(−g) from libmvec (within 1 ulp of expf).
-//   - gelu_forward_simd: tanh from glibc's vector math library (libmvec, _ZGVeN16v_tanhf) when it
-//     is linked: within 3 ulp of the scalar tanhf (differs in ~3% of floats). The rest of the
-//     formula is the same operations in the same order. The tanh is kept for the backward, which
-//     then needs no tanh of its own.
+//   - gelu_forward_simd: tanh from glibc's vector math library (libmvec, _ZGVeN16v_tanhf or
+//     _ZGVdN8v_tanhf) when it is linked: within 3 ulp of the scalar tanhf (differs in ~3% of
+//     floats). The rest of the formula is the same operations in the same order. The tanh is kept
+//     for the backward, which then needs no tanh of its own.
 //   - cross-entropy rows: the max exactly; e^x from libmvec (exp in double within 1 ulp of exp,
-//     expf for the gradient within 1 ulp of expf), the double sum in 16 lanes (reordered).
+//     expf for the gradient within 1 ulp of expf), the double sum in 16 lanes (AVX2: 8), reordered.
 // Every output element is computed by one thread in an order fixed by the sizes, so results do
 // not depend on the number of threads.
 #include <immintrin.h>
@@ -21,10 +22,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 #include "runtime/cpu/kernels.h"
-#include "runtime/cpu/train_kernels.h"
+#include "runtime/cpu/train_simd.h"
 #include "runtime/cpu/vector_math.h"
 
 #define ORION_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
@@ -47,7 +49,7 @@ namespace {
 // Lanes [0, n) of a 16-float vector, n ≤ 16.
 ORION_AVX512 inline __mmask16 first(size_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1); }
 
-using vecmath::exp16, vecmath::exp8d, vecmath::tanh16;
+using train_simd::kGeluA, train_simd::kGeluS, vecmath::exp16, vecmath::exp8d, vecmath::tanh16;
 
 // ---------------------------------------------------------------------------------------------
 // AdamW
@@ -93,9 +95,6 @@ ORION_AVX512 double sum_squares_avx512(const float* g, size_t n) {
 // ---------------------------------------------------------------------------------------------
 // GELU
 // ---------------------------------------------------------------------------------------------
-
-constexpr float kGeluS = float(0.7978845608028654);  // √(2/π), rounded as layers.cpp rounds it
-constexpr float kGeluA = float(0.044715);
 
 ORION_AVX512 void gelu_forward_avx512(float* out, float* th, const float* x, size_t n) {
   const __m512 s = _mm512_set1_ps(kGeluS), a = _mm512_set1_ps(kGeluA), half = _mm512_set1_ps(0.5f),
@@ -192,29 +191,42 @@ ORION_AVX512 void softmax_scaled_avx512(float* d, const float* l, float lse, flo
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The entry points: the AVX-512 kernel or the AVX2 one (train_simd_avx2.cpp), by the active ISA
+// ---------------------------------------------------------------------------------------------
+
+namespace avx2 = train_simd::avx2;
+
+template <typename R, typename... Args>
+R on_active_isa(R (*avx512)(Args...), R (*avx2)(Args...), std::type_identity_t<Args>... args) {
+  return active_isa() == Isa::Avx512 ? avx512(args...) : avx2(args...);
+}
+
 }  // namespace
 
-bool train_simd_available() { return active_isa() == Isa::Avx512; }
+bool train_simd_available() { return active_isa() == Isa::Avx512 || active_isa() == Isa::Avx2; }
 
 void adamw_update_simd(float* p, const float* g, float* m, float* v, size_t n, const AdamWScalars& s) {
-  adamw_avx512(p, g, m, v, n, s);
+  on_active_isa(adamw_avx512, avx2::adamw_update, p, g, m, v, n, s);
 }
-double sum_squares_simd(const float* g, size_t n) { return sum_squares_avx512(g, n); }
-void gelu_forward_simd(float* out, float* th, const float* x, size_t n) { gelu_forward_avx512(out, th, x, n); }
+double sum_squares_simd(const float* g, size_t n) { return on_active_isa(sum_squares_avx512, avx2::sum_squares, g, n); }
+void gelu_forward_simd(float* out, float* th, const float* x, size_t n) {
+  on_active_isa(gelu_forward_avx512, avx2::gelu_forward, out, th, x, n);
+}
 void gelu_backward_simd(float* dinp, const float* dout, const float* x, const float* th, size_t n) {
-  gelu_backward_avx512(dinp, dout, x, th, n);
+  on_active_isa(gelu_backward_avx512, avx2::gelu_backward, dinp, dout, x, th, n);
 }
 
 void swiglu_forward_simd(float* out, const float* gate, const float* up, size_t n) {
-  swiglu_forward_avx512(out, gate, up, n);
+  on_active_isa(swiglu_forward_avx512, avx2::swiglu_forward, out, gate, up, n);
 }
 void swiglu_backward_simd(float* dgate, float* dup, const float* dout, const float* gate, const float* up, size_t n) {
-  swiglu_backward_avx512(dgate, dup, dout, gate, up, n);
+  on_active_isa(swiglu_backward_avx512, avx2::swiglu_backward, dgate, dup, dout, gate, up, n);
 }
 
-double exp_sum_simd(const float* l, int V, float* row_max) { return exp_sum_avx512(l, V, row_max); }
+double exp_sum_simd(const float* l, int V, float* row_max) { return on_active_isa(exp_sum_avx512, avx2::exp_sum, l, V, row_max); }
 void softmax_scaled_simd(float* d, const float* l, float lse, float scale, int V) {
-  softmax_scaled_avx512(d, l, lse, scale, V);
+  on_active_isa(softmax_scaled_avx512, avx2::softmax_scaled, d, l, lse, scale, V);
 }
 
 }  // namespace orion::cpu

@@ -416,8 +416,8 @@ void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const 
 // ================================================================================================
 
 // silu(g) = g·σ(g), σ(g) = 1/(1 + e^(−g)); out = silu(gate)·up (as cpu::swiglu).
-// In float with AVX-512 16 at a time (cpu::swiglu_*_simd: the same operations, e^(−g) from the
-// vector math library).
+// In float with AVX-512 or AVX2 16 or 8 at a time (cpu::swiglu_*_simd: the same operations, e^(−g)
+// from the vector math library).
 
 template <typename F>
 void swiglu_forward(F* out, const F* gate, const F* up, size_t n) {
@@ -458,8 +458,8 @@ constexpr double kGeluS = 0.7978845608028654;  // √(2/π)
 constexpr double kGeluA = 0.044715;
 }  // namespace
 
-// In float with AVX-512: cpu::gelu_forward_simd / gelu_backward_simd (the same formula, 16 at a
-// time; the tanh from the vector math library, within 3 ulp of tanhf).
+// In float with AVX-512 or AVX2: cpu::gelu_forward_simd / gelu_backward_simd (the same formula, 16
+// or 8 at a time; the tanh from the vector math library, within 3 ulp of tanhf).
 template <typename F>
 void gelu_forward(F* out, F* th, const F* inp, size_t n) {
   const F s = F(kGeluS), a = F(kGeluA);
@@ -519,7 +519,8 @@ void residual_backward(F* da, F* db, const F* dout, size_t n) {
 
 // −log softmax_y(l) = log Σ_v e^(l_v) − l_y; the log-sum-exp is taken around the row's max so no
 // exp overflows. The sum is accumulated in double (a 50257-term sum in float loses digits). In float
-// with AVX-512 both loss kernels run 16 lanes at a time (cpu::exp_sum_simd, softmax_scaled_simd).
+// with AVX-512 or AVX2 both loss kernels run 16 or 8 lanes at a time (cpu::exp_sum_simd,
+// softmax_scaled_simd).
 template <typename F>
 int crossentropy_forward(F* losses, F* lse, const F* logits, const int* targets, int N, int V) {
   int bad = -1;  // a position whose target is out of range (the last one, for the message)
@@ -536,7 +537,7 @@ int crossentropy_forward(F* losses, F* lse, const F* logits, const int* targets,
     F mx = l[0];
     double s = 0;
     if constexpr (std::is_same_v<F, float>)
-      if (simd) s = cpu::exp_sum_simd(l, V, &mx);  // 16 lanes (AVX-512)
+      if (simd) s = cpu::exp_sum_simd(l, V, &mx);  // 16 lanes (AVX-512) or 8 (AVX2)
     if (!simd) {
       for (int i = 1; i < V; i++) mx = std::max(mx, l[i]);
       for (int i = 0; i < V; i++) s += std::exp(double(l[i] - mx));
@@ -568,7 +569,7 @@ void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const int*
     const F m = lse[n];
     if constexpr (std::is_same_v<F, float>)
       if (simd) {
-        cpu::softmax_scaled_simd(d, l, m, scale, V);  // 16 lanes (AVX-512)
+        cpu::softmax_scaled_simd(d, l, m, scale, V);  // 16 lanes (AVX-512) or 8 (AVX2)
         d[y] -= scale;
         continue;
       }

@@ -27,7 +27,7 @@ double sum_squares(const float* g, const std::vector<std::pair<size_t, size_t>>&
 #pragma omp parallel for schedule(static) if (ranges.size() > 4)
   for (size_t c = 0; c < ranges.size(); c++) {
     const size_t b = ranges[c].first, e = ranges[c].second;
-    if (simd) {  // the same sums, 8 lanes at a time (bit-identical)
+    if (simd) {  // the same sums, 8 lanes at a time (bit-identical; AVX-512 or AVX2)
       part[c] = cpu::sum_squares_simd(g + b, e - b);
       continue;
     }
@@ -108,7 +108,7 @@ float AdamW::step(float* params, const float* grads, float lr, double known_norm
 #pragma omp parallel for schedule(static) if (update_chunks_.size() > 4)
   for (size_t c = 0; c < update_chunks_.size(); c++) {
     const Chunk ch = update_chunks_[c];
-    if (simd) {  // the same operations 16 at a time (bit-identical), one pass over p, g, m, v
+    if (simd) {  // the same operations 16 or 8 at a time (bit-identical), one pass over p, g, m, v
       cpu::adamw_update_simd(p + ch.begin, g + ch.begin, m + ch.begin, v + ch.begin, ch.end - ch.begin,
                              {gscale, b1, b2, c1, c2, eps, lr, ch.decay});
       if (repack) cpu::repack_updated_rows(p + ch.begin, ch.end - ch.begin);
