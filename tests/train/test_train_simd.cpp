@@ -4,8 +4,9 @@
 // with ORION_ISA=avx512 and with ORION_ISA=avx2; on the generic run there is nothing to compare):
 //   - AdamW's update and the gradient norm: bit-identical (the same operations in the same order);
 //   - GELU: the forward within 3 ulp (the vector tanh), the backward bit-identical given the tanh;
-//   - attention forward and backward (AVX-512 only): equal to float rounding (register-tiled
-//     products, vector exp), for MHA and GQA, with and without a sliding window;
+//   - attention forward and backward: equal to float rounding (register-tiled products, vector
+//     exp), for MHA and GQA, with and without a sliding window; and AVX2's against AVX-512's (the
+//     same products: dV bit-identical given the same probabilities, the rest to the last bits);
 //   - the cross-entropy loss and its gradient: equal to float rounding (vector exp, 16- or 8-lane sums);
 //   - SwiGLU forward and backward: within float rounding (the vector exp);
 // and every one the same bits with 1 and 2 threads.
@@ -162,12 +163,12 @@ TEST_F(TrainSimd, GeluMatchesPortable) {
 }
 
 TEST_F(TrainSimd, AttentionMatchesPortable) {
-  if (!cpu::attention_simd_available(16)) GTEST_SKIP() << "attention has no AVX2 kernels: the portable loops run";
+  ASSERT_TRUE(cpu::attention_simd_available(16));
   const int B = 2, T = 37;
-  // (head sizes of 1 … 4 vectors of 16, two tiles of columns, and a ragged 40; T = 37 leaves a
-  // partial tile of rows; a sliding window of 5 in the forward)
+  // (head sizes of 1 … 4 vectors of 16, two tiles of columns, a ragged 40 and 20 (a partial last
+  // vector of 8 lanes too); T = 37 leaves a partial tile of rows; a sliding window in the forward)
   for (auto heads : {std::tuple{4, 4, 64, 0}, std::tuple{4, 2, 32, 0}, std::tuple{2, 1, 16, 5}, std::tuple{2, 2, 48, 0},
-                     std::tuple{2, 1, 128, 0}, std::tuple{3, 1, 40, 5}}) {
+                     std::tuple{2, 1, 128, 0}, std::tuple{3, 1, 40, 5}, std::tuple{2, 1, 20, 3}}) {
     const int NH = std::get<0>(heads), NKV = std::get<1>(heads), HS = std::get<2>(heads);  // captured below
     const int window = std::get<3>(heads);
     const size_t N = size_t(B) * T, Q = size_t(NH) * HS, KV = size_t(NKV) * HS;
@@ -195,6 +196,50 @@ TEST_F(TrainSimd, AttentionMatchesPortable) {
     EXPECT_TRUE(same_bits(simd.out, simd1.out) && same_bits(simd.dq, simd1.dq) && same_bits(simd.dk, simd1.dk) &&
                 same_bits(simd.dv, simd1.dv))
         << what;
+  }
+}
+
+// The AVX2 attention kernels against the AVX-512 ones (train_attention_simd.cpp): every product is
+// the same FMA chain in both, only the softmax rows' sums (8 lanes against 16) and libmvec's e^x
+// variant differ. So the forward's P and O, and dQ, dK (through dS), agree to the last bits, and dV =
+// Pᵀ·dO, given the same P, is the same bits. Runs on every ISA of this run, needs an AVX-512 CPU.
+TEST(TrainAttention, Avx2MatchesAvx512) {
+  const cpu::Isa saved = cpu::active_isa();
+  if (!cpu::set_isa(cpu::Isa::Avx512)) GTEST_SKIP() << "this CPU has no AVX-512: nothing to compare AVX2 with";
+  struct Restore {
+    cpu::Isa isa;
+    ~Restore() { cpu::set_isa(isa), cpu::set_num_threads(0); }
+  } restore{saved};
+  const int B = 2, T = 37;
+  for (auto heads : {std::tuple{4, 4, 64, 0}, std::tuple{4, 2, 32, 0}, std::tuple{2, 1, 16, 5}, std::tuple{2, 1, 128, 0},
+                     std::tuple{3, 1, 40, 5}, std::tuple{2, 1, 20, 3}}) {
+    const int NH = std::get<0>(heads), NKV = std::get<1>(heads), HS = std::get<2>(heads), window = std::get<3>(heads);
+    const size_t N = size_t(B) * T, Q = size_t(NH) * HS, KV = size_t(NKV) * HS, A = size_t(B) * NH * T * T;
+    const std::vector<float> q = randf(N * Q, 14), k = randf(N * KV, 15), v = randf(N * KV, 16), dout = randf(N * Q, 17);
+    struct Out {
+      std::vector<float> out, att, dq, dk, dv;
+    };
+    // The forward, then the backward from the probabilities p (both ISAs get the same ones).
+    auto run = [&](cpu::Isa isa, const std::vector<float>* p) {
+      EXPECT_TRUE(cpu::set_isa(isa));
+      EXPECT_TRUE(cpu::attention_simd_available(HS));
+      cpu::set_num_threads(2);
+      Out o{std::vector<float>(N * Q), std::vector<float>(A), std::vector<float>(N * Q, 0.5f),
+            std::vector<float>(N * KV, 0.5f), std::vector<float>(N * KV, 0.5f)};
+      attention_forward(o.out.data(), o.att.data(), q.data(), k.data(), v.data(), B, T, NH, NKV, HS, window);
+      attention_backward(o.dq.data(), o.dk.data(), o.dv.data(), dout.data(), (p ? *p : o.att).data(), q.data(), k.data(),
+                         v.data(), B, T, NH, NKV, HS);
+      return o;
+    };
+    const Out wide = run(cpu::Isa::Avx512, nullptr);
+    const Out narrow = run(cpu::Isa::Avx2, &wide.att);
+    const std::string what = std::to_string(NH) + "/" + std::to_string(NKV) + " heads of " + std::to_string(HS) +
+                             ", window " + std::to_string(window);
+    EXPECT_LT(rel_diff(narrow.att, wide.att), 1e-6f) << what;
+    EXPECT_LT(rel_diff(narrow.out, wide.out), 1e-6f) << what;
+    EXPECT_LT(rel_diff(narrow.dq, wide.dq), 1e-6f) << what;
+    EXPECT_LT(rel_diff(narrow.dk, wide.dk), 1e-6f) << what;
+    EXPECT_TRUE(same_bits(narrow.dv, wide.dv)) << what << ": largest relative difference " << rel_diff(narrow.dv, wide.dv);
   }
 }
 

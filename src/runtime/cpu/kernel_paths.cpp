@@ -37,7 +37,7 @@ std::vector<KernelPath> kernel_paths() {
       {"q8_0 dot", q8_path()},
       {"training gemm (backward accumulate)", gemm_acc_available() ? isa : "portable"},
       {"training elementwise (AdamW, GELU, SwiGLU, cross-entropy)", train_simd_available() ? isa + mvec : "portable"},
-      {"training attention", attention_simd_available(1) ? "avx512" + mvec : "portable"},
+      {"training attention", attention_simd_available(1) ? isa + mvec : "portable"},
   };
 }
 

@@ -126,13 +126,14 @@ void swiglu_backward_simd(float* dgate, float* dup, const float* dout, const flo
 double exp_sum_simd(const float* l, int V, float* row_max);
 void softmax_scaled_simd(float* d, const float* l, float lse, float scale, int V);
 
-// One (sequence, head) of causal attention (train_attention_simd.cpp). q, out, dout, dq point at
+// One (sequence, head) of causal attention (train_attention_simd.cpp: the kernels of the active ISA,
+// train_attention_avx512.cpp or train_attention_avx2.cpp). q, out, dout, dq point at
 // time 0 of the query head's rows, q_stride floats apart; k, v, dk, dv at time 0 of its kv head's
 // rows, kv_stride apart; att [T, T] its probabilities (row t: 0 past t). Forward:
 // att[t] = softmax(q_t·k_s·scale over attention_start(t, window) ≤ s ≤ t), 0 elsewhere; out_t = Σ_s att[t, s]·v_s.
 // Backward (adds to dq, dk, dv): dv_s += Σ_t att[t, s]·dout_t, dq_t += Σ_s ds[t, s]·k_s,
 // dk_s += Σ_t ds[t, s]·q_t, ds[t, s] = att[t, s]·(dout_t·v_s − Σ_u att[t, u]·dout_t·v_u)·scale.
-// Single-threaded; available when AVX-512 is the active ISA (any HS ≥ 1), not with AVX2.
+// Single-threaded; available when AVX-512 or AVX2 is the active ISA (any HS ≥ 1).
 bool attention_simd_available(int HS);
 void attention_head_forward_simd(float* out, float* att, const float* q, const float* k, const float* v, size_t q_stride,
                                  size_t kv_stride, int T, int HS, float scale, int window);

@@ -3,7 +3,7 @@
 // target attribute) and the *_simd entry points, which run them when the active ISA is AVX-512 and
 // the AVX2 ones (train_simd_avx2.cpp, 8 lanes where these have 16) when it is AVX2; callers use
 // the entry points when train_simd_available() and their portable loops otherwise (attention:
-// train_attention_simd.cpp, AVX-512 only). Single-threaded: the callers split the work.
+// train_attention_simd.cpp). Single-threaded: the callers split the work.
 //
 // What stays bit-for-bit as the portable code computes it, and what does not (both ISAs):
 //   - adamw_update and sum_squares: the same IEEE operations in the same order (no FMA

@@ -299,7 +299,7 @@ void rope_backward(F* dinp, const F* dout, int B, int T, int NHx, int HS, float 
 
 // One task per (b, h, t): scores against keys 0..t, a stable softmax (subtract the max so every
 // exp ≤ 1), then the probability-weighted sum of values. Query head h reads kv head h/(NH/NKV).
-// With AVX-512 one task per (b, h): the head's rows as register-tiled products
+// With AVX-512 or AVX2 one task per (b, h): the head's rows as register-tiled products
 // (cpu::attention_head_forward_simd).
 template <typename F>
 void attention_forward(F* out, F* att, const F* q, const F* k, const F* v, int B, int T, int NH, int NKV, int HS,
@@ -360,7 +360,7 @@ void attention_backward(F* dq, F* dk, F* dv, const F* dout, const F* att, const 
   const F scale = F(1) / std::sqrt(F(HS));
   const bool parallel = size_t(B) * NH * T * T * HS > kParallelMin;
   if constexpr (std::is_same_v<F, float>)
-    if (cpu::attention_simd_available(HS)) {  // a head at a time as register-tiled products (AVX-512)
+    if (cpu::attention_simd_available(HS)) {  // a head at a time as register-tiled products (AVX-512, AVX2)
 #pragma omp parallel for schedule(static, 1) if (parallel)
       for (int task = 0; task < B * NKV; task++) {
         const int b = task / NKV, g = task % NKV;
