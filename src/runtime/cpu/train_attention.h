@@ -7,20 +7,17 @@
 
 namespace orion::cpu::train_attention {
 
-// One (sequence, head): the arguments of attention_head_forward_simd / attention_head_backward_simd
-// (train_kernels.h), plus scratch the caller owns: kt, vt [HS·T] (Kᵀ, Vᵀ), ds [T·T] (dP, then dS).
-namespace avx512 {
-void head_forward(float* out, float* att, const float* q, const float* k, const float* v, size_t q_stride, size_t kv_stride,
-                  int T, int HS, float scale, int window, float* kt);
-void head_backward(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q, const float* k,
+// One ISA's kernels for one (sequence, head): the arguments of attention_head_forward_simd /
+// attention_head_backward_simd (train_kernels.h), plus scratch the caller owns: kt, vt [HS·T]
+// (Kᵀ, Vᵀ), ds [T·T] (dP, then dS).
+struct Kernels {
+  void (*forward)(float* out, float* att, const float* q, const float* k, const float* v, size_t q_stride,
+                  size_t kv_stride, int T, int HS, float scale, int window, float* kt);
+  void (*backward)(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q, const float* k,
                    const float* v, size_t q_stride, size_t kv_stride, int T, int HS, float scale, float* vt, float* ds);
-}  // namespace avx512
+};
 
-namespace avx2 {
-void head_forward(float* out, float* att, const float* q, const float* k, const float* v, size_t q_stride, size_t kv_stride,
-                  int T, int HS, float scale, int window, float* kt);
-void head_backward(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q, const float* k,
-                   const float* v, size_t q_stride, size_t kv_stride, int T, int HS, float scale, float* vt, float* ds);
-}  // namespace avx2
+extern const Kernels kAvx512;  // train_attention_avx512.cpp
+extern const Kernels kAvx2;    // train_attention_avx2.cpp
 
 }  // namespace orion::cpu::train_attention

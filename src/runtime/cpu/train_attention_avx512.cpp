@@ -49,17 +49,6 @@ struct Avx512 {
 
 }  // namespace
 
-namespace avx512 {
+const Kernels kAvx512 = {head_forward<Avx512>, head_backward<Avx512>};
 
-void head_forward(float* out, float* att, const float* q, const float* k, const float* v, size_t q_stride, size_t kv_stride,
-                  int T, int HS, float scale, int window, float* kt) {
-  train_attention::head_forward<Avx512>(out, att, q, k, v, q_stride, kv_stride, T, HS, scale, window, kt);
-}
-
-void head_backward(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q, const float* k,
-                   const float* v, size_t q_stride, size_t kv_stride, int T, int HS, float scale, float* vt, float* ds) {
-  train_attention::head_backward<Avx512>(dq, dk, dv, dout, att, q, k, v, q_stride, kv_stride, T, HS, scale, vt, ds);
-}
-
-}  // namespace avx512
 }  // namespace orion::cpu::train_attention

@@ -36,14 +36,17 @@ float* scratch(int i, size_t n) {
 
 }  // namespace
 
-bool attention_simd_available(int HS) { return (active_isa() == Isa::Avx512 || active_isa() == Isa::Avx2) && HS > 0; }
+bool attention_simd_available(int HS) { return train_simd_available() && HS > 0; }  // AVX-512 or AVX2
+
+// The active ISA's kernels (call only when attention_simd_available()).
+static const train_attention::Kernels& active_kernels() {
+  return active_isa() == Isa::Avx512 ? train_attention::kAvx512 : train_attention::kAvx2;
+}
 
 void attention_head_forward_simd(float* out, float* att, const float* q, const float* k, const float* v, size_t q_stride,
                                  size_t kv_stride, int T, int HS, float scale, int window) {
   float* kt = scratch(0, size_t(HS) * T);  // Kᵀ [HS, T]
-  if (active_isa() == Isa::Avx512)
-    train_attention::avx512::head_forward(out, att, q, k, v, q_stride, kv_stride, T, HS, scale, window, kt);
-  else train_attention::avx2::head_forward(out, att, q, k, v, q_stride, kv_stride, T, HS, scale, window, kt);
+  active_kernels().forward(out, att, q, k, v, q_stride, kv_stride, T, HS, scale, window, kt);
 }
 
 void attention_head_backward_simd(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q,
@@ -51,9 +54,7 @@ void attention_head_backward_simd(float* dq, float* dk, float* dv, const float* 
                                   float scale) {
   float* vt = scratch(0, size_t(HS) * T);  // Vᵀ [HS, T]
   float* ds = scratch(1, size_t(T) * T);   // dP, then dS [T, T]
-  if (active_isa() == Isa::Avx512)
-    train_attention::avx512::head_backward(dq, dk, dv, dout, att, q, k, v, q_stride, kv_stride, T, HS, scale, vt, ds);
-  else train_attention::avx2::head_backward(dq, dk, dv, dout, att, q, k, v, q_stride, kv_stride, T, HS, scale, vt, ds);
+  active_kernels().backward(dq, dk, dv, dout, att, q, k, v, q_stride, kv_stride, T, HS, scale, vt, ds);
 }
 
 }  // namespace orion::cpu

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "runtime/cpu/lanes_avx2.h"
 #include "runtime/cpu/train_gemm_tiles.h"
 
 namespace orion::cpu::gemm_tiles {
@@ -17,8 +18,7 @@ constexpr int TILE_N = 16;
 
 // Lanes of the 2 vectors that hold columns < n (all-ones lanes are the ones maskload reads).
 inline void column_masks(int n, __m256i (&mask)[2]) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  for (int j = 0; j < 2; j++) mask[j] = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * j), lane);
+  for (int j = 0; j < 2; j++) mask[j] = lanes_avx2::first(n - 8 * j);
 }
 
 // C[0..R) × [0..n) (+)= A(i, p)·B[p, ·] for p < k, n ≤ 16. kFull: n == 16, plain loads and stores.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "runtime/cpu/lanes_avx2.h"
 #include "runtime/cpu/train_simd.h"
 #include "runtime/cpu/vector_math.h"
 
@@ -31,25 +32,13 @@ using vecmath::exp4d, vecmath::exp8, vecmath::tanh8;
 // on some CPUs, so only the tail pays for it.
 // ---------------------------------------------------------------------------------------------
 
-struct All {};
-using Some = __m256i;  // lane j is on when its sign bit is set
-
-inline Some first(size_t n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
-
-inline __m256 load(const float* p, All) { return _mm256_loadu_ps(p); }
-inline __m256 load(const float* p, Some k) { return _mm256_maskload_ps(p, k); }
-inline __m256 load(const float* p, All, float) { return _mm256_loadu_ps(p); }
-inline __m256 load(const float* p, Some k, float fill) {
-  return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, k), _mm256_castsi256_ps(k));
-}
-inline void store(float* p, All, __m256 x) { _mm256_storeu_ps(p, x); }
-inline void store(float* p, Some k, __m256 x) { _mm256_maskstore_ps(p, k, x); }
+using lanes_avx2::All, lanes_avx2::Some, lanes_avx2::load, lanes_avx2::store, lanes_avx2::max_of;
 
 template <typename Body>
 inline void for_vectors(size_t n, Body&& body) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) body(i, All{});
-  if (i < n) body(i, first(n - i));
+  if (i < n) body(i, lanes_avx2::first(int(n - i)));
 }
 
 // The 8 floats of x as two vectors of 4 doubles: lanes 0–3 and 4–7.
@@ -63,12 +52,6 @@ inline double sum_in_order(__m256d lo, __m256d hi) {
   double s = 0;
   for (double x : l) s += x;
   return s;
-}
-
-inline float max_of(__m256 x) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
 }
 
 inline __m256 splat(float x) { return _mm256_set1_ps(x); }
