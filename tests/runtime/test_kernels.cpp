@@ -145,6 +145,41 @@ TEST(Kernels, PrefillRowsEqualDecodeBitForBit) {
   }
 }
 
+// The decode matvec's two row orders (kernels.h, MatvecOrder) read W differently and sum every row
+// the same way: each gives the prefill rows' bits, for every dtype, on every instruction set.
+TEST(Kernels, DecodeRowOrdersBothEqualPrefillBitForBit) {
+  RestoreIsa restore;
+  const MatvecOrder before = matvec_order();
+  const int M = 5, K = 800, N = 1001;  // K: 25 q8_0 blocks (odd), 50 vectors of 16; N: not a multiple of 8
+  const std::vector<float> x = random_floats(size_t(M) * K, 31), b = random_floats(size_t(N), 32);
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+      Weights W = make_weights(dt == DType::Q8_0 ? DType::F32 : dt, size_t(N) * K, 33);
+      if (dt == DType::Q8_0) {
+        W.bytes.assign(dtype_bytes(DType::Q8_0, size_t(N) * K), 0);
+        quantize_q8_0(W.f32.data(), reinterpret_cast<BlockQ8_0*>(W.bytes.data()), W.f32.size());
+      }
+      std::vector<float> yp(size_t(M) * N);
+      matmul(yp.data(), x.data(), W.bytes.data(), dt, b.data(), M, K, N);
+      for (MatvecOrder order : {MatvecOrder::RowByRow, MatvecOrder::RowBlocks}) {
+        set_matvec_order(order);
+        std::vector<float> yd(size_t(M) * N, NAN);
+        for (int m = 0; m < M; m++)
+          matmul(yd.data() + size_t(m) * N, x.data() + size_t(m) * K, W.bytes.data(), dt, b.data(), 1, K, N);
+        // and a thread's part of the rows (a decode step's matvec_range), starting mid-block
+        std::vector<float> part(size_t(N), NAN);
+        matvec_range(part.data(), x.data(), W.bytes.data(), dt, b.data(), K, 3, 998);
+        EXPECT_EQ(std::memcmp(yp.data(), yd.data(), yp.size() * 4), 0)
+            << isa_name(isa) << " " << dtype_name(dt) << " order " << matvec_order_name(order);
+        EXPECT_EQ(std::memcmp(part.data() + 3, yd.data() + 3, 995 * 4), 0)
+            << isa_name(isa) << " " << dtype_name(dt) << " order " << matvec_order_name(order);
+      }
+      set_matvec_order(before);
+    }
+  }
+}
+
 // --- normalisation and elementwise -------------------------------------------------------------
 
 TEST(Kernels, RmsnormAndLayernorm) {

@@ -74,6 +74,25 @@ const IsaKernels* choose_at_startup() {
 
 const IsaKernels* g_kernels = choose_at_startup();
 
+bool cpu_is_amd() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4), std::memcpy(vendor + 4, &d, 4), std::memcpy(vendor + 8, &c, 4);
+  return std::strcmp(vendor, "AuthenticAMD") == 0;
+}
+
+// ORION_MATVEC=rows|blocks, else the vendor's measured best (kernels.h). An unknown value is
+// ignored: the order never changes a result, only the speed.
+MatvecOrder matvec_order_at_startup() {
+  const char* env = std::getenv("ORION_MATVEC");
+  for (MatvecOrder o : {MatvecOrder::RowByRow, MatvecOrder::RowBlocks})
+    if (env && std::strcmp(env, matvec_order_name(o)) == 0) return o;
+  return cpu_is_amd() ? MatvecOrder::RowByRow : MatvecOrder::RowBlocks;
+}
+
+MatvecOrder g_matvec_order = matvec_order_at_startup();
+
 }  // namespace
 
 // --- threads and instruction set ---------------------------------------------------------------
@@ -100,6 +119,10 @@ bool set_isa(Isa isa) {
   g_kernels = &table_of(isa);
   return true;
 }
+
+MatvecOrder matvec_order() { return g_matvec_order; }
+void set_matvec_order(MatvecOrder order) { g_matvec_order = order; }
+const char* matvec_order_name(MatvecOrder order) { return order == MatvecOrder::RowByRow ? "rows" : "blocks"; }
 
 // --- matmul --------------------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ std::vector<KernelPath> kernel_paths() {
   const std::string mvec = "";
 #endif
   return {
-      {"matvec (decode)", isa},
+      {"matvec (decode)", isa + (matvec_order() == MatvecOrder::RowByRow ? ", row by row" : ", 8-row blocks + prefetch")},
       {"gemm (prefill)", isa},
       {"f16/bf16 widening", isa},
       {"attention dot/axpy", isa},

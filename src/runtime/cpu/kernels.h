@@ -27,6 +27,21 @@ bool set_isa(Isa isa);
 // when the CPU has it; otherwise the best one is used and this says why ("" when none was refused).
 const std::string& isa_request_refused();
 
+// How the decode matvec walks a thread's rows of W. Both sum every row the same way (the same bits);
+// they differ in how memory sees the reads:
+//   RowByRow   one row after the next, no software prefetch: a single sequential stream per thread,
+//              which the hardware prefetcher follows on its own. Measured faster on AMD Zen 5
+//              (Stories110M f16 decode +10–25%, q8_0 +8–22%; bench/RESULTS.md).
+//   RowBlocks  8 rows side by side (x loaded once for all 8), each row prefetched ahead in software
+//              into L1 and L2: 8 interleaved streams the hardware prefetcher cannot follow alone.
+//              Measured at 95–118% of the STREAM bound on the Intel Xeon, where it was tuned.
+// Default: RowByRow on AMD CPUs, RowBlocks on the others; the environment variable ORION_MATVEC
+// (rows, blocks) at start-up or set_matvec_order changes it.
+enum class MatvecOrder { RowByRow, RowBlocks };
+MatvecOrder matvec_order();
+void set_matvec_order(MatvecOrder order);
+const char* matvec_order_name(MatvecOrder order);  // "rows", "blocks"
+
 // --- linear algebra ------------------------------------------------------------------------------
 // y[M, N] = x[M, K] · W[N, K]ᵀ (+ bias[N] when bias != nullptr).
 // M == 1 is the decode matrix–vector product (memory-bound: streams W once);

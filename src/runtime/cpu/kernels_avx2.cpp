@@ -40,7 +40,8 @@ inline float hsum(__m256 v) {
 }
 
 // Rows n .. n+R−1: acc[r] lane j sums x[k]·W[n+r, k] over k ≡ j mod 8; the same order for any R.
-template <DType D, int R>
+// With PF each row is prefetched ahead of its loads (MatvecOrder::RowBlocks).
+template <DType D, int R, bool PF>
 inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
@@ -49,7 +50,7 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
   for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   int k = 0;
   for (; k + 8 <= K; k += 8) {
-    if (k * es % 64 == 0)  // once per 64-byte cache line of each row
+    if (PF && k * es % 64 == 0)  // once per 64-byte cache line of each row
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
         const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * es);
@@ -79,11 +80,16 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
   }
 }
 
+// Rows n0 .. n1−1 in the order matvec_order() names (kernels.h), as in kernels_avx512.cpp.
 template <DType D>
 void matvec_rows_t(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
   int n = n0;
-  for (; n + ROWS <= n1; n += ROWS) matvec_block<D, ROWS>(y, x, W, bias, K, n);
-  for (; n < n1; n++) matvec_block<D, 1>(y, x, W, bias, K, n);
+  if (matvec_order() == MatvecOrder::RowByRow) {
+    for (; n < n1; n++) matvec_block<D, 1, false>(y, x, W, bias, K, n);
+    return;
+  }
+  for (; n + ROWS <= n1; n += ROWS) matvec_block<D, ROWS, true>(y, x, W, bias, K, n);
+  for (; n < n1; n++) matvec_block<D, 1, true>(y, x, W, bias, K, n);
 }
 
 void matvec_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1) {

@@ -64,8 +64,9 @@ inline float hsum(__m512 v) {
 }
 
 // Rows n .. n+R−1 (R ≤ ROWS): acc[r] lane j sums x[k]·W[n+r, k] over k ≡ j mod 16, then one
-// horizontal sum per row. Every row follows the same order whatever R is. Prefetches stop at `end`.
-template <DType D, int R>
+// horizontal sum per row. Every row follows the same order whatever R is. With PF each row is
+// prefetched ahead of its loads, stopping at `end` (MatvecOrder::RowBlocks).
+template <DType D, int R, bool PF>
 inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n, const char* end) {
   const size_t row_bytes = size_t(K) * dtype_size(D);
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
@@ -74,7 +75,7 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
   for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
   int k = 0;
   for (; k + 16 <= K; k += 16) {
-    if (k * dtype_size(D) % 64 == 0)  // once per 64-byte cache line of each row
+    if (PF && k * dtype_size(D) % 64 == 0)  // once per 64-byte cache line of each row
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
         const char* line = reinterpret_cast<const char*>(w0 + r * row_bytes + k * dtype_size(D));
@@ -98,12 +99,18 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
   }
 }
 
+// Rows n0 .. n1−1 in the order matvec_order() names (kernels.h): row after row with no prefetch
+// instructions (one stream for the hardware prefetcher), or ROWS rows side by side, prefetched.
 template <DType D>
 void matvec_rows_t(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
   const char* end = static_cast<const char*>(W) + size_t(n1) * K * dtype_size(D);
   int n = n0;
-  for (; n + ROWS <= n1; n += ROWS) matvec_block<D, ROWS>(y, x, W, bias, K, n, end);
-  for (; n < n1; n++) matvec_block<D, 1>(y, x, W, bias, K, n, end);
+  if (matvec_order() == MatvecOrder::RowByRow) {
+    for (; n < n1; n++) matvec_block<D, 1, false>(y, x, W, bias, K, n, end);
+    return;
+  }
+  for (; n + ROWS <= n1; n += ROWS) matvec_block<D, ROWS, true>(y, x, W, bias, K, n, end);
+  for (; n < n1; n++) matvec_block<D, 1, true>(y, x, W, bias, K, n, end);
 }
 
 void matvec_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1) {

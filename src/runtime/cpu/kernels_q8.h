@@ -29,14 +29,21 @@ Q8Activations quantize_activations(const float* x, int M, int K);
 // computes R consecutive rows (R = Ker::kRows, or 1 for the leftovers); PF says whether it
 // prefetches the rows ahead of the loads (decode streams W from memory; prefill reuses a few rows
 // from cache). A row's sum never depends on R, so any split of the rows gives the same bits.
+// Decode (STREAM) walks the rows in the order matvec_order() names (kernels.h): with RowByRow one
+// row after the next and no prefetch instructions.
 //   Ker::block<R, PF>(y, xq, xd, w, row_bytes, blocks, bias): y[r] for rows w + r·row_bytes.
-template <class Ker, bool PF>
+template <class Ker, bool STREAM>
 void q8_rows(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K, int n0, int n1) {
   const size_t row_bytes = dtype_bytes(DType::Q8_0, size_t(K));
   const uint8_t* w = static_cast<const uint8_t*>(W);
   const int blocks = K / kQ8Block;
   auto b = [&](int n) { return bias ? bias + n : nullptr; };
   int n = n0;
+  if (STREAM && matvec_order() == MatvecOrder::RowByRow) {
+    for (; n < n1; n++) Ker::template block<1, false>(y + n, xq, xd, w + size_t(n) * row_bytes, row_bytes, blocks, b(n));
+    return;
+  }
+  constexpr bool PF = STREAM;
   for (; n + Ker::kRows <= n1; n += Ker::kRows)
     Ker::template block<Ker::kRows, PF>(y + n, xq, xd, w + size_t(n) * row_bytes, row_bytes, blocks, b(n));
   for (; n < n1; n++) Ker::template block<1, PF>(y + n, xq, xd, w + size_t(n) * row_bytes, row_bytes, blocks, b(n));
