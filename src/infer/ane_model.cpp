@@ -258,8 +258,8 @@ void AneModel::attend(int l, int pos) {
     cpu::rope_rotate(q_.data(), cs.data(), HS, 0, c.n_heads * HS);
     cpu::rope_rotate(k_cache(l, pos), cs.data(), HS, 0, kv_dim_);
   }
-  cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads, HS, kv_dim_,
-                 c.sliding_window);
+  cpu::attention(att_.data(), q_.data(), k_cache(l, 0), v_cache(l, 0), 1, pos, c.n_heads, c.n_kv_heads,
+                 cpu::KvLayout::rows(kv_dim_, HS), c.sliding_window);
 }
 
 // ANE: the final norm of one row (column 0 of the decode bucket). CPU: logits = W_cls·xnorm over

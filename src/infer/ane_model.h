@@ -154,7 +154,8 @@ class AneModel final : public LanguageModel {
   int max_seq_, kv_dim_, attn_min_;
   std::vector<float> x_;                         // [n, C] residual stream, row-major (host layout)
   std::vector<float> q_, att_, o_;               // [NH·HS] / [C]: one decode token's scratch
-  std::vector<float> key_cache_, value_cache_;   // [L, max_seq, NKV·HS], as the Transformer's
+  std::vector<float> key_cache_, value_cache_;   // [L, max_seq, NKV·HS]: the ANE programs' rows as they come
+                                                 // (cpu::KvLayout::rows; the CPU path's KvCache keeps heads)
   std::vector<float> logits_;                    // [V]
   int lora_slot_ = 0;                            // > 0: attention programs take adapter inputs
   std::vector<frontends::KernelSpec> kernels_;   // by InferenceRole, for lora_slot_

@@ -25,9 +25,8 @@ BatchedDecoder::BatchedDecoder(const ModelWeights& weights, int slots, int max_s
   const size_t rows = size_t(std::max(Transformer::kChunk, max_rows_)), C = c.dim, Q = size_t(c.n_heads) * c.head_dim();
   a_.x.resize(rows * C), a_.xb.resize(rows * C), a_.q.resize(rows * Q), a_.att.resize(rows * Q);
   a_.hb.resize(rows * c.hidden_dim), a_.hb2.resize(rows * c.hidden_dim);
-  k_rows_.resize(size_t(max_rows_) * kv_dim_), v_rows_.resize(size_t(max_rows_) * kv_dim_);
-  const size_t cache = size_t(slots) * layers_ * max_seq_ * kv_dim_;
-  key_cache_.assign(cache, 0.0f), value_cache_.assign(cache, 0.0f);
+  a_.k.resize(rows * kv_dim_), a_.v.resize(rows * kv_dim_);
+  for (int s = 0; s < slots; s++) caches_.emplace_back(c, max_seq_);
   if (model_family(c.arch).anatomy().positions == Positions::Rope) rope_freq_ = llama_rope_frequencies(c);
 }
 
@@ -82,7 +81,7 @@ const float* BatchedDecoder::prefill(int slot, const int* tokens, int n, const L
     for (int t = 0; t < m; t++) positions[size_t(t)] = done + t;
     embed(tokens + done, positions.data(), m);
     for (int l = 0; l < layers_; l++)
-      family.block_forward(w_.config, w_.layers[size_t(l)], a_, m, done, k_cache(slot, l), v_cache(slot, l),
+      family.block_forward(w_.config, w_.layers[size_t(l)], a_, m, done, caches_[size_t(slot)], l,
                            adapter ? &refs[size_t(l)] : nullptr);
     if (done + m == n) {
       logits_.resize(size_t(w_.config.vocab_size));
@@ -128,10 +127,9 @@ const float* BatchedDecoder::decode(const std::vector<Row>& rows) {
   const int wanted = int(std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.logits; }));
   logits_.resize(size_t(std::max(1, wanted)) * w_.config.vocab_size);
   // One row without an adapter: the family's single-token fast path, as `orion generate` runs it
-  // (a slot's cache has the Transformer's [L, max_seq, NKV·HS] layout).
+  // (a slot's cache is a KvCache, as the Transformer's).
   if (B == 1 && !rows[0].adapter &&
-      model_family(w_.config.arch)
-          .decode_token(w_, a_, rows[0].pos, k_cache(rows[0].slot, 0), v_cache(rows[0].slot, 0), max_seq_, logits_.data()))
+      model_family(w_.config.arch).decode_token(w_, a_, rows[0].pos, caches_[size_t(rows[0].slot)], logits_.data()))
     return logits_.data();
   for (int l = 0; l < layers_; l++) decode_block(l, rows, lora);
   if (wanted == B) {
@@ -173,11 +171,11 @@ void BatchedDecoder::decode_block(int layer, const std::vector<Row>& rows,
   // --- attention ---
   norm(l.attn_norm, l.attn_norm_b);
   project(a_.q.data(), xb, l.wq, l.bq, LoraTarget::Q, C, Q);
-  project(k_rows_.data(), xb, l.wk, l.bk, LoraTarget::K, C, KV);
-  project(v_rows_.data(), xb, l.wv, l.bv, LoraTarget::V, C, KV);
+  project(a_.k.data(), xb, l.wk, l.bk, LoraTarget::K, C, KV);
+  project(a_.v.data(), xb, l.wv, l.bv, LoraTarget::V, C, KV);
   if (!l.q_norm.empty()) {
     cpu::rmsnorm(a_.q.data(), a_.q.data(), l.q_norm.f32(), B * c.n_heads, HS, c.norm_eps);
-    cpu::rmsnorm(k_rows_.data(), k_rows_.data(), l.k_norm.f32(), B * c.n_kv_heads, HS, c.norm_eps);
+    cpu::rmsnorm(a_.k.data(), a_.k.data(), l.k_norm.f32(), B * c.n_kv_heads, HS, c.norm_eps);
   }
   std::vector<float> cs(static_cast<size_t>(HS));
   // Every row's key and value enter its slot's cache first, then all rows attend (in one pass): a
@@ -186,19 +184,18 @@ void BatchedDecoder::decode_block(int layer, const std::vector<Row>& rows,
   for (int b = 0; b < B; b++) {
     const Row& r = rows[size_t(b)];
     float* qb = a_.q.data() + size_t(b) * Q;
-    float* kb = k_rows_.data() + size_t(b) * KV;
+    float* kb = a_.k.data() + size_t(b) * KV;
     if (anatomy.positions == Positions::Rope) {
       cpu::rope_angles(cs.data(), rope_freq_.data(), HS, r.pos);
       cpu::rope_rotate(qb, cs.data(), HS, 0, Q);
       cpu::rope_rotate(kb, cs.data(), HS, 0, KV);
     }
-    float* kc = k_cache(r.slot, layer);
-    float* vc = v_cache(r.slot, layer);
-    std::copy(kb, kb + KV, kc + size_t(r.pos) * KV);
-    std::copy(v_rows_.data() + size_t(b) * KV, v_rows_.data() + size_t(b + 1) * KV, vc + size_t(r.pos) * KV);
-    att[size_t(b)] = {a_.att.data() + size_t(b) * Q, qb, kc, vc, r.pos};
+    KvCache& cache = caches_[size_t(r.slot)];
+    cache.store_rows(layer, r.pos, kb, a_.v.data() + size_t(b) * KV, 1);
+    att[size_t(b)] = {a_.att.data() + size_t(b) * Q, qb, cache.k(layer), cache.v(layer), r.pos};
   }
-  cpu::attention_rows(att.data(), B, c.n_heads, c.n_kv_heads, HS, KV, c.sliding_window);  // all rows in one pass
+  // all rows in one pass (every slot's cache has the same layout)
+  cpu::attention_rows(att.data(), B, c.n_heads, c.n_kv_heads, caches_[0].layout(), c.sliding_window);
   project(xb, a_.att.data(), l.wo, l.bo, LoraTarget::O, Q, C);
   cpu::add_inplace(x, xb, size_t(B) * C);
 

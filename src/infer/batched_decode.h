@@ -50,15 +50,12 @@ class BatchedDecoder final : public SlotDecoder {
   void classify(const float* x, int rows, float* logits);
   void decode_block(int layer, const std::vector<Row>& rows, const std::vector<std::vector<LoraLayerRef>>& lora);
   void reserve_lora(const LoraAdapter* adapter, int rows);
-  float* k_cache(int slot, int layer) { return key_cache_.data() + (size_t(slot) * layers_ + layer) * max_seq_ * kv_dim_; }
-  float* v_cache(int slot, int layer) { return value_cache_.data() + (size_t(slot) * layers_ + layer) * max_seq_ * kv_dim_; }
 
   const ModelWeights& w_;
   int slots_, max_seq_, kv_dim_, layers_;
   int max_rows_;                                // rows a step holds: slots + kPromptRows
   Transformer::Activations a_;                  // rows: max(kChunk, max_rows_)
-  std::vector<float> key_cache_, value_cache_;  // [slots, L, max_seq, NKV·HS]
-  std::vector<float> k_rows_, v_rows_;  // [max_rows_, NKV·HS] this step's keys and values before the cache
+  std::vector<KvCache> caches_;                 // one per slot
   std::vector<float> logits_, rope_freq_, wanted_x_;
 };
 

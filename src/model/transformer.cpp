@@ -16,9 +16,9 @@ Transformer::Transformer(const ModelWeights& weights, int max_seq)
   const ModelConfig& c = w_.config;
   size_t n = kChunk, C = c.dim, Q = size_t(c.n_heads) * c.head_dim(), H = c.hidden_dim;
   a_.x.resize(n * C), a_.xb.resize(n * C), a_.q.resize(n * Q), a_.att.resize(n * Q);
+  a_.k.resize(n * kv_dim_), a_.v.resize(n * kv_dim_);
   a_.hb.resize(n * H), a_.hb2.resize(n * H);
-  size_t cache = size_t(c.n_layers) * max_seq_ * kv_dim_;
-  key_cache_.assign(cache, 0.0f), value_cache_.assign(cache, 0.0f);
+  cache_ = KvCache(c, max_seq_);
 }
 
 const float* Transformer::forward(const int* tokens, int n, int pos, bool all_logits) {
@@ -60,11 +60,10 @@ void Transformer::forward_chunk(const int* tokens, int n, int pos, float* logits
   }
   // decode: the whole token in one go when the family has a fast path for it
   if (n == 1 && logits_out && !lora_ &&
-      family.decode_token(w_, a_, pos, key_cache_.data(), value_cache_.data(), max_seq_, logits_out))
+      family.decode_token(w_, a_, pos, cache_, logits_out))
     return;
   for (int l = 0; l < c.n_layers; l++)
-    family.block_forward(c, w_.layers[size_t(l)], a_, n, pos, k_cache(l, 0), v_cache(l, 0),
-                         lora_ ? &lora_layers_[size_t(l)] : nullptr);
+    family.block_forward(c, w_.layers[size_t(l)], a_, n, pos, cache_, l, lora_ ? &lora_layers_[size_t(l)] : nullptr);
   if (!logits_out) return;
   // Final norm and classifier: on every token, or only on the last one.
   int first = all_logits ? 0 : n - 1, rows = n - first;

@@ -9,6 +9,7 @@
 #pragma once
 #include <vector>
 
+#include "model/kv_cache.h"
 #include "model/lora/lora.h"
 #include "model/weights.h"
 
@@ -53,6 +54,7 @@ class Transformer {
     std::vector<float> x;                    // [n, C] residual stream
     std::vector<float> xb;                   // [n, C] normalised input of a sublayer / its output
     std::vector<float> q;                    // [n, NH·HS] queries
+    std::vector<float> k, v;                 // [n, NKV·HS] keys and values, before they enter the cache
     std::vector<float> att;                  // [n, NH·HS] attention output (before wo)
     std::vector<float> hb, hb2;              // [n, H] FFN hidden (gate and up for SwiGLU)
     std::vector<float> logits;               // [n, V] or [V]
@@ -62,13 +64,11 @@ class Transformer {
 
  private:
   void forward_chunk(const int* tokens, int n, int pos, float* logits_out, bool all_logits);
-  float* k_cache(int layer, int pos) { return key_cache_.data() + (size_t(layer) * max_seq_ + pos) * kv_dim_; }
-  float* v_cache(int layer, int pos) { return value_cache_.data() + (size_t(layer) * max_seq_ + pos) * kv_dim_; }
 
   const ModelWeights& w_;
   int max_seq_, kv_dim_;
   Activations a_;
-  std::vector<float> key_cache_, value_cache_;  // [L, max_seq, NKV·HS]
+  KvCache cache_;
   std::vector<float> logits_;
   const LoraAdapter* lora_ = nullptr;
   std::vector<LoraLayerRef> lora_layers_;  // [L]

@@ -83,7 +83,7 @@ TEST(Frontends, Gpt2DecodeStepEqualsTransformerForward) {
     for (float f : from_ane(qkv.at("k"), 1)) kc.push_back(f);
     for (float f : from_ane(qkv.at("v"), 1)) vc.push_back(f);
     std::vector<float> q = from_ane(qkv.at("q"), 1), att(static_cast<size_t>(C));
-    cpu::attention(att.data(), q.data(), kc.data(), vc.data(), 1, n, c.n_heads, c.n_kv_heads, HS, C);
+    cpu::attention(att.data(), q.data(), kc.data(), vc.data(), 1, n, c.n_heads, c.n_kv_heads, cpu::KvLayout::rows(C, HS));
     x = run(gpt2_decode_ffn(w, l, SB, kF32), {{"x", x}, {"att", to_ane(att, 1, C, SB)}}).at("y");
   }
   std::vector<float> got = from_ane(head(w, x, kF32), 1);

@@ -77,7 +77,7 @@ TEST(FrontendsTrain, SavedActivationsMatchTheCpuKernels) {
     cpu::rope(q.data() + t * Q, c.n_heads, HS, t, c.rope_theta);
     cpu::rope(k.data() + t * KV, c.n_kv_heads, HS, t, c.rope_theta);
   }
-  cpu::attention(att.data(), q.data(), k.data(), v.data(), S, 0, c.n_heads, c.n_kv_heads, HS, KV);
+  cpu::attention(att.data(), q.data(), k.data(), v.data(), S, 0, c.n_heads, c.n_kv_heads, cpu::KvLayout::rows(KV, HS));
   cpu::matmul(o.data(), att.data(), l.wo.data, l.wo.dtype, nullptr, S, Q, C);
   auto a = run(llama_fwd_attn(w, 1, S, kF32), {{"x", x}});
   for (auto [name, want] : {std::pair{"xnorm", &xn}, {"q", &q}, {"k", &k}, {"v", &v}, {"att", &att}, {"o", &o}})

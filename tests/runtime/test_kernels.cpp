@@ -302,7 +302,16 @@ TEST(Kernels, AttentionCausalGqa) {
       const std::vector<float> q = random_floats(size_t(c.T) * Q, 1, -2, 2);
       const std::vector<float> k = random_floats(size_t(L) * stride, 2, -2, 2), v = random_floats(size_t(L) * stride, 3);
       std::vector<float> out(size_t(c.T) * Q, NAN);
-      attention(out.data(), q.data(), k.data(), v.data(), c.T, c.pos0, c.NH, c.NKV, c.HS, stride);
+      attention(out.data(), q.data(), k.data(), v.data(), c.T, c.pos0, c.NH, c.NKV, KvLayout{size_t(stride), size_t(c.HS), c.HS});
+      // The same cache head by head ([NKV, S, HS], room for S = L + 2 positions): the same sums, the same bits.
+      const KvLayout heads = KvLayout::heads(L + 2, c.HS);
+      std::vector<float> kh(size_t(L + 2) * KV, NAN), vh(size_t(L + 2) * KV, NAN), out_h(size_t(c.T) * Q, NAN);
+      for (int p = 0; p < L; p++) {
+        heads.store(kh.data(), p, k.data() + size_t(p) * stride, 0, KV);
+        heads.store(vh.data(), p, v.data() + size_t(p) * stride, 0, KV);
+      }
+      attention(out_h.data(), q.data(), kh.data(), vh.data(), c.T, c.pos0, c.NH, c.NKV, heads);
+      EXPECT_EQ(0, std::memcmp(out.data(), out_h.data(), out.size() * 4)) << isa_name(isa) << " T=" << c.T;
       for (int t = 0; t < c.T; t++)
         for (int h = 0; h < c.NH; h++) {
           const int kvh = h / (c.NH / c.NKV), len = c.pos0 + t + 1;
@@ -353,6 +362,24 @@ TEST(Kernels, AttentionScoresAndWeightedSumEqualTheDotAndAxpyLoops) {
   }
 }
 
+// KvLayout::store puts any run of a row's channels where at() says, crossing heads, and nothing else.
+TEST(Kernels, KvLayoutStoresChannelRunsAcrossHeads) {
+  const int NKV = 3, HS = 5, S = 4, KV = NKV * HS;
+  for (const KvLayout& kv : {KvLayout::rows(KV, HS), KvLayout::heads(S, HS)}) {
+    std::vector<float> cache(size_t(S) * KV, -1.0f), row(static_cast<size_t>(KV));
+    for (int c = 0; c < KV; c++) row[size_t(c)] = float(c);
+    kv.store(cache.data(), 2, row.data(), 3, 12);  // channels 3..11: the end of head 0, head 1, the start of head 2
+    int written = 0;
+    for (int g = 0; g < NKV; g++)
+      for (int i = 0; i < HS; i++) {
+        const int c = g * HS + i;
+        EXPECT_EQ(cache[kv.at(g, 2) + size_t(i)], c >= 3 && c < 12 ? float(c) : -1.0f) << "channel " << c;
+      }
+    for (float x : cache) written += x >= 0;
+    EXPECT_EQ(written, 9);
+  }
+}
+
 // A sliding window of W positions: each query sees exactly the keys attention() over the last W
 // cached rows alone would give it — the same numbers as a causal attention on a cache that starts
 // W − 1 positions before it.
@@ -364,15 +391,15 @@ TEST(Kernels, AttentionSlidingWindowSeesTheLastWindowPositions) {
   for (Isa isa : available_isas()) {
     ASSERT_TRUE(set_isa(isa));
     std::vector<float> windowed(size_t(T) * Q), full(size_t(T) * Q);
-    attention(windowed.data(), q.data(), k.data(), v.data(), T, pos0, NH, NKV, HS, KV, W);
-    attention(full.data(), q.data(), k.data(), v.data(), T, pos0, NH, NKV, HS, KV);
+    attention(windowed.data(), q.data(), k.data(), v.data(), T, pos0, NH, NKV, KvLayout::rows(KV, HS), W);
+    attention(full.data(), q.data(), k.data(), v.data(), T, pos0, NH, NKV, KvLayout::rows(KV, HS));
     for (int t = 0; t < T; t++) {
       const int pos = pos0 + t, first = attention_start(pos, W);
       EXPECT_EQ(first, std::max(0, pos - W + 1));
       // The query alone against rows first..pos: a one-token attention at position pos − first.
       std::vector<float> one(static_cast<size_t>(Q));
       attention(one.data(), q.data() + size_t(t) * Q, k.data() + size_t(first) * KV, v.data() + size_t(first) * KV, 1,
-                pos - first, NH, NKV, HS, KV);
+                pos - first, NH, NKV, KvLayout::rows(KV, HS));
       for (int i = 0; i < Q; i++) EXPECT_EQ(windowed[size_t(t) * Q + i], one[size_t(i)]) << isa_name(isa) << " t=" << t;
       double moved = 0;
       for (int i = 0; i < Q; i++) moved += std::fabs(windowed[size_t(t) * Q + i] - full[size_t(t) * Q + i]);

@@ -307,7 +307,7 @@ TEST(TrainLayers, FloatForwardsMatchInferenceKernels) {
   std::vector<float> qq = randf(size_t(n) * NH * HS, 34), k = randf(size_t(n) * NKV * HS, 35),
                      v = randf(size_t(n) * NKV * HS, 36), out(qq.size()), eout(qq.size()), att(size_t(NH) * n * n);
   attention_forward(out.data(), att.data(), qq.data(), k.data(), v.data(), 1, n, NH, NKV, HS);
-  cpu::attention(eout.data(), qq.data(), k.data(), v.data(), n, 0, NH, NKV, HS, NKV * HS);
+  cpu::attention(eout.data(), qq.data(), k.data(), v.data(), n, 0, NH, NKV, cpu::KvLayout::rows(NKV * HS, HS));
   expect_close(out, eout, 1e-6f, "attention");
   // every probability row sums to 1 and is 0 in the future
   for (int h = 0; h < NH; h++)

@@ -101,12 +101,13 @@ class ModelFamily {
   virtual std::optional<GgufLayout> gguf() const { return std::nullopt; }
 
   // ---- CPU inference (model/transformer.h) ----
+  // Layer `layer` for n tokens at positions pos .. pos+n−1: their keys and values enter cache first.
   virtual void block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
-                             float* k_cache, float* v_cache, const LoraLayerRef* lora) const = 0;
+                             KvCache& cache, int layer, const LoraLayerRef* lora) const = 0;
   // A whole decode step (every block, final norm, classifier) in one go, when the family has such
   // a fast path; false: the Transformer runs the blocks one by one.
-  virtual bool decode_token(const ModelWeights&, Transformer::Activations&, int /*pos*/, float* /*key_cache*/,
-                            float* /*value_cache*/, int /*max_seq*/, float* /*logits*/) const {
+  virtual bool decode_token(const ModelWeights&, Transformer::Activations&, int /*pos*/, KvCache&,
+                            float* /*logits*/) const {
     return false;
   }
 

@@ -172,20 +172,28 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
   ker.weighted_sum(out, att, v, len, head_dim, kv_stride);
 }
 
+void KvLayout::store(float* cache, int pos, const float* row, int c0, int c1) const {
+  for (int c = c0; c < c1;) {  // one run of channels per kv head
+    const int head = c / head_dim, i = c % head_dim, n = std::min(c1 - c, head_dim - i);
+    std::copy(row + c, row + c + n, cache + at(head, pos) + i);
+    c += n;
+  }
+}
+
 // Query head h of the token at position pos (window: see attention_start): attention_head over
 // the positions it sees. With grouped-query attention, NH/NKV consecutive query heads share kv head
 // kvh = h / (NH/NKV).
-static void attention_task(float* out, const float* q, const float* k, const float* v, int pos, int h, int group, int HS,
-                           int kv_stride, int window, float* scratch) {
-  const int kvh = h / group, first = attention_start(pos, window), len = pos + 1 - first;
-  const size_t at = size_t(first) * kv_stride + size_t(kvh) * HS;  // the first visible position's head
-  attention_head(out + size_t(h) * HS, q + size_t(h) * HS, k + at, v + at, len, HS, kv_stride, scratch);
+static void attention_task(float* out, const float* q, const float* k, const float* v, int pos, int h, int group,
+                           const KvLayout& kv, int window, float* scratch) {
+  const int HS = kv.head_dim, first = attention_start(pos, window), len = pos + 1 - first;
+  const size_t at = kv.at(h / group, first);  // the first visible position of the head
+  attention_head(out + size_t(h) * HS, q + size_t(h) * HS, k + at, v + at, len, HS, int(kv.pos_stride), scratch);
 }
 
 // For each new token t and head h (one task each, spread over threads), attention_task.
 void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads, int n_kv_heads,
-               int head_dim, int kv_stride, int window) {
-  const int group = n_heads / n_kv_heads, HS = head_dim, Q = n_heads * HS;
+               const KvLayout& kv, int window) {
+  const int group = n_heads / n_kv_heads, Q = n_heads * kv.head_dim;
   const int tasks = T * n_heads;
 #pragma omp parallel if (tasks > 1)
   {
@@ -194,14 +202,12 @@ void attention(float* out, const float* q, const float* k, const float* v, int T
 #pragma omp for schedule(static, 1)
     for (int task = 0; task < tasks; task++) {
       const int t = task / n_heads, h = task % n_heads;
-      attention_task(out + size_t(t) * Q, q + size_t(t) * Q, k, v, pos0 + t, h, group, HS, kv_stride, window,
-                     att.data());
+      attention_task(out + size_t(t) * Q, q + size_t(t) * Q, k, v, pos0 + t, h, group, kv, window, att.data());
     }
   }
 }
 
-void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, int head_dim, int kv_stride,
-                    int window) {
+void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv, int window) {
   const int group = n_heads / n_kv_heads, tasks = B * n_heads;
   int longest = 0;
   for (int b = 0; b < B; b++) longest = std::max(longest, rows[b].pos + 1);
@@ -211,7 +217,7 @@ void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads
 #pragma omp for schedule(static, 1)
     for (int task = 0; task < tasks; task++) {
       const AttentionRow& r = rows[task / n_heads];
-      attention_task(r.out, r.q, r.k, r.v, r.pos, task % n_heads, group, head_dim, kv_stride, window, att.data());
+      attention_task(r.out, r.q, r.k, r.v, r.pos, task % n_heads, group, kv, window, att.data());
     }
   }
 }

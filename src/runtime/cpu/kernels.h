@@ -99,15 +99,32 @@ void rope_frequencies(float* inv_freq, int head_dim, float theta);
 // to rope_angles when inv_freq comes from rope_frequencies.
 void rope_angles(float* cs, const float* inv_freq, int head_dim, int pos);
 
-// --- attention -----------------------------------------------------------------------------------
+// --- attention ---------------------------------------------------------------------------------
+// Where a layer's KV cache keeps position p of kv head g: k + at(g, p) (values alike). Two layouts:
+//   rows:  [S, NKV·HS]  one row per position, as a matmul writes it (pos_stride NKV·HS, head_stride HS)
+//   heads: [NKV, S, HS] each kv head's positions one after another (pos_stride HS, head_stride S·HS):
+//          a decode step reads each head's keys and values as one sequential stream instead of
+//          HS floats out of every NKV·HS, a stride the hardware prefetchers do not follow.
+struct KvLayout {
+  size_t pos_stride, head_stride;
+  int head_dim;
+  static KvLayout rows(int kv_dim, int head_dim) { return {size_t(kv_dim), size_t(head_dim), head_dim}; }
+  static KvLayout heads(int max_seq, int head_dim) {
+    return {size_t(head_dim), size_t(max_seq) * size_t(head_dim), head_dim};
+  }
+  size_t at(int head, int pos) const { return size_t(head) * head_stride + size_t(pos) * pos_stride; }
+  // Channels c0 .. c1−1 of one position's row (row[c]: channel c of [NKV·HS]) into the cache at pos.
+  void store(float* cache, int pos, const float* row, int c0, int c1) const;
+};
+
 // Causal attention of T new query tokens at positions pos0 .. pos0+T−1 against a KV cache holding
 // positions 0 .. pos0+T−1 (the new tokens' keys/values already written).
 //   q:   [T, NH·HS]          out: [T, NH·HS]
-//   k, v: [pos0+T, NKV·HS]   (row stride kv_stride floats); head h reads kv head h / (NH/NKV)
+//   k, v: one layer's cache in layout kv (positions 0 .. pos0+T−1); head h reads kv head h / (NH/NKV)
 // scores = q·kᵀ / √HS over positions ≤ its own, softmax, then weighted sum of v.
 // window > 0: a query at position p sees only positions p − window + 1 .. p (a sliding window).
 void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads, int n_kv_heads,
-               int head_dim, int kv_stride, int window = 0);
+               const KvLayout& kv, int window = 0);
 // Attention of one new token in each of B sequences (a batched decode step): row b's query at
 // position pos attends to its own cache's positions ≤ pos (its key/value already written). Each
 // (row, head) is attention_head, as attention() computes it for T = 1 — same bits — but all rows
@@ -115,18 +132,17 @@ void attention(float* out, const float* q, const float* k, const float* v, int T
 struct AttentionRow {
   float* out;          // [NH·HS]
   const float* q;      // [NH·HS]
-  const float* k;      // [pos+1, NKV·HS], row stride kv_stride
+  const float* k;      // one layer's cache of the row's sequence, layout kv
   const float* v;
   int pos;
 };
-void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, int head_dim, int kv_stride,
-                    int window = 0);
+void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv, int window = 0);
 // The first position a query at pos sees: 0, or pos − window + 1 with a sliding window (window > 0).
 inline int attention_start(int pos, int window) { return window > 0 && pos >= window ? pos - window + 1 : 0; }
 
 // One query head of one token against `len` cached positions (the causal window), single-threaded:
 //   att[p] = q·k_p / √HS,  att = softmax(att),  out = Σ_p att[p]·v_p
-//   q, out: [HS];  k, v: rows p = 0 .. len−1 of stride kv_stride (pointing at the head's channels)
+//   q, out: [HS];  k, v: the head's positions p = 0 .. len−1, kv_stride floats apart
 //   scratch: ≥ len floats
 void attention_head(float* out, const float* q, const float* k, const float* v, int len, int head_dim, int kv_stride,
                     float* scratch);

@@ -8,6 +8,6 @@ const ModelFamily& gpt2_family();
 
 // One GPT-2 block for n tokens (gpt2_block.cpp): as llama_block_forward (llama/llama.h).
 void gpt2_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
-                        float* k_cache, float* v_cache, const LoraLayerRef* lora = nullptr);
+                        KvCache& cache, int layer, const LoraLayerRef* lora = nullptr);
 
 }  // namespace orion

@@ -15,12 +15,12 @@
 namespace orion {
 
 void gpt2_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
-                        float* k_cache, float* v_cache, const LoraLayerRef* lora) {
+                        KvCache& cache, int layer, const LoraLayerRef* lora) {
   const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim(), H = c.hidden_dim;
   float* x = a.x.data();
   float* xb = a.xb.data();
-  float* k = k_cache + size_t(pos) * KV;
-  float* v = v_cache + size_t(pos) * KV;
+  float* k = a.k.data();
+  float* v = a.v.data();
 
   // --- attention ---
   cpu::layernorm(xb, x, l.attn_norm.f32(), l.attn_norm_b.f32(), n, C, c.norm_eps);
@@ -30,7 +30,9 @@ void gpt2_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer
   lora_add(lora, LoraTarget::K, k, xb, n, C, KV, a);
   cpu::matmul(v, xb, l.wv.data, l.wv.dtype, l.bv.f32(), n, C, KV);
   lora_add(lora, LoraTarget::V, v, xb, n, C, KV, a);
-  cpu::attention(a.att.data(), a.q.data(), k_cache, v_cache, n, pos, c.n_heads, c.n_kv_heads, HS, KV);
+  cache.store_rows(layer, pos, k, v, n);
+  cpu::attention(a.att.data(), a.q.data(), cache.k(layer), cache.v(layer), n, pos, c.n_heads, c.n_kv_heads,
+                 cache.layout());
   cpu::matmul(xb, a.att.data(), l.wo.data, l.wo.dtype, l.bo.f32(), n, Q, C);
   lora_add(lora, LoraTarget::O, xb, a.att.data(), n, Q, C, a);
   cpu::add_inplace(x, xb, size_t(n) * C);

@@ -154,8 +154,8 @@ class Gpt2Family final : public ModelFamily {
   }
 
   void block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
-                     float* k_cache, float* v_cache, const LoraLayerRef* lora) const override {
-    gpt2_block_forward(c, l, a, n, pos, k_cache, v_cache, lora);
+                     KvCache& cache, int layer, const LoraLayerRef* lora) const override {
+    gpt2_block_forward(c, l, a, n, pos, cache, layer, lora);
   }
 
   // The attention backward's two middle kernels are the family-independent ones.

@@ -8,16 +8,15 @@ namespace orion {
 const ModelFamily& llama_family();
 
 // One Llama block for n tokens (llama_block.cpp): x [n, C] in a.x is updated in place
-// (x += attn(x); x += ffn(x)). k_cache / v_cache point at row 0 of this layer's cache
-// ([max_seq, NKV·HS]). lora: the layer's adapter (nullptr: none). The layer's q/k/v biases and q/k
+// (x += attn(x); x += ffn(x)); the tokens' keys and values enter layer `layer` of cache at
+// pos .. pos+n−1. lora: the layer's adapter (nullptr: none). The layer's q/k/v biases and q/k
 // norms are applied when present; c's rope_scaling and sliding_window are honoured.
 void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
-                         float* k_cache, float* v_cache, const LoraLayerRef* lora = nullptr);
+                         KvCache& cache, int layer, const LoraLayerRef* lora = nullptr);
 // A whole Llama decode step in one parallel region (llama_decode.cpp): a.x [C] holds the embedded
-// token at pos; it goes through every block (caches [L, max_seq, NKV·HS]), the final norm and the
+// token at pos; it goes through every block (its keys and values into cache), the final norm and the
 // classifier into logits [V]. Bit-identical to llama_block_forward + the classifier.
-void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache, float* value_cache,
-                        int max_seq, float* logits);
+void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache, float* logits);
 
 // The RoPE frequencies of a config's heads, [HS/2]: θ^(−2i/HS), scaled as rope_scaling says
 // (llama_rope.cpp). Unscaled, bit-identical to what cpu::rope turns by.

@@ -3,7 +3,7 @@
 //
 //   x: [n, C] residual stream, updated in place
 //   xb = rmsnorm(x) ⊙ attn_norm                                  [n, C]
-//   q = xb·wqᵀ (+ bq) [n, NH·HS];  k = xb·wkᵀ (+ bk), v = xb·wvᵀ (+ bv) [n, NKV·HS] → the KV cache
+//   q = xb·wqᵀ (+ bq) [n, NH·HS];  k = xb·wkᵀ (+ bk), v = xb·wvᵀ (+ bv) [n, NKV·HS] → the KV cache (after RoPE)
 //   (Qwen3) q, k = rmsnorm of each head ⊙ q_norm, k_norm                  [HS per head]
 //   RoPE rotates each (q, k) pair of channels (2i, 2i+1) by pos·freq_i, freq_i = theta^(−2i/HS)
 //     (scaled for llama3 rope_scaling: llama_rope.cpp)
@@ -21,12 +21,12 @@
 namespace orion {
 
 void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
-                         float* k_cache, float* v_cache, const LoraLayerRef* lora) {
+                         KvCache& cache, int layer, const LoraLayerRef* lora) {
   const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim(), H = c.hidden_dim;
   float* x = a.x.data();
   float* xb = a.xb.data();
-  float* k = k_cache + size_t(pos) * KV;  // this chunk's rows of the cache
-  float* v = v_cache + size_t(pos) * KV;
+  float* k = a.k.data();
+  float* v = a.v.data();
 
   // --- attention ---
   auto bias = [](const Tensor& b) { return b.empty() ? nullptr : b.f32(); };
@@ -48,7 +48,9 @@ void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transforme
     cpu::rope_rotate(a.q.data() + size_t(t) * Q, cs.data(), HS, 0, Q);
     cpu::rope_rotate(k + size_t(t) * KV, cs.data(), HS, 0, KV);
   }
-  cpu::attention(a.att.data(), a.q.data(), k_cache, v_cache, n, pos, c.n_heads, c.n_kv_heads, HS, KV, c.sliding_window);
+  cache.store_rows(layer, pos, k, v, n);
+  cpu::attention(a.att.data(), a.q.data(), cache.k(layer), cache.v(layer), n, pos, c.n_heads, c.n_kv_heads,
+                 cache.layout(), c.sliding_window);
   cpu::matmul(xb, a.att.data(), l.wo.data, l.wo.dtype, nullptr, n, Q, C);
   lora_add(lora, LoraTarget::O, xb, a.att.data(), n, Q, C, a);
   cpu::add_inplace(x, xb, size_t(n) * C);

@@ -8,8 +8,8 @@
 //
 //   each thread:  xn = rmsnorm(x) ⊙ attn_norm        (its own copy: C values, cheaper than a barrier)
 //   split heads:  each thread owns NKV/threads kv heads and their query heads: it computes their
-//                 rows of q, k, v = xn·[wq; wk; wv]ᵀ (+ biases; k and v straight into the cache at
-//                 pos), normalises (q/k norms) and turns (RoPE) those heads, then
+//                 rows of q, k, v = xn·[wq; wk; wv]ᵀ (+ biases), normalises (q/k norms) and turns
+//                 (RoPE) those heads, puts their k and v into the cache at pos, then
 //                 att_h = attention_head(q_h, k[first..pos], v[first..pos]) for its query heads
 //                 (first > 0: sliding window) — every input of its attention is its own, so no
 //                 barrier between the products and the attention.
@@ -82,20 +82,21 @@ struct AttentionStep {
   const ModelConfig& c;
   const LayerWeights& lw;
   Transformer::Activations& a;
-  float* k;         // this token's key row in the cache  [NKV·HS]
-  float* v;         // this token's value row in the cache
-  const float* kl;  // the cache's rows first..pos of this layer
-  const float* vl;
-  const float* cs;  // RoPE cos/sin at pos
-  int len;          // positions attended to
+  float* k;                   // this token's key row [NKV·HS] (a.k), before it enters the cache
+  float* v;                   // this token's value row
+  float* kc;                  // the layer's cache, layout kv
+  float* vc;
+  const cpu::KvLayout& kv;
+  const float* cs;            // RoPE cos/sin at pos
+  int pos, first;             // this token's position; the oldest position attended to
 };
 
 // Query head h's attention over the step's cached positions into a.att.
 void attend(const AttentionStep& s, int h, float* scores) {
   const int HS = s.c.head_dim(), group = s.c.n_heads / s.c.n_kv_heads;
-  const size_t kvh = size_t(h / group) * HS;
-  cpu::attention_head(s.a.att.data() + size_t(h) * HS, s.a.q.data() + size_t(h) * HS, s.kl + kvh, s.vl + kvh, s.len, HS,
-                      s.c.kv_dim(), scores);
+  const size_t at = s.kv.at(h / group, s.first);  // the head's oldest visible position
+  cpu::attention_head(s.a.att.data() + size_t(h) * HS, s.a.q.data() + size_t(h) * HS, s.kc + at, s.vc + at,
+                      s.pos + 1 - s.first, HS, int(s.kv.pos_stride), scores);
 }
 
 // Heads h0 .. h1−1 of q (is_q) or of this token's k: normalised by the layer's q/k norm, then turned.
@@ -146,6 +147,8 @@ void attention_by_heads(const AttentionStep& s, const float* xn, float* scores) 
     norm_and_turn_heads(s, true, g0 * group, g1 * group);
     norm_and_turn_heads(s, false, g0, g1);
   }
+  s.kv.store(s.kc, s.pos, s.k, k0, k1);
+  s.kv.store(s.vc, s.pos, s.v, k0, k1);
   for (int h = g0 * group; h < g1 * group; h++) attend(s, h, scores);
 }
 
@@ -162,13 +165,20 @@ void attention_by_rows(const AttentionStep& s, const float* xn, float* scores) {
   const bool head_norms = !lw.q_norm.empty();  // Qwen3: a head is normalised whole before it turns
   matvec_segments(qkv, xn, c.dim, [&](size_t seg, int r0, int r1) {
     if (seg < 2 && !head_norms) cpu::rope_rotate(qkv[seg].y, s.cs, HS, r0, r1);  // q and k turn; v does not
+    if (seg == 1 && !head_norms) s.kv.store(s.kc, s.pos, s.k, r0, r1);            // into the cache once final
+    if (seg == 2) s.kv.store(s.vc, s.pos, s.v, r0, r1);
   });
 #pragma omp barrier
   if (head_norms) {
 #pragma omp for schedule(static)
     for (int h = 0; h < c.n_heads + c.n_kv_heads; h++) {  // q heads, then k heads
-      if (h < c.n_heads) norm_and_turn_heads(s, true, h, h + 1);
-      else norm_and_turn_heads(s, false, h - c.n_heads, h - c.n_heads + 1);
+      if (h < c.n_heads) {
+        norm_and_turn_heads(s, true, h, h + 1);
+      } else {
+        const int g = h - c.n_heads;
+        norm_and_turn_heads(s, false, g, g + 1);
+        s.kv.store(s.kc, s.pos, s.k, g * HS, (g + 1) * HS);
+      }
     }  // (implicit barrier)
   }
 #pragma omp for schedule(static, 1)
@@ -177,10 +187,9 @@ void attention_by_rows(const AttentionStep& s, const float* xn, float* scores) {
 
 }  // namespace
 
-void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache, float* value_cache,
-                        int max_seq, float* logits) {
+void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache, float* logits) {
   const ModelConfig& c = w.config;
-  const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, KV = c.kv_dim(), H = c.hidden_dim;
+  const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, H = c.hidden_dim;
   float* x = a.x.data();
   std::vector<float> cs(static_cast<size_t>(HS));  // RoPE cos/sin at pos: the same for every layer
   cpu::rope_angles(cs.data(), llama_rope_frequencies(c).data(), HS, pos);
@@ -194,16 +203,17 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
     const bool by_heads = c.n_kv_heads % omp_get_num_threads() == 0;
     for (int l = 0; l < c.n_layers; l++) {
       const LayerWeights& lw = w.layers[size_t(l)];
-      const size_t row = size_t(l) * max_seq;  // the layer's cache, position 0
       const AttentionStep step{c,
                                lw,
                                a,
-                               key_cache + (row + pos) * KV,
-                               value_cache + (row + pos) * KV,
-                               key_cache + (row + first) * KV,
-                               value_cache + (row + first) * KV,
+                               a.k.data(),
+                               a.v.data(),
+                               cache.k(l),
+                               cache.v(l),
+                               cache.layout(),
                                cs.data(),
-                               len};
+                               pos,
+                               first};
 
       // --- attention ---
       cpu::rmsnorm(xn.data(), x, lw.attn_norm.f32(), 1, C, c.norm_eps);

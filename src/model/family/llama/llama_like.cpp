@@ -184,13 +184,13 @@ const PeftLayout& LlamaLikeFamily::peft() const {
 }
 
 void LlamaLikeFamily::block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n,
-                                    int pos, float* k_cache, float* v_cache, const LoraLayerRef* lora) const {
-  llama_block_forward(c, l, a, n, pos, k_cache, v_cache, lora);
+                                    int pos, KvCache& cache, int layer, const LoraLayerRef* lora) const {
+  llama_block_forward(c, l, a, n, pos, cache, layer, lora);
 }
 
-bool LlamaLikeFamily::decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache,
-                                   float* value_cache, int max_seq, float* logits) const {
-  llama_decode_token(w, a, pos, key_cache, value_cache, max_seq, logits);
+bool LlamaLikeFamily::decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache,
+                                   float* logits) const {
+  llama_decode_token(w, a, pos, cache, logits);
   return true;
 }
 

@@ -59,9 +59,9 @@ class LlamaLikeFamily : public ModelFamily {
   const PeftLayout& peft() const override;
 
   void block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
-                     float* k_cache, float* v_cache, const LoraLayerRef* lora) const override;
-  bool decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, float* key_cache, float* value_cache,
-                    int max_seq, float* logits) const override;
+                     KvCache& cache, int layer, const LoraLayerRef* lora) const override;
+  bool decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache,
+                    float* logits) const override;
 
   // The Llama kernels. Their forward (attention_sublayer) computes every relative's block: q/k/v
   // biases, per-head q/k norms, any head size, scaled RoPE tables, a sliding-window mask, so
