@@ -156,6 +156,29 @@ std::vector<BlockQ8_0> random_q8(int N, int K, uint32_t seed) {
   return q;
 }
 
+// Every ISA's activation quantisation gives the reference's scales and int8 bit for bit: random
+// blocks of several magnitudes, a zero block, and a block whose products land exactly halfway
+// between integers (max|x| = 127, so x·(1/d) = x: 2.5 → 2, 3.5 → 4, −0.5 → −0).
+TEST(Q8Kernels, ActivationQuantisationEqualsTheReferenceOnEveryIsa) {
+  RestorePath restore;
+  const int K = 32 * 9;
+  std::vector<float> x = random_floats(size_t(K), 21, -3, 3);
+  for (int i = 32; i < 64; i++) x[size_t(i)] *= 1e-3f;
+  for (int i = 64; i < 96; i++) x[size_t(i)] *= 1e4f;
+  for (int i = 96; i < 128; i++) x[size_t(i)] = 0;
+  for (int i = 128; i < 160; i++) x[size_t(i)] = float(i - 144) + 0.5f;  // −15.5 … 15.5
+  x[160 - 1] = 127;                                                      // the block's max
+  std::vector<int> want_q;
+  std::vector<float> want_d;
+  quantize_ref(x.data(), K, want_q, want_d);
+  for (const Path& p : available_paths()) {
+    use(p);
+    const Q8Activations a = quantize_activations(x.data(), 1, K);
+    for (int b = 0; b < K / 32; b++) EXPECT_EQ(a.d[b], want_d[size_t(b)]) << isa_name(p.isa) << " block " << b;
+    for (int i = 0; i < K; i++) ASSERT_EQ(int(a.q[i]), want_q[size_t(i)]) << isa_name(p.isa) << " value " << i;
+  }
+}
+
 TEST(Q8Kernels, MatmulMatchesExactIntegerReferenceOnEveryPath) {
   RestorePath restore;
   for (const Path& p : available_paths()) {

@@ -380,6 +380,29 @@ bool set_avx2_vnni(bool on) {
   return g_vnni;
 }
 
+void q8_quantize_avx2(const float* x, int8_t* q, float* d, size_t blocks) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (size_t b = 0; b < blocks; b++, x += kQ8Block, q += kQ8Block) {
+    __m256 v[4];
+    for (int j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(x + 8 * j);
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                             _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    const float amax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+    const float s = amax / 127.0f, inv = s != 0 ? 1.0f / s : 0.0f;
+    d[b] = s;
+    const __m256 iv = _mm256_set1_ps(inv);
+    __m256i i[4];
+    for (int j = 0; j < 4; j++) i[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], iv));  // nearest even
+    // Narrow 4 × 8 int32 to 32 int8: the packs work within 128-bit lanes, leaving 4-value groups in
+    // the order 0 2 4 6 1 3 5 7 of the 8 groups; the permute puts them back.
+    const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
+                        _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  }
+}
+
 void q8_matvec_avx2(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
   if (g_vnni) return q8_matvec_rows<Avx2Q8<true>>(y, x, W, bias, K, n0, n1);
   q8_matvec_rows<Avx2Q8<false>>(y, x, W, bias, K, n0, n1);

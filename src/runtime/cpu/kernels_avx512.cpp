@@ -493,6 +493,20 @@ bool set_avx512_vnni(bool on) {
   return g_vnni;
 }
 
+void q8_quantize_avx512(const float* x, int8_t* q, float* d, size_t blocks) {
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  for (size_t b = 0; b < blocks; b++, x += kQ8Block, q += kQ8Block) {
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1)));
+    const float s = amax / 127.0f, inv = s != 0 ? 1.0f / s : 0.0f;
+    d[b] = s;
+    const __m512 iv = _mm512_set1_ps(inv);  // |x·inv| ≤ 127: the int32 → int8 narrowing never saturates
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, iv))));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16),
+                     _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, iv))));
+  }
+}
+
 void q8_matvec_avx512(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
   if (g_vnni) return q8_matvec_rows<Avx512Q8<true>>(y, x, W, bias, K, n0, n1);
   q8_matvec_rows<Avx512Q8<false>>(y, x, W, bias, K, n0, n1);

@@ -22,8 +22,15 @@ struct Q8Activations {
   const float* d;
 };
 // Quantises x [M, K] (K a multiple of 32) into the calling thread's scratch, valid until the
-// thread's next call.
+// thread's next call, with the active ISA's q8_quantize_*.
 Q8Activations quantize_activations(const float* x, int M, int K);
+// `blocks` blocks of 32 values x: d[b] = max|x| / 127 (fp32), q = nearbyint(x · (1/d[b])) (0 when
+// d = 0). The SIMD versions give the portable one's bits for finite x: max|x| is exact in any order,
+// the products are the same fp32 operations, and vcvtps2dq rounds to nearest even as nearbyint
+// does in the default rounding mode. A decode step quantises every matrix's input once per thread.
+void q8_quantize_generic(const float* x, int8_t* q, float* d, size_t blocks);
+void q8_quantize_avx2(const float* x, int8_t* q, float* d, size_t blocks);
+void q8_quantize_avx512(const float* x, int8_t* q, float* d, size_t blocks);
 
 // Rows n0 .. n1−1 of y = x·Wᵀ (+ bias) from quantised activations (one row of K). Ker::block<R, PF>
 // computes R consecutive rows (R = Ker::kRows, or 1 for the leftovers); PF says whether it

@@ -7,19 +7,27 @@
 
 namespace orion::cpu {
 
-Q8Activations quantize_activations(const float* x, int M, int K) {
-  thread_local std::vector<int8_t> q;
-  thread_local std::vector<float> d;
-  const int blocks = K / kQ8Block;
-  q.resize(size_t(M) * K);
-  d.resize(size_t(M) * blocks);
-  for (size_t b = 0; b < size_t(M) * blocks; b++) {
+void q8_quantize_generic(const float* x, int8_t* q, float* d, size_t blocks) {
+  for (size_t b = 0; b < blocks; b++) {
     const float* v = x + b * kQ8Block;
     float amax = 0;
     for (int i = 0; i < kQ8Block; i++) amax = std::max(amax, std::fabs(v[i]));
     const float s = amax / 127.0f, inv = s != 0 ? 1.0f / s : 0.0f;
     d[b] = s;
     for (int i = 0; i < kQ8Block; i++) q[b * kQ8Block + i] = int8_t(std::nearbyint(v[i] * inv));
+  }
+}
+
+Q8Activations quantize_activations(const float* x, int M, int K) {
+  thread_local std::vector<int8_t> q;
+  thread_local std::vector<float> d;
+  const size_t blocks = size_t(M) * size_t(K / kQ8Block);
+  q.resize(size_t(M) * K);
+  d.resize(blocks);
+  switch (active_isa()) {
+    case Isa::Avx512: q8_quantize_avx512(x, q.data(), d.data(), blocks); break;
+    case Isa::Avx2: q8_quantize_avx2(x, q.data(), d.data(), blocks); break;
+    default: q8_quantize_generic(x, q.data(), d.data(), blocks);
   }
   return {q.data(), d.data()};
 }
