@@ -150,9 +150,13 @@ TEST(Kernels, PrefillRowsEqualDecodeBitForBit) {
 TEST(Kernels, DecodeRowOrdersBothEqualPrefillBitForBit) {
   RestoreIsa restore;
   const MatvecOrder before = matvec_order();
-  const int M = 5, K = 800, N = 1001;  // K: 25 q8_0 blocks (odd), 50 vectors of 16; N: not a multiple of 8
-  const std::vector<float> x = random_floats(size_t(M) * K, 31), b = random_floats(size_t(N), 32);
+  const int M = 5, N = 1001;  // N: not a multiple of 8
+  // K: 25 q8_0 blocks (odd: the AVX-512 q8_0 kernels' half-pair tail), 50 vectors of 16; and 24
+  // blocks (even: whole pairs only)
+  for (int K : {800, 768})
   for (Isa isa : available_isas()) {
+    SCOPED_TRACE(K);
+    const std::vector<float> x = random_floats(size_t(M) * K, 31), b = random_floats(size_t(N), 32);
     ASSERT_TRUE(set_isa(isa));
     for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
       Weights W = make_weights(dt == DType::Q8_0 ? DType::F32 : dt, size_t(N) * K, 33);
