@@ -105,6 +105,26 @@ BENCHMARK(BM_Prefill)
     ->Unit(benchmark::kMillisecond);
 
 // The same product through OpenBLAS sgemm (f32 only), to compare with BM_Prefill.
+// Args: M, isa index (1 avx2, 2 avx512). y[M, 2048] = x[M, 768]·Wᵀ with q8_0 weights (in cache
+// after the first call): the int8 tiles of each ISA.
+void BM_PrefillQ8(benchmark::State& st) {
+  const int M = int(st.range(0)), K = 768, N = 2048;
+  if (!cpu::set_isa(kIsas[st.range(1)])) return st.SkipWithError("ISA not available");
+  std::vector<float> w(size_t(N) * K), x(size_t(M) * K), y(size_t(M) * N);
+  for (size_t i = 0; i < w.size(); i++) w[i] = float(int(i * 7919 % 2001) - 1000) / 1000.0f;
+  for (size_t i = 0; i < x.size(); i++) x[i] = float(int(i * 104729 % 2001) - 1000) / 1000.0f;
+  std::vector<orion::BlockQ8_0> q(w.size() / 32);
+  orion::quantize_q8_0(w.data(), q.data(), w.size());
+  for (auto _ : st) {
+    cpu::matmul(y.data(), x.data(), q.data(), DType::Q8_0, nullptr, M, K, N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GFLOPS"] = benchmark::Counter(2.0 * M * K * N / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(cpu::isa_name(kIsas[st.range(1)]));
+  cpu::set_isa(cpu::Isa::Avx512) || cpu::set_isa(cpu::Isa::Avx2);
+}
+BENCHMARK(BM_PrefillQ8)->ArgsProduct({{256}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+
 void BM_PrefillOpenBlas(benchmark::State& st) {
   const int M = int(st.range(0)), K = int(st.range(1)), N = int(st.range(2));
   openblas_set_num_threads(cpu::num_threads());
