@@ -215,6 +215,9 @@ def round_tables(r):
     for d, name in (("f16", "F16"), ("q8_0", "Q8_0")):
         print(f"| llama.cpp {name} (llama-bench tg128 / pp256, best of {reps}) | "
               f"{num(f.get(f'llama_{d}.decode'))} | {num(f.get(f'llama_{d}.prefill'))} |")
+    if any(f.get(k) is not None for k in ("runc", "llama_f16.decode", "llama_q8_0.decode")):
+        print("\n(Orion decodes positions 256–383, after the prompt, with an fp32 KV cache; run.c (fp32 cache) "
+              "and llama-bench's tg128 (f16 cache) decode positions 0–127, so they read less per token.)")
     print("\n| GPT-2 124M training step (B 4, T 64) | ms |")
     print("|---|---|")
     n = f.get("llmc_n")
