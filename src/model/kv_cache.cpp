@@ -5,8 +5,7 @@
 namespace orion {
 
 KvCache::KvCache(const ModelConfig& c, int max_seq)
-    : max_seq_(max_seq),
-      kv_dim_(c.kv_dim()),
+    : kv_dim_(c.kv_dim()),
       layer_floats_(size_t(max_seq) * size_t(c.kv_dim())),
       layout_(cpu::KvLayout::heads(max_seq, c.head_dim())) {
   const size_t n = size_t(c.n_layers) * layer_floats_;

@@ -22,7 +22,6 @@ class KvCache {
   KvCache() = default;
   KvCache(const ModelConfig& c, int max_seq);
 
-  int max_seq() const { return max_seq_; }
   const cpu::KvLayout& layout() const { return layout_; }
   // Layer l's keys / values, position 0 of kv head 0 (layout()).
   float* k(int layer) { return k_.data() + size_t(layer) * layer_floats_; }
@@ -32,7 +31,7 @@ class KvCache {
   void store_rows(int layer, int pos, const float* k, const float* v, int n);
 
  private:
-  int max_seq_ = 0, kv_dim_ = 0;
+  int kv_dim_ = 0;
   size_t layer_floats_ = 0;  // NKV·max_seq·HS
   cpu::KvLayout layout_{};
   std::vector<float> k_, v_;

@@ -448,7 +448,7 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
 
 }  // namespace
 
-const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores, weighted_sum};
+const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores, weighted_sum, q8_quantize_avx2};
 
 bool avx2_vnni_on() { return g_vnni; }
 bool set_avx2_vnni(bool on) {

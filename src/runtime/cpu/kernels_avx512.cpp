@@ -485,7 +485,7 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
 
 }  // namespace
 
-const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores, weighted_sum};
+const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores, weighted_sum, q8_quantize_avx512};
 
 bool avx512_vnni_on() { return g_vnni; }
 bool set_avx512_vnni(bool on) {

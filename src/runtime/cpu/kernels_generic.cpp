@@ -86,7 +86,7 @@ void weighted_sum(float* out, const float* att, const float* v, int len, int hea
 
 }  // namespace
 
-const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, gemm_rows, 4, to_f32, dot, axpy, scores, weighted_sum};
+const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, gemm_rows, 4, to_f32, dot, axpy, scores, weighted_sum, q8_quantize_generic};
 
 // --- normalisation (one row per token; rows are independent, so threads split them) -------------
 

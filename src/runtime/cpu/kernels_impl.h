@@ -9,6 +9,7 @@
 // 1 or 2 threads give bit-identical results.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "base/dtype.h"
 #include "runtime/cpu/kernels.h"
@@ -40,6 +41,9 @@ struct IsaKernels {
   // sum and load/store of out were most of a decode's attention time.
   void (*scores)(float* att, const float* q, const float* k, int len, int head_dim, int kv_stride, float scale);
   void (*weighted_sum)(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride);
+  // q8_0 activations: `blocks` blocks of 32 values quantised (kernels_q8.h, q8_quantize_generic),
+  // the same bits on every ISA.
+  void (*q8_quantize)(const float* x, int8_t* q, float* d, size_t blocks);
 };
 
 // One table per instruction set; the AVX tables are only used when the CPU has the instructions.

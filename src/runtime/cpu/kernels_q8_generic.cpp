@@ -24,11 +24,7 @@ Q8Activations quantize_activations(const float* x, int M, int K) {
   const size_t blocks = size_t(M) * size_t(K / kQ8Block);
   q.resize(size_t(M) * K);
   d.resize(blocks);
-  switch (active_isa()) {
-    case Isa::Avx512: q8_quantize_avx512(x, q.data(), d.data(), blocks); break;
-    case Isa::Avx2: q8_quantize_avx2(x, q.data(), d.data(), blocks); break;
-    default: q8_quantize_generic(x, q.data(), d.data(), blocks);
-  }
+  isa_kernels().q8_quantize(x, q.data(), d.data(), blocks);
   return {q.data(), d.data()};
 }
 
