@@ -140,27 +140,33 @@ void BM_PrefillOpenBlas(benchmark::State& st) {
 BENCHMARK(BM_PrefillOpenBlas)->ArgsProduct({{64, 128, 256}, {768}, {2048}})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Args: T new tokens, pos0 cached positions, the cache's layout (0: a row per position, 1: head by
-// head, as KvCache keeps it). Stories110M heads: 12 × 64. A decode step's attention reads the cache of
-// all 12 layers (here 12 copies, ~60 MB at 1023 positions) after the weights pushed it out of the caches.
+// head, as KvCache keeps it), its elements (0: f32, 1: f16). Stories110M heads: 12 × 64. A decode
+// step's attention reads the cache of all 12 layers (here 12 copies, ~60 MB of f32 at 1023 positions)
+// after the weights pushed it out of the caches.
 void BM_Attention(benchmark::State& st) {
   const int T = int(st.range(0)), pos0 = int(st.range(1)), NH = 12, HS = 64, D = NH * HS, L = pos0 + T, layers = 12;
-  const cpu::KvLayout kv = st.range(2) ? cpu::KvLayout::heads(L, HS) : cpu::KvLayout::rows(D, HS);
-  const size_t per_layer = size_t(L) * D;
-  std::vector<float> q(size_t(T) * D, 0.1f), k(layers * per_layer, 0.2f), v(layers * per_layer, 0.3f), out(q.size());
+  const DType dt = st.range(3) ? DType::F16 : DType::F32;
+  const cpu::KvLayout kv = st.range(2) ? cpu::KvLayout::heads(L, HS, dt) : cpu::KvLayout::rows(D, HS, dt);
+  const size_t per_layer = size_t(L) * D, bytes = per_layer * kv.elem_bytes();
+  std::vector<float> q(size_t(T) * D, 0.1f), out(q.size());
+  std::vector<char> k(layers * bytes), v(layers * bytes);
+  std::vector<float> k_row(D, 0.2f), v_row(D, 0.3f);
+  for (int l = 0; l < layers; l++)
+    for (int p = 0; p < L; p++) kv.store(k.data() + l * bytes, p, k_row.data(), 0, D), kv.store(v.data() + l * bytes, p, v_row.data(), 0, D);
   for (auto _ : st) {
     for (int l = 0; l < layers; l++)
-      cpu::attention(out.data(), q.data(), k.data() + l * per_layer, v.data() + l * per_layer, T, pos0, NH, NH, kv);
+      cpu::attention(out.data(), q.data(), k.data() + l * bytes, v.data() + l * bytes, T, pos0, NH, NH, kv);
     benchmark::DoNotOptimize(out.data());
   }
   // Bytes of K and V read per call: every token reads the cache up to its own position.
-  const double kv_bytes = layers * 2.0 * 4 * D * (double(T) * pos0 + double(T) * (T + 1) / 2);
+  const double kv_bytes = layers * 2.0 * double(kv.elem_bytes()) * D * (double(T) * pos0 + double(T) * (T + 1) / 2);
   st.SetBytesProcessed(int64_t(double(st.iterations()) * kv_bytes));
-  st.SetLabel(st.range(2) ? "heads" : "rows");
+  st.SetLabel(std::string(st.range(2) ? "heads" : "rows") + (st.range(3) ? " f16" : " f32"));
 }
 BENCHMARK(BM_Attention)
-    ->ArgsProduct({{1}, {255, 1023}, {0, 1}})
-    ->Args({64, 0, 0})
-    ->Args({256, 0, 0})
+    ->ArgsProduct({{1}, {255, 1023}, {0, 1}, {0, 1}})
+    ->Args({64, 0, 0, 0})
+    ->Args({256, 0, 0, 0})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

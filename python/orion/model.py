@@ -14,7 +14,7 @@ Tokenizer = _core.Tokenizer
 
 
 def load(path: str | os.PathLike, dtype: Optional[str] = None, backend: str = "cpu", tokenizer: Optional[str] = None,
-         chip: str = "m4", max_seq: int = 0, threads: int = 0) -> "Model":
+         chip: str = "m4", max_seq: int = 0, threads: int = 0, kv_cache: str = "f32") -> "Model":
     """Load a model for inference, as ``orion generate --model PATH`` does.
 
     path: a llama2.c ``.bin``, a Hugging Face folder (safetensors + config.json), an llm.c ``.bin``
@@ -22,9 +22,10 @@ def load(path: str | os.PathLike, dtype: Optional[str] = None, backend: str = "c
     backend: "cpu" (every layer on the CPU), "anesim" (the transformer blocks as ANE programs on
     the software ANE) or "ane" (macOS). tokenizer: default the one beside the model.
     max_seq: context to allocate (0: the model's). threads: CPU threads of the kernels (0: all
-    cores; like --threads it applies to the whole process).
+    cores; like --threads it applies to the whole process). kv_cache: "f32" (the reference) or
+    "f16" (half the KV cache's memory; CPU backend), as ``--kv-cache``.
     """
-    return Model(_core.Model(os.fspath(path), tokenizer or "", dtype or "", backend, chip, max_seq, threads))
+    return Model(_core.Model(os.fspath(path), tokenizer or "", dtype or "", backend, chip, max_seq, threads, kv_cache))
 
 
 class Model:

@@ -50,7 +50,7 @@ std::optional<DType> dtype_from(const std::string& name) {
 class Model {
  public:
   Model(const std::string& path, const std::string& tokenizer, const std::string& dtype, const std::string& backend,
-        const std::string& chip, int max_seq, int threads)
+        const std::string& chip, int max_seq, int threads, const std::string& kv_cache)
       : path_(path) {
     tools::ThreadOptions{threads}.apply();  // the kernels' thread count, as --threads (0: all cores)
     if (backend != "cpu" && backend != "anesim" && backend != "ane")
@@ -68,8 +68,14 @@ class Model {
                   fmt::format("the tokenizer has {} tokens but the model only {}", tokenizer_->vocab_size(),
                               w_->config.vocab_size),
                   {tok_path, "--tokenizer", -1, "use the tokenizer the model was trained with"});
+    tools::KvCacheOption kv;
+    kv.name = kv_cache;
+    if (kv_cache != "f32" && kv_cache != "f16")
+      throw_usage_error(fmt::format("unknown KV cache type '{}'", kv_cache), "kv_cache", "use \"f32\" or \"f16\"");
+    if (backend != "cpu" && kv.get() != DType::F32)
+      throw_usage_error("kv_cache=\"f16\" is for the CPU backend", "kv_cache", "the ANE path keeps its own f32 cache");
     if (backend == "cpu") {
-      tf_ = std::make_unique<Transformer>(*w_, max_seq);
+      tf_ = std::make_unique<Transformer>(*w_, max_seq, kv.get());
       lm_ = std::make_unique<CpuLanguageModel>(*tf_);
     } else {
       rt_ = std::make_unique<AneRuntime>(backend, chip);
@@ -241,9 +247,9 @@ void bind_model(py::module_& m) {
 
   py::class_<Model>(m, "Model", "A model loaded for inference (see orion.load).")
       .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&, const std::string&,
-                    int, int>(),
+                    int, int, const std::string&>(),
            py::arg("path"), py::arg("tokenizer") = "", py::arg("dtype") = "", py::arg("backend") = "cpu",
-           py::arg("chip") = "m4", py::arg("max_seq") = 0, py::arg("threads") = 0)
+           py::arg("chip") = "m4", py::arg("max_seq") = 0, py::arg("threads") = 0, py::arg("kv_cache") = "f32")
       .def("generate", &Model::generate, py::arg("prompt"), py::arg("max_tokens") = 256, py::arg("temperature") = 1.0f,
            py::arg("top_p") = 0.9f, py::arg("top_k") = 0, py::arg("seed") = 0, py::arg("adapter") = py::none(),
            py::arg("add_bos") = true, py::arg("lora_scale") = 1.0f, py::arg("on_piece") = py::none())

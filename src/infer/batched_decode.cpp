@@ -13,7 +13,7 @@ namespace {
 const float* bias_of(const Tensor& b) { return b.empty() ? nullptr : b.f32(); }
 }  // namespace
 
-BatchedDecoder::BatchedDecoder(const ModelWeights& weights, int slots, int max_seq)
+BatchedDecoder::BatchedDecoder(const ModelWeights& weights, int slots, int max_seq, DType kv_cache)
     : w_(weights),
       slots_(slots),
       max_seq_(max_seq > 0 ? std::min(max_seq, weights.config.seq_len) : weights.config.seq_len),
@@ -26,7 +26,7 @@ BatchedDecoder::BatchedDecoder(const ModelWeights& weights, int slots, int max_s
   a_.x.resize(rows * C), a_.xb.resize(rows * C), a_.q.resize(rows * Q), a_.att.resize(rows * Q);
   a_.hb.resize(rows * c.hidden_dim), a_.hb2.resize(rows * c.hidden_dim);
   a_.k.resize(rows * kv_dim_), a_.v.resize(rows * kv_dim_);
-  for (int s = 0; s < slots; s++) caches_.emplace_back(c, max_seq_);
+  for (int s = 0; s < slots; s++) caches_.emplace_back(c, max_seq_, kv_cache);
   if (model_family(c.arch).anatomy().positions == Positions::Rope) rope_freq_ = llama_rope_frequencies(c);
 }
 

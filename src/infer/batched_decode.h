@@ -25,8 +25,9 @@ namespace orion {
 
 class BatchedDecoder final : public SlotDecoder {
  public:
-  // `slots` sequences of at most max_seq tokens (≤ 0: the model's seq_len). The weights must outlive it.
-  BatchedDecoder(const ModelWeights& weights, int slots, int max_seq = 0);
+  // `slots` sequences of at most max_seq tokens (≤ 0: the model's seq_len), each with a KV cache of
+  // kv_cache elements (F32 or F16, as Transformer's). The weights must outlive it.
+  BatchedDecoder(const ModelWeights& weights, int slots, int max_seq = 0, DType kv_cache = DType::F32);
 
   // Row (infer/slot_decoder.h): one sequence's token, position, slot and adapter in a decode step.
 

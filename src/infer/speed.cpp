@@ -36,7 +36,8 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
 
   say(fmt::format("making random {} weights ({}, {:.1f}M parameters)", opt.config, r.dtype, r.config.num_params() / 1e6));
   ModelWeights w = random_weights(r.config, opt.seed, opt.dtype);
-  Transformer tf(w, opt.prompt_tokens + opt.decode_tokens);
+  Transformer tf(w, opt.prompt_tokens + opt.decode_tokens, opt.kv_cache);
+  r.kv_cache = dtype_name(opt.kv_cache);
   std::mt19937 rng(uint32_t(opt.seed));
   std::vector<int> prompt(static_cast<size_t>(opt.prompt_tokens));
   for (int& t : prompt) t = int(rng() % uint32_t(r.config.vocab_size));
@@ -77,6 +78,7 @@ std::string SpeedReport::to_json() const {
   nlohmann::json j = {{"config", config_name},
                       {"params", config.num_params()},
                       {"dtype", dtype},
+                      {"kv_cache", kv_cache},
                       {"isa", isa},
                       {"threads", threads},
                       {"prompt_tokens", prompt_tokens},
@@ -130,11 +132,11 @@ std::string SpeedReport::to_text() const {
         ane.evaluations_per_decode_token, decode_tokens, ane.cache_line, ane.budget_line, peak_rss_bytes / 1e6);
   }
   std::string s = fmt::format(
-      "{} ({}), weights {}, {} threads, {}\n"
+      "{} ({}), weights {}, KV cache {}, {} threads, {}\n"
       "  prefill: {:8.1f} tok/s  ({} tokens)\n"
       "  decode:  {:8.1f} tok/s  ({} tokens, {:.1f} MB read per token)\n"
       "  peak resident memory: {:.0f} MB\n",
-      config_name, config.describe(), dtype, threads, isa, prefill_tok_s, prompt_tokens, decode_tok_s, decode_tokens,
+      config_name, config.describe(), dtype, kv_cache, threads, isa, prefill_tok_s, prompt_tokens, decode_tok_s, decode_tokens,
       bytes_per_token / 1e6, peak_rss_bytes / 1e6);
   if (stream_triad_gb_s > 0)
     s += fmt::format("  memory:  {:.1f} GB/s STREAM triad → bound {:.1f} tok/s; decode reaches {:.0f}% of it\n",

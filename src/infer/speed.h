@@ -13,6 +13,7 @@ namespace orion {
 struct SpeedOptions {
   std::string config = "stories110m";
   DType dtype = DType::F32;
+  DType kv_cache = DType::F32;  // the KV cache's elements (CPU backend): F32 or F16
   int prompt_tokens = 128;
   int decode_tokens = 128;
   int repeat = 3;                 // best of this many runs
@@ -45,6 +46,7 @@ struct AneSpeed {
 struct SpeedReport {
   ModelConfig config;
   std::string config_name, dtype, isa;
+  std::string kv_cache = "f32";  // the KV cache's elements (CPU)
   int threads = 0, prompt_tokens = 0, decode_tokens = 0;
   double prefill_tok_s = 0, decode_tok_s = 0;
   double weight_bytes = 0;          // matrix bytes streamed per decode step

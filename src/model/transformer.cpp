@@ -9,7 +9,7 @@
 
 namespace orion {
 
-Transformer::Transformer(const ModelWeights& weights, int max_seq)
+Transformer::Transformer(const ModelWeights& weights, int max_seq, DType kv_cache)
     : w_(weights),
       max_seq_(max_seq > 0 ? std::min(max_seq, weights.config.seq_len) : weights.config.seq_len),
       kv_dim_(weights.config.kv_dim()) {
@@ -18,7 +18,7 @@ Transformer::Transformer(const ModelWeights& weights, int max_seq)
   a_.x.resize(n * C), a_.xb.resize(n * C), a_.q.resize(n * Q), a_.att.resize(n * Q);
   a_.k.resize(n * kv_dim_), a_.v.resize(n * kv_dim_);
   a_.hb.resize(n * H), a_.hb2.resize(n * H);
-  cache_ = KvCache(c, max_seq_);
+  cache_ = KvCache(c, max_seq_, kv_cache);
 }
 
 const float* Transformer::forward(const int* tokens, int n, int pos, bool all_logits) {
@@ -111,7 +111,7 @@ void lora_add(const LoraLayerRef* lora, LoraTarget target, float* y, const float
 double Transformer::decode_bytes(int pos) const {
   const ModelConfig& c = w_.config;
   double weights = double(w_.matrix_bytes());
-  double kv = 2.0 * c.n_layers * double(pos + 1) * kv_dim_ * sizeof(float);
+  double kv = double(c.n_layers) * double(pos + 1) * double(cache_.bytes_per_position());
   return weights + kv;
 }
 

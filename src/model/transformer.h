@@ -26,8 +26,9 @@ struct LoraLayerRef {
 
 class Transformer {
  public:
-  // max_seq ≤ 0 means the model's seq_len. The weights must outlive the Transformer.
-  explicit Transformer(const ModelWeights& weights, int max_seq = 0);
+  // max_seq ≤ 0 means the model's seq_len; kv_cache: the KV cache's elements, F32 (the reference)
+  // or F16 (half the memory; model/kv_cache.h). The weights must outlive the Transformer.
+  explicit Transformer(const ModelWeights& weights, int max_seq = 0, DType kv_cache = DType::F32);
 
   // Runs tokens[0..n) at positions pos..pos+n−1 (pos must equal the number of tokens already fed,
   // i.e. the cache is filled in order; pos 0 starts a new sequence). Returns the logits of the last
@@ -44,6 +45,7 @@ class Transformer {
 
   const ModelConfig& config() const { return w_.config; }
   int max_seq() const { return max_seq_; }
+  DType kv_cache_dtype() const { return cache_.dtype(); }
   int vocab_size() const { return w_.config.vocab_size; }
   // Bytes read from memory by one decode step at position pos (weights + KV cache), for the
   // bandwidth bound reported by `orion bench generate`.

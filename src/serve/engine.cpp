@@ -50,7 +50,7 @@ Engine::Engine(const ModelWeights& weights, const Tokenizer& tokenizer, EngineOp
     : w_(weights),
       tok_(tokenizer),
       opt_(options),
-      decoder_(decoder ? std::move(decoder) : std::make_unique<BatchedDecoder>(weights, options.parallel, options.ctx)) {
+      decoder_(decoder ? std::move(decoder) : std::make_unique<BatchedDecoder>(weights, options.parallel, options.ctx, options.kv_cache)) {
   active_.resize(size_t(decoder_->slots()));
   stats_.slots = decoder_->slots();
   thread_ = std::thread([this] { run(); });

@@ -85,6 +85,7 @@ struct EngineOptions {
   int ctx = 0;              // tokens per sequence (0: the model's seq_len)
   double timeout_s = 300;   // a request running longer than this ends with finish_reason "length"
   float lora_scale = 1.0f;  // multiplies every adapter's alpha/r
+  DType kv_cache = DType::F32;  // the CPU slots' KV cache elements: F32 or F16
 };
 
 struct EngineStats {

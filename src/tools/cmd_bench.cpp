@@ -15,6 +15,7 @@ struct BenchGenerateArgs {
   SpeedOptions speed;
   ThreadOptions threads;
   DTypeOption dtype;
+  KvCacheOption kv_cache;
   bool json = false, no_bandwidth = false, no_gemm = false;
   std::string gemm;  // empty: the default path (cpu::prefill_gemm)
 };
@@ -22,6 +23,9 @@ struct BenchGenerateArgs {
 void run_bench_generate(BenchGenerateArgs& a) {
   a.threads.apply();
   a.speed.dtype = a.dtype.get().value_or(DType::F32);
+  a.speed.kv_cache = a.kv_cache.get();
+  if (a.speed.backend != "cpu" && a.speed.kv_cache != DType::F32)
+    throw_usage_error("--kv-cache f16 is for the CPU backend", "--kv-cache", "drop --kv-cache or use --backend cpu");
   a.speed.measure_bandwidth = !a.no_bandwidth && a.speed.backend == "cpu";
   a.speed.measure_gemm = !a.no_gemm && a.speed.backend == "cpu";
   if (!a.gemm.empty() &&
@@ -49,6 +53,7 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember(config_preset_names()));
   a->dtype.add(gen, "weight precision (default f32)");
+  a->kv_cache.add(gen);
   gen->add_option("--prompt-len", a->speed.prompt_tokens, "prompt tokens (prefill)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));

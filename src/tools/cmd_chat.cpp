@@ -27,6 +27,7 @@ struct ChatArgs {
   SamplerOptions sampler{0.7f, 0.9f, 0, 42};
   ThreadOptions threads;
   DTypeOption dtype;
+  KvCacheOption kv_cache;
 };
 
 // How many leading ids of `prompt` the KV cache already holds (`in_cache`: the ids fed so far). At
@@ -123,7 +124,7 @@ void run_chat(const ChatArgs& a) {
     throw Error(ErrorKind::Usage,
                 fmt::format("the tokenizer has {} tokens but the model only {}", tokenizer->vocab_size(), w.config.vocab_size),
                 {tok_path, "--tokenizer", -1, "use the tokenizer the model was trained with"});
-  Transformer tf(w, a.max_seq);
+  Transformer tf(w, a.max_seq, a.kv_cache.get());
   CpuLanguageModel model(tf);
   ChatSession session(a, *tokenizer, std::move(setup), model);
 
@@ -159,6 +160,7 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("--system", a->system, "system message that starts the conversation");
   cmd->add_option("-n,--max-new-tokens", a->n, "most tokens in one reply")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-seq", a->max_seq, "context length to allocate (0 = the model's)")->check(CLI::NonNegativeNumber);
+  a->kv_cache.add(cmd);
   cmd->add_flag("--verbose", a->verbose,
                 "print each turn's rendered prompt, its token count and how many came from the KV cache, and the reply's "
                 "token ids (stderr)");

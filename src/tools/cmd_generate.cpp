@@ -34,6 +34,7 @@ struct GenerateArgs {
   SamplerOptions sampler{1.0f, 0.9f, 0, 0};
   ThreadOptions threads;
   DTypeOption dtype;
+  KvCacheOption kv_cache;
 };
 
 void run_generate(const GenerateArgs& a) {
@@ -68,8 +69,11 @@ void run_generate(const GenerateArgs& a) {
     adapters.emplace_back(name, load_lora(path, w.config));
     max_rank = std::max(max_rank, adapters.back().second.rank());
   }
+  if (a.backend != "cpu" && a.kv_cache.get() != DType::F32)
+    throw_usage_error("--kv-cache f16 is for the CPU backend", "--kv-cache",
+                      "the ANE path keeps its own f32 cache: drop --kv-cache or use --backend cpu");
   if (a.backend == "cpu") {
-    tf = std::make_unique<Transformer>(w, a.max_seq);
+    tf = std::make_unique<Transformer>(w, a.max_seq, a.kv_cache.get());
     model = std::make_unique<CpuLanguageModel>(*tf);
   } else {
     rt = std::make_unique<AneRuntime>(a.backend, a.chip);
@@ -187,6 +191,7 @@ void add_generate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-seq", a->max_seq, "context length to allocate (0 = the model's)")->check(CLI::NonNegativeNumber);
+  a->kv_cache.add(cmd);
   cmd->add_flag("--no-echo", a->no_echo, "do not print the prompt before the generated text");
   cmd->add_flag("--no-bos", a->no_bos, "do not start the prompt with the beginning-of-sequence token");
   cmd->add_flag("--chat", a->chat,

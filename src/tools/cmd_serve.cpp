@@ -30,6 +30,7 @@ struct ServeArgs {
   serve::EngineOptions engine;
   ThreadOptions threads;
   DTypeOption dtype;
+  KvCacheOption kv_cache;
 };
 
 // SIGINT and SIGTERM stop the server: in-flight requests end, listen() returns, the command exits 0.
@@ -111,6 +112,10 @@ void run_serve(const ServeArgs& a) {
 
   serve::EngineOptions eo = a.engine;
   eo.lora_scale = a.lora_scale;
+  eo.kv_cache = a.kv_cache.get();
+  if (a.backend != "cpu" && eo.kv_cache != DType::F32)
+    throw_usage_error("--kv-cache f16 is for the CPU backend", "--kv-cache",
+                      "the ANE path keeps its own f32 cache: drop --kv-cache or use --backend cpu");
   // anesim / ane: the transformer blocks as ANE programs through the driver, one AneModel per slot
   // over one program cache; the adapter rank slot is fixed now, so adapters come and go without a
   // compile (infer/ane_slot_decoder.h).
@@ -172,6 +177,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--runs", a->runs, "folder of training runs (metrics.jsonl) for the web page's runs view");
   a->threads.add(cmd);
   a->dtype.add(cmd, "convert the weights to this precision at load (default: as stored)");
+  a->kv_cache.add(cmd);
   cmd->callback([a] { run_serve(*a); });
 }
 

@@ -35,6 +35,16 @@ std::optional<DType> DTypeOption::get() const {
   return d;
 }
 
+void KvCacheOption::add(CLI::App* cmd) {
+  cmd->add_option("--kv-cache", name,
+                  "KV cache elements on the CPU: f32 (the reference) or f16 (half the memory and of the bytes a "
+                  "decode step reads from the cache; each key and value rounded to f16 once)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16"}));
+}
+
+DType KvCacheOption::get() const { return name == "f16" ? DType::F16 : DType::F32; }
+
 void add_ane_train_options(CLI::App* cmd, train::AneTrainOptions& o) {
   cmd->add_option("--weight-update",
                   "ANE path: how programs get new weights after each step — auto (probe, then the fastest "

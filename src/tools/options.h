@@ -33,6 +33,13 @@ struct DTypeOption {
   std::optional<DType> get() const;  // Usage error naming --dtype for an unknown name
 };
 
+// --kv-cache f32|f16: the elements of the CPU path's KV cache (model/kv_cache.h).
+struct KvCacheOption {
+  std::string name = "f32";
+  void add(CLI::App* cmd);
+  DType get() const;
+};
+
 // Runs a training command on every rank of a data-parallel run (train/dist/): one Communicator per
 // process (MPI under mpirun, else one process). With several ranks and no --threads, this host's
 // cores are shared between its ranks; an error only one rank saw ends every rank (MPI_Abort)

@@ -12,8 +12,9 @@ namespace orion {
 namespace {
 
 // Greedy tokens of `prompt` alone through the Transformer (the reference), with an adapter or not.
-std::vector<int> alone(const ModelWeights& w, const std::vector<int>& prompt, int n, const LoraAdapter* ad) {
-  Transformer tf(w, 64);
+std::vector<int> alone(const ModelWeights& w, const std::vector<int>& prompt, int n, const LoraAdapter* ad,
+                       DType kv = DType::F32) {
+  Transformer tf(w, 64, kv);
   tf.set_lora(ad);
   GenerateOptions o;
   o.max_new_tokens = n;
@@ -30,14 +31,14 @@ LoraAdapter random_adapter(const ModelConfig& c, uint64_t seed) {
   return ad;
 }
 
-void check_batch_equals_alone(const ModelConfig& c) {
+void check_batch_equals_alone(const ModelConfig& c, DType kv = DType::F32) {
   ModelWeights w = random_weights(c, 5);
   LoraAdapter a1 = random_adapter(c, 1), a2 = random_adapter(c, 2);
   const std::vector<std::vector<int>> prompts = {{1, 5, 6, 7}, {1, 9}, {1, 30, 31, 32, 33, 34}, {1, 5, 6, 7}};
   const std::vector<const LoraAdapter*> adapters = {nullptr, &a1, &a2, &a1};
   // The sequences join at different steps and stop after different numbers of tokens.
   const std::vector<int> joins = {0, 0, 3, 5}, lengths = {12, 7, 9, 6};
-  BatchedDecoder dec(w, 4, 64);
+  BatchedDecoder dec(w, 4, 64, kv);
   const int V = dec.vocab_size();
   std::vector<std::vector<int>> got(prompts.size());
   std::vector<int> pos(prompts.size(), 0);
@@ -59,7 +60,7 @@ void check_batch_equals_alone(const ModelConfig& c) {
     }
   }
   for (size_t s = 0; s < prompts.size(); s++) {
-    EXPECT_EQ(got[s], alone(w, prompts[s], lengths[s], adapters[s])) << "sequence " << s;
+    EXPECT_EQ(got[s], alone(w, prompts[s], lengths[s], adapters[s], kv)) << "sequence " << s << ", KV cache " << dtype_name(kv);
   }
   EXPECT_NE(got[0], got[3]) << "the adapter changes the output (the test can fail)";
 }
@@ -71,6 +72,13 @@ TEST(BatchedDecode, LlamaRowsEqualEachSequenceAloneWithTheirOwnAdapters) {
 TEST(BatchedDecode, Gpt2RowsEqualEachSequenceAlone) {
   ModelConfig c = config_preset("gpt2-tiny");
   check_batch_equals_alone(c);
+}
+
+// With f16 KV caches (`orion serve --kv-cache f16`) likewise: each slot's cache rounds as the
+// Transformer's does.
+TEST(BatchedDecode, F16KvCacheRowsEqualEachSequenceAlone) {
+  check_batch_equals_alone(config_preset("stories260k"), DType::F16);
+  check_batch_equals_alone(config_preset("gpt2-tiny"), DType::F16);
 }
 
 // A prompt fed as rows of decode steps (two chunks, beside another sequence's decoding row) gives

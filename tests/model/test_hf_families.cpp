@@ -167,8 +167,10 @@ TEST(HfFamilies, DecodeEqualsPrefillBitForBit) {
     const ModelWeights w = test::random_model(c, 9);
     std::vector<int> toks(20);
     for (size_t i = 0; i < toks.size(); i++) toks[i] = int((i * 37 + 11) % size_t(c.vocab_size));
-    for (int threads : {1, 2, 3})
-      EXPECT_EQ(test::decode_differences_from_prefill(w, toks, threads), 0u) << threads << " threads";
+    for (DType kv : {DType::F32, DType::F16})
+      for (int threads : {1, 2, 3})
+        EXPECT_EQ(test::decode_differences_from_prefill(w, toks, threads, kv), 0u)
+            << threads << " threads, KV cache " << dtype_name(kv);
   }
 }
 

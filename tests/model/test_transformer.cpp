@@ -229,10 +229,31 @@ TEST(Transformer, LlamaDecodeEqualsPrefillBitForBit) {
       ModelWeights w = test_weights(c, 8);
       w.convert_matrices(dt);
       auto toks = some_tokens(24, c.vocab_size, 8);
-      for (int threads : {1, 2, 3})
-        EXPECT_EQ(test::decode_differences_from_prefill(w, toks, threads), 0u)
-            << dtype_name(dt) << " kv heads " << c.n_kv_heads << ", " << threads << " threads";
+      for (DType kv : {DType::F32, DType::F16})
+        for (int threads : {1, 2, 3})
+          EXPECT_EQ(test::decode_differences_from_prefill(w, toks, threads, kv), 0u)
+              << dtype_name(dt) << " kv heads " << c.n_kv_heads << ", " << threads << " threads, KV cache "
+              << dtype_name(kv);
     }
+}
+
+// An f16 KV cache (--kv-cache f16) rounds every key and value once: the logits stay within f16
+// rounding of the f32 reference, for both families, in prefill and in decode — and it holds and
+// reads half the bytes.
+TEST(Transformer, F16KvCacheStaysCloseToTheReference) {
+  for (const ModelConfig& c : {tiny_llama(2), tiny_gpt2()}) {
+    ModelWeights w = test_weights(c, 10);
+    auto toks = some_tokens(30, c.vocab_size, 10);
+    auto ref = reference_logits(w, toks);
+    Transformer f32(w), f16(w, 0, DType::F16);
+    EXPECT_EQ(f16.kv_cache_dtype(), DType::F16);
+    const double exact = max_diff_all(f32, ref, toks), rounded = max_diff_all(f16, ref, toks);
+    EXPECT_LE(exact, 1e-4) << c.describe();
+    EXPECT_LE(rounded, 2e-2) << c.describe();
+    EXPECT_GT(rounded, exact) << "the f16 cache rounded nothing: " << c.describe();
+    double kv32 = f32.decode_bytes(29) - f32.decode_bytes(0), kv16 = f16.decode_bytes(29) - f16.decode_bytes(0);
+    EXPECT_DOUBLE_EQ(kv16 * 2, kv32) << c.describe();
+  }
 }
 
 }  // namespace

@@ -8,14 +8,16 @@
 namespace orion::test {
 
 // How many logits of token-by-token decode on `threads` threads differ (bitwise) from the prefill
-// of the whole sequence. The thread count is reset to the default afterwards.
-inline size_t decode_differences_from_prefill(const ModelWeights& w, const std::vector<int>& toks, int threads) {
+// of the whole sequence, both with a KV cache of kv_cache elements. The thread count is reset to
+// the default afterwards.
+inline size_t decode_differences_from_prefill(const ModelWeights& w, const std::vector<int>& toks, int threads,
+                                              DType kv_cache = DType::F32) {
   const size_t V = size_t(w.config.vocab_size);
-  Transformer pre(w);
+  Transformer pre(w, 0, kv_cache);
   const float* all = pre.forward(toks.data(), int(toks.size()), 0, true);
   const std::vector<float> expect(all, all + toks.size() * V);
   cpu::set_num_threads(threads);
-  Transformer dec(w);
+  Transformer dec(w, 0, kv_cache);
   size_t differing = 0;
   for (size_t t = 0; t < toks.size(); t++) {
     const float* lg = dec.forward(&toks[t], 1, int(t));

@@ -27,6 +27,16 @@ def test_generate_equals_cli(model, tiny_run, seed, temperature):
     assert model.last_stats["generated_tokens"] >= 1
 
 
+def test_f16_kv_cache_equals_cli(tiny_run):
+    path = os.path.join(tiny_run, "model.bin")
+    cli = run_cli("generate", "--model", path, "--prompt", "Once", "-n", "16", "--temperature", "0",
+                  "--kv-cache", "f16").stdout
+    assert cli == "Once" + orion.load(path, kv_cache="f16").generate("Once", max_tokens=16, temperature=0) + "\n"
+    with pytest.raises(orion.UsageError) as e:
+        orion.load(path, kv_cache="q8_0")
+    assert "unknown KV cache type 'q8_0'" in str(e.value)
+
+
 def test_stream_yields_the_generated_pieces(model):
     pieces = list(model.stream("Once upon a time", max_tokens=16, seed=5))
     assert len(pieces) > 1

@@ -16,23 +16,8 @@
 namespace orion::cpu {
 namespace {
 
-// The instruction sets this CPU can run; each test loops over them.
-std::vector<Isa> available_isas() {
-  std::vector<Isa> out;
-  const Isa before = active_isa();
-  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512})
-    if (set_isa(isa)) out.push_back(isa);
-  set_isa(before);
-  return out;
-}
-
-// Restores the start-up instruction set and thread count when a test ends.
-struct RestoreIsa {
-  Isa isa = active_isa();
-  int threads = num_threads();
-  ~RestoreIsa() { set_isa(isa), set_num_threads(threads); }
-};
-
+using test::available_isas;
+using test::RestoreIsa;
 using test::random_floats;
 
 // A weight matrix stored in dtype dt, and the fp32 values the kernels must see (each stored
@@ -340,7 +325,7 @@ TEST(Kernels, AttentionCausalGqa) {
 
 // A head's scores and weighted sum, computed several positions (or a slice of channels over all
 // positions) at a time, are the plain per-position dot and axpy loops bit for bit: decode's
-// attention must not change the logits.
+// attention must not change the logits. Their f16-cache forms equal them over the widened values.
 TEST(Kernels, AttentionScoresAndWeightedSumEqualTheDotAndAxpyLoops) {
   RestoreIsa restore;
   for (Isa isa : available_isas()) {
@@ -362,6 +347,17 @@ TEST(Kernels, AttentionScoresAndWeightedSumEqualTheDotAndAxpyLoops) {
         ker.weighted_sum(out.data(), att.data(), v.data(), len, HS, stride);
         for (int p = 0; p < len; p++) ker.axpy(ref.data(), att[p], v.data() + size_t(p) * stride, HS);
         EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * 4)) << isa_name(isa) << " HS=" << HS << " len=" << len;
+        // The f16 forms (an f16 KV cache) are these kernels over the f16 values widened.
+        std::vector<uint16_t> k16(k.size()), v16(v.size());
+        std::vector<float> kw(k.size()), vw(v.size());
+        for (size_t i = 0; i < k.size(); i++) k16[i] = f32_to_f16(k[i]), kw[i] = f16_to_f32(k16[i]);
+        for (size_t i = 0; i < v.size(); i++) v16[i] = f32_to_f16(v[i]), vw[i] = f16_to_f32(v16[i]);
+        ker.scores_f16(got.data(), q.data(), k16.data(), len, HS, stride, scale);
+        ker.scores(want.data(), q.data(), kw.data(), len, HS, stride, scale);
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << isa_name(isa) << " f16 HS=" << HS << " len=" << len;
+        ker.weighted_sum_f16(out.data(), att.data(), v16.data(), len, HS, stride);
+        ker.weighted_sum(ref.data(), att.data(), vw.data(), len, HS, stride);
+        EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * 4)) << isa_name(isa) << " f16 HS=" << HS << " len=" << len;
       }
   }
 }

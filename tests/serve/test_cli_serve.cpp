@@ -97,7 +97,9 @@ std::string printable(std::string s) {
   return s;
 }
 
-TEST(CliServe, ChatUsesTheModelsTemplateAsGenerateChatDoes) {
+// `flags` go to both the server and generate (e.g. --kv-cache f16: each slot's cache rounds as the
+// Transformer's does).
+void check_chat_equals_generate_chat(const std::string& flags) {
   const std::string dir = temp_dir();
   save_model(random_weights(config_preset("stories260k"), 10), dir + "/m.bin", ModelFormat::Llama2c);
   std::ofstream(dir + "/tokenizer_config.json")
@@ -105,7 +107,7 @@ TEST(CliServe, ChatUsesTheModelsTemplateAsGenerateChatDoes) {
                          "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
                          "{% if add_generation_prompt %}assistant:{% endif %}"}}
              .dump();
-  auto [pid, port] = start_server(dir, "");
+  auto [pid, port] = start_server(dir, flags);
   ASSERT_GT(port, 0) << read_text(dir + "/serve.log");
   httplib::Client cli("127.0.0.1", port);
   const nlohmann::json body = {{"model", "base"}, {"messages", {{{"role", "user"}, {"content", "Tell me"}}}},
@@ -120,14 +122,17 @@ TEST(CliServe, ChatUsesTheModelsTemplateAsGenerateChatDoes) {
   EXPECT_EQ(r["usage"]["prompt_tokens"], tok->encode("user: Tell me\nassistant:", false).size());
   std::string out, err;
   ASSERT_EQ(run_orion("generate --chat --model " + dir + "/m.bin --tokenizer " +
-                          data_path("tokenizer/spm_stories/tokenizer.bin") + " -p 'Tell me' -n 10 --temperature 0",
+                          data_path("tokenizer/spm_stories/tokenizer.bin") + " -p 'Tell me' -n 10 --temperature 0 " + flags,
                       &out, &err),
             0)
       << err;
   ASSERT_FALSE(out.empty());
   out.pop_back();  // generate ends the reply with a newline
-  EXPECT_EQ(printable(reply), as_json_text(out));
+  EXPECT_EQ(printable(reply), as_json_text(out)) << flags;
 }
+
+TEST(CliServe, ChatUsesTheModelsTemplateAsGenerateChatDoes) { check_chat_equals_generate_chat(""); }
+TEST(CliServe, F16KvCacheChatEqualsGenerateChatWithIt) { check_chat_equals_generate_chat("--kv-cache f16"); }
 
 // --backend anesim: the blocks run as ANE programs on anesim; a greedy completion is the text
 // `orion generate --backend anesim` prints, and /health counts the programs compiled.

@@ -34,6 +34,23 @@ TEST(CliGenerate, GreedyLlama2cIsDeterministicAcrossThreadCounts) {
   EXPECT_NE(err.find("tok/s"), std::string::npos) << err;
 }
 
+// --kv-cache f16 generates (its numerics: tests/model/test_transformer.cpp, F16KvCache…); values it
+// does not know, or the ANE backend, are refused with the flag named.
+TEST(CliGenerate, F16KvCacheGeneratesAndBadValuesAreRefused) {
+  std::string dir = test::temp_dir();
+  save_model(random_weights(llama_512(), 36), dir + "/m.bin", ModelFormat::Llama2c);
+  std::string base = "generate --model " + dir + "/m.bin --tokenizer " + spm_bin() + " --prompt 'Once upon a time' --temperature 0 -n 8";
+  std::string f16, err;
+  ASSERT_EQ(run_orion(base + " --kv-cache f16", &f16, &err), 0) << err;
+  EXPECT_EQ(f16.rfind("Once upon a time", 0), 0u) << f16;
+  EXPECT_GT(f16.size(), std::string("Once upon a time\n").size());
+  std::string out;
+  EXPECT_EQ(run_orion(base + " --kv-cache q8_0", &out, &err), 2);
+  EXPECT_NE(err.find("--kv-cache"), std::string::npos) << err;
+  EXPECT_EQ(run_orion(base + " --kv-cache f16 --backend anesim", &out, &err), 2);
+  EXPECT_NE(err.find("--kv-cache f16 is for the CPU backend"), std::string::npos) << err;
+}
+
 TEST(CliGenerate, SameSeedSameTextOtherSeedOtherText) {
   std::string dir = test::temp_dir();
   ModelWeights w = random_weights(llama_512(), 32);

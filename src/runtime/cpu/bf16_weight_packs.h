@@ -2,7 +2,7 @@
 //
 // Every product of a weight W [N, K] packs W into bf16 pairs first: y = x·Wᵀ (forward) and
 // dx = dy·W (backward) each read all of W in fp32 and write it again as bf16, twice per step for
-// the same weights — ~70 ms of a 700 ms GPT-2 124M step (B 4, T 64) on the 2-core Zen 5 machine.
+// the same weights — ~70 ms of a 700 ms GPT-2 124M step (B 4, T 64) on the 2-core Zen 4 machine.
 // Weights change only when the optimiser updates them, so their owner repacks them once after each
 // update, both layouts in one pass (pack_weight_bf16), and the products use those packs until the
 // next update.

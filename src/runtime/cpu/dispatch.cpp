@@ -163,19 +163,30 @@ void matmul(float* y, const float* x, const void* W, DType wt, const float* bias
 
 // --- attention -----------------------------------------------------------------------------------
 
-void attention_head(float* out, const float* q, const float* k, const float* v, int len, int head_dim, int kv_stride,
-                    float* att) {
+void attention_head(float* out, const float* q, const void* k, const void* v, int len, int head_dim, int kv_stride,
+                    float* att, DType kv_dtype) {
   const IsaKernels& ker = *g_kernels;
   const float scale = 1.0f / std::sqrt(float(head_dim));
-  ker.scores(att, q, k, len, head_dim, kv_stride, scale);
+  if (kv_dtype == DType::F16) {
+    ker.scores_f16(att, q, static_cast<const uint16_t*>(k), len, head_dim, kv_stride, scale);
+    softmax_inplace(att, len);
+    ker.weighted_sum_f16(out, att, static_cast<const uint16_t*>(v), len, head_dim, kv_stride);
+    return;
+  }
+  ORION_CHECK(kv_dtype == DType::F32, "attention: a KV cache holds f32 or f16");
+  ker.scores(att, q, static_cast<const float*>(k), len, head_dim, kv_stride, scale);
   softmax_inplace(att, len);
-  ker.weighted_sum(out, att, v, len, head_dim, kv_stride);
+  ker.weighted_sum(out, att, static_cast<const float*>(v), len, head_dim, kv_stride);
 }
 
-void KvLayout::store(float* cache, int pos, const float* row, int c0, int c1) const {
+void KvLayout::store(void* cache, int pos, const float* row, int c0, int c1) const {
   for (int c = c0; c < c1;) {  // one run of channels per kv head
     const int head = c / head_dim, i = c % head_dim, n = std::min(c1 - c, head_dim - i);
-    std::copy(row + c, row + c + n, cache + at(head, pos) + i);
+    const size_t e = at(head, pos) + size_t(i);
+    if (dtype == DType::F16)
+      for (int j = 0; j < n; j++) static_cast<uint16_t*>(cache)[e + size_t(j)] = f32_to_f16(row[c + j]);
+    else
+      std::copy(row + c, row + c + n, static_cast<float*>(cache) + e);
     c += n;
   }
 }
@@ -183,15 +194,15 @@ void KvLayout::store(float* cache, int pos, const float* row, int c0, int c1) co
 // Query head h of the token at position pos (window: see attention_start): attention_head over
 // the positions it sees. With grouped-query attention, NH/NKV consecutive query heads share kv head
 // kvh = h / (NH/NKV).
-static void attention_task(float* out, const float* q, const float* k, const float* v, int pos, int h, int group,
+static void attention_task(float* out, const float* q, const void* k, const void* v, int pos, int h, int group,
                            const KvLayout& kv, int window, float* scratch) {
   const int HS = kv.head_dim, first = attention_start(pos, window), len = pos + 1 - first;
-  const size_t at = kv.at(h / group, first);  // the first visible position of the head
-  attention_head(out + size_t(h) * HS, q + size_t(h) * HS, k + at, v + at, len, HS, int(kv.pos_stride), scratch);
+  attention_head(out + size_t(h) * HS, q + size_t(h) * HS, kv.address(k, h / group, first),
+                 kv.address(v, h / group, first), len, HS, int(kv.pos_stride), scratch, kv.dtype);
 }
 
 // For each new token t and head h (one task each, spread over threads), attention_task.
-void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads, int n_kv_heads,
+void attention(float* out, const float* q, const void* k, const void* v, int T, int pos0, int n_heads, int n_kv_heads,
                const KvLayout& kv, int window) {
   const int group = n_heads / n_kv_heads, Q = n_heads * kv.head_dim;
   const int tasks = T * n_heads;

@@ -30,7 +30,7 @@ const std::string& isa_request_refused();
 // How the decode matvec walks a thread's rows of W. Both sum every row the same way (the same bits);
 // they differ in how memory sees the reads:
 //   RowByRow   one row after the next, no software prefetch: a single sequential stream per thread,
-//              which the hardware prefetcher follows on its own. Measured faster on AMD Zen 5
+//              which the hardware prefetcher follows on its own. Measured faster on AMD Zen 4
 //              (Stories110M f16 decode +10–25%, q8_0 +8–22%; bench/RESULTS.md).
 //   RowBlocks  8 rows side by side (x loaded once for all 8), each row prefetched ahead in software
 //              into L1 and L2: 8 interleaved streams the hardware prefetcher cannot follow alone.
@@ -100,21 +100,33 @@ void rope_frequencies(float* inv_freq, int head_dim, float theta);
 void rope_angles(float* cs, const float* inv_freq, int head_dim, int pos);
 
 // --- attention ---------------------------------------------------------------------------------
-// Where a layer's KV cache keeps position p of kv head g: k + at(g, p) (values alike). Two layouts:
+// Where a layer's KV cache keeps position p of kv head g: element at(g, p) of the cache (values
+// alike), each element a `dtype` (f32, or f16 for half the memory and bytes read per step). Two layouts:
 //   rows:  [S, NKV·HS]  one row per position, as a matmul writes it (pos_stride NKV·HS, head_stride HS)
 //   heads: [NKV, S, HS] each kv head's positions one after another (pos_stride HS, head_stride S·HS):
 //          a decode step reads each head's keys and values as one sequential stream instead of
 //          HS floats out of every NKV·HS, a stride the hardware prefetchers do not follow.
+// An f16 cache holds each value rounded to the nearest f16 (f32_to_f16); attention widens them back
+// exactly, so it gives the bits an f32 cache holding those rounded values gives.
 struct KvLayout {
   size_t pos_stride, head_stride;
   int head_dim;
-  static KvLayout rows(int kv_dim, int head_dim) { return {size_t(kv_dim), size_t(head_dim), head_dim}; }
-  static KvLayout heads(int max_seq, int head_dim) {
-    return {size_t(head_dim), size_t(max_seq) * size_t(head_dim), head_dim};
+  DType dtype = DType::F32;  // F32 or F16
+  static KvLayout rows(int kv_dim, int head_dim, DType dt = DType::F32) {
+    return {size_t(kv_dim), size_t(head_dim), head_dim, dt};
+  }
+  static KvLayout heads(int max_seq, int head_dim, DType dt = DType::F32) {
+    return {size_t(head_dim), size_t(max_seq) * size_t(head_dim), head_dim, dt};
   }
   size_t at(int head, int pos) const { return size_t(head) * head_stride + size_t(pos) * pos_stride; }
-  // Channels c0 .. c1−1 of one position's row (row[c]: channel c of [NKV·HS]) into the cache at pos.
-  void store(float* cache, int pos, const float* row, int c0, int c1) const;
+  size_t elem_bytes() const { return dtype == DType::F16 ? 2 : 4; }
+  // The address of element at(head, pos) of a cache starting at `cache`.
+  const void* address(const void* cache, int head, int pos) const {
+    return static_cast<const char*>(cache) + at(head, pos) * elem_bytes();
+  }
+  // Channels c0 .. c1−1 of one position's row (row[c]: channel c of [NKV·HS]) into the cache at pos,
+  // rounded to f16 for an f16 cache.
+  void store(void* cache, int pos, const float* row, int c0, int c1) const;
 };
 
 // Causal attention of T new query tokens at positions pos0 .. pos0+T−1 against a KV cache holding
@@ -123,7 +135,7 @@ struct KvLayout {
 //   k, v: one layer's cache in layout kv (positions 0 .. pos0+T−1); head h reads kv head h / (NH/NKV)
 // scores = q·kᵀ / √HS over positions ≤ its own, softmax, then weighted sum of v.
 // window > 0: a query at position p sees only positions p − window + 1 .. p (a sliding window).
-void attention(float* out, const float* q, const float* k, const float* v, int T, int pos0, int n_heads, int n_kv_heads,
+void attention(float* out, const float* q, const void* k, const void* v, int T, int pos0, int n_heads, int n_kv_heads,
                const KvLayout& kv, int window = 0);
 // Attention of one new token in each of B sequences (a batched decode step): row b's query at
 // position pos attends to its own cache's positions ≤ pos (its key/value already written). Each
@@ -132,8 +144,8 @@ void attention(float* out, const float* q, const float* k, const float* v, int T
 struct AttentionRow {
   float* out;          // [NH·HS]
   const float* q;      // [NH·HS]
-  const float* k;      // one layer's cache of the row's sequence, layout kv
-  const float* v;
+  const void* k;       // one layer's cache of the row's sequence, layout kv
+  const void* v;
   int pos;
 };
 void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv, int window = 0);
@@ -142,10 +154,10 @@ inline int attention_start(int pos, int window) { return window > 0 && pos >= wi
 
 // One query head of one token against `len` cached positions (the causal window), single-threaded:
 //   att[p] = q·k_p / √HS,  att = softmax(att),  out = Σ_p att[p]·v_p
-//   q, out: [HS];  k, v: the head's positions p = 0 .. len−1, kv_stride floats apart
-//   scratch: ≥ len floats
-void attention_head(float* out, const float* q, const float* k, const float* v, int len, int head_dim, int kv_stride,
-                    float* scratch);
+//   q, out: [HS];  k, v: the head's positions p = 0 .. len−1, kv_stride elements apart, in kv_dtype
+//   (F32 or F16);  scratch: ≥ len floats
+void attention_head(float* out, const float* q, const void* k, const void* v, int len, int head_dim, int kv_stride,
+                    float* scratch, DType kv_dtype = DType::F32);
 
 // --- building blocks for code that runs inside its own OpenMP parallel region -------------------
 // (a decode step runs a whole token in one region, see model/family/llama/llama_decode.cpp; these never start

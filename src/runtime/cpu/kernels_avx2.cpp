@@ -249,11 +249,18 @@ void axpy(float* y, float s, const float* x, int n) {
   for (; i < n; i++) y[i] += s * x[i];
 }
 
-// Attention over cached positions (IsaKernels::scores, weighted_sum): the sums of dot and axpy.
+// Attention over cached positions (IsaKernels::scores, weighted_sum and their f16 forms): the sums
+// of dot and axpy.
+
+// 8 cache elements as fp32: f32 as they are, f16 widened (vcvtph2ps, exact); one element likewise.
+inline __m256 load_kv(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load_kv(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline float widen(float x) { return x; }
+inline float widen(uint16_t h) { return _cvtsh_ss(h); }
 
 // att[j] = dot(q, k_j)·scale for P positions j (rows kv_stride apart), each summed as dot() does.
-template <int P>
-inline void scores_block(float* att, const float* q, const float* k, int n, int kv_stride, float scale) {
+template <int P, typename T>
+inline void scores_block(float* att, const float* q, const T* k, int n, int kv_stride, float scale) {
   __m256 acc[P];
 #pragma GCC unroll 8
   for (int j = 0; j < P; j++) acc[j] = _mm256_setzero_ps();
@@ -261,18 +268,19 @@ inline void scores_block(float* att, const float* q, const float* k, int n, int 
   for (; i + 8 <= n; i += 8) {
     const __m256 qv = _mm256_loadu_ps(q + i);
 #pragma GCC unroll 8
-    for (int j = 0; j < P; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + size_t(j) * kv_stride + i), acc[j]);
+    for (int j = 0; j < P; j++) acc[j] = _mm256_fmadd_ps(qv, load_kv(k + size_t(j) * kv_stride + i), acc[j]);
   }
 #pragma GCC unroll 8
   for (int j = 0; j < P; j++) {
-    const float* kj = k + size_t(j) * kv_stride;
+    const T* kj = k + size_t(j) * kv_stride;
     float s = hsum(acc[j]);
-    for (int t = i; t < n; t++) s += q[t] * kj[t];
+    for (int t = i; t < n; t++) s += q[t] * widen(kj[t]);
     att[j] = s * scale;
   }
 }
 
-void scores(float* att, const float* q, const float* k, int len, int head_dim, int kv_stride, float scale) {
+template <typename T>
+void scores(float* att, const float* q, const T* k, int len, int head_dim, int kv_stride, float scale) {
   constexpr int P = 4;  // positions per pass: P independent FMA chains
   int p = 0;
   for (; p + P <= len; p += P) scores_block<P>(att + p, q, k + size_t(p) * kv_stride, head_dim, kv_stride, scale);
@@ -281,29 +289,30 @@ void scores(float* att, const float* q, const float* k, int len, int head_dim, i
 
 // Channels i0 .. i0 + 8·G − 1 of out = Σ_p att[p]·v_p, in G registers over all positions: per
 // channel the same FMAs in the same order as axpy from out = 0.
-template <int G>
-inline void weighted_sum_slice(float* out, const float* att, const float* v, int len, int kv_stride, int i0) {
+template <int G, typename T>
+inline void weighted_sum_slice(float* out, const float* att, const T* v, int len, int kv_stride, int i0) {
   __m256 o[G];
 #pragma GCC unroll 8
   for (int g = 0; g < G; g++) o[g] = _mm256_setzero_ps();
   for (int p = 0; p < len; p++) {
     const __m256 sv = _mm256_set1_ps(att[p]);
-    const float* vp = v + size_t(p) * kv_stride + i0;
+    const T* vp = v + size_t(p) * kv_stride + i0;
 #pragma GCC unroll 8
-    for (int g = 0; g < G; g++) o[g] = _mm256_fmadd_ps(sv, _mm256_loadu_ps(vp + 8 * g), o[g]);
+    for (int g = 0; g < G; g++) o[g] = _mm256_fmadd_ps(sv, load_kv(vp + 8 * g), o[g]);
   }
 #pragma GCC unroll 8
   for (int g = 0; g < G; g++) _mm256_storeu_ps(out + i0 + 8 * g, o[g]);
 }
 
-void weighted_sum(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride) {
+template <typename T>
+void weighted_sum(float* out, const float* att, const T* v, int len, int head_dim, int kv_stride) {
   constexpr int G = 8;  // registers of out per pass (64 channels)
   int i = 0;
   for (; i + 8 * G <= head_dim; i += 8 * G) weighted_sum_slice<G>(out, att, v, len, kv_stride, i);
   for (; i + 8 <= head_dim; i += 8) weighted_sum_slice<1>(out, att, v, len, kv_stride, i);
   for (; i < head_dim; i++) {  // the channels past the last 8, as axpy's scalar tail sums them
     float o = 0;
-    for (int p = 0; p < len; p++) o += att[p] * v[size_t(p) * kv_stride + i];
+    for (int p = 0; p < len; p++) o += att[p] * widen(v[size_t(p) * kv_stride + i]);
     out[i] = o;
   }
 }
@@ -448,7 +457,8 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
 
 }  // namespace
 
-const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores, weighted_sum, q8_quantize_avx2};
+const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
+                                  scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx2};
 
 bool avx2_vnni_on() { return g_vnni; }
 bool set_avx2_vnni(bool on) {

@@ -254,12 +254,17 @@ void axpy(float* y, float s, const float* x, int n) {
   }
 }
 
-// Attention over cached positions (IsaKernels::scores, weighted_sum): the sums of dot and axpy.
+// Attention over cached positions (IsaKernels::scores, weighted_sum and their f16 forms): the sums
+// of dot and axpy.
 inline __mmask16 lanes_from(int i, int n) { return n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1); }
 
+// Lanes m of 16 cache elements as fp32: f32 as they are, f16 widened (vcvtph2ps, exact).
+inline __m512 load_kv(__mmask16 m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load_kv(__mmask16 m, const uint16_t* p) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+
 // att[j] = dot(q, k_j)·scale for P positions j (rows kv_stride apart), each summed as dot() does.
-template <int P>
-inline void scores_block(float* att, const float* q, const float* k, int n, int kv_stride, float scale) {
+template <int P, typename T>
+inline void scores_block(float* att, const float* q, const T* k, int n, int kv_stride, float scale) {
   __m512 acc[P];
 #pragma GCC unroll 8
   for (int j = 0; j < P; j++) acc[j] = _mm512_setzero_ps();
@@ -267,14 +272,14 @@ inline void scores_block(float* att, const float* q, const float* k, int n, int 
     const __mmask16 m = lanes_from(i, n);
     const __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
 #pragma GCC unroll 8
-    for (int j = 0; j < P; j++)
-      acc[j] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k + size_t(j) * kv_stride + i), acc[j]);
+    for (int j = 0; j < P; j++) acc[j] = _mm512_fmadd_ps(qv, load_kv(m, k + size_t(j) * kv_stride + i), acc[j]);
   }
 #pragma GCC unroll 8
   for (int j = 0; j < P; j++) att[j] = hsum(acc[j]) * scale;
 }
 
-void scores(float* att, const float* q, const float* k, int len, int head_dim, int kv_stride, float scale) {
+template <typename T>
+void scores(float* att, const float* q, const T* k, int len, int head_dim, int kv_stride, float scale) {
   constexpr int P = 4;  // positions per pass: P independent FMA chains
   int p = 0;
   for (; p + P <= len; p += P) scores_block<P>(att + p, q, k + size_t(p) * kv_stride, head_dim, kv_stride, scale);
@@ -283,7 +288,8 @@ void scores(float* att, const float* q, const float* k, int len, int head_dim, i
 
 // out = Σ_p att[p]·v_p, 64 channels at a time held in 4 registers over all positions: per channel the
 // same FMAs in the same order as axpy from out = 0.
-void weighted_sum(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride) {
+template <typename T>
+void weighted_sum(float* out, const float* att, const T* v, int len, int head_dim, int kv_stride) {
   constexpr int G = 4;  // registers of out per pass
   for (int i0 = 0; i0 < head_dim; i0 += 16 * G) {
     __mmask16 m[G];
@@ -296,9 +302,9 @@ void weighted_sum(float* out, const float* att, const float* v, int len, int hea
     }
     for (int p = 0; p < len; p++) {
       const __m512 sv = _mm512_set1_ps(att[p]);
-      const float* vp = v + size_t(p) * kv_stride + i0;
+      const T* vp = v + size_t(p) * kv_stride + i0;
 #pragma GCC unroll 4
-      for (int g = 0; g < G; g++) o[g] = _mm512_fmadd_ps(sv, _mm512_maskz_loadu_ps(m[g], vp + 16 * g), o[g]);
+      for (int g = 0; g < G; g++) o[g] = _mm512_fmadd_ps(sv, load_kv(m[g], vp + 16 * g), o[g]);
     }
 #pragma GCC unroll 4
     for (int g = 0; g < G; g++) _mm512_mask_storeu_ps(out + i0 + 16 * g, m[g], o[g]);
@@ -485,7 +491,8 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
 
 }  // namespace
 
-const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores, weighted_sum, q8_quantize_avx512};
+const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
+                                    scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx512};
 
 bool avx512_vnni_on() { return g_vnni; }
 bool set_avx512_vnni(bool on) {

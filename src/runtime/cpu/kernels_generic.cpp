@@ -75,18 +75,35 @@ void axpy(float* y, float s, const float* x, int n) {
   for (int i = 0; i < n; i++) y[i] += s * x[i];
 }
 
-void scores(float* att, const float* q, const float* k, int len, int head_dim, int kv_stride, float scale) {
-  for (int p = 0; p < len; p++) att[p] = dot(q, k + size_t(p) * kv_stride, head_dim) * scale;
+// An f32 or f16 cache element as fp32 (exact either way).
+inline float widen(float x) { return x; }
+inline float widen(uint16_t h) { return f16_to_f32(h); }
+
+// att[p] = dot(q, k_p)·scale, summed as dot() sums.
+template <typename T>
+void scores_of(float* att, const float* q, const T* k, int len, int head_dim, int kv_stride, float scale) {
+  for (int p = 0; p < len; p++) {
+    const T* kp = k + size_t(p) * kv_stride;
+    float s = 0;
+    for (int i = 0; i < head_dim; i++) s += q[i] * widen(kp[i]);
+    att[p] = s * scale;
+  }
 }
 
-void weighted_sum(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride) {
+// out = Σ_p att[p]·v_p, as axpy(out, att[p], v_p) from out = 0.
+template <typename T>
+void weighted_sum_of(float* out, const float* att, const T* v, int len, int head_dim, int kv_stride) {
   std::fill(out, out + head_dim, 0.0f);
-  for (int p = 0; p < len; p++) axpy(out, att[p], v + size_t(p) * kv_stride, head_dim);
+  for (int p = 0; p < len; p++) {
+    const T* vp = v + size_t(p) * kv_stride;
+    for (int i = 0; i < head_dim; i++) out[i] += att[p] * widen(vp[i]);
+  }
 }
 
 }  // namespace
 
-const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, gemm_rows, 4, to_f32, dot, axpy, scores, weighted_sum, q8_quantize_generic};
+const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, gemm_rows, 4, to_f32, dot, axpy, scores_of<float>, weighted_sum_of<float>, scores_of<uint16_t>,
+                                     weighted_sum_of<uint16_t>, q8_quantize_generic};
 
 // --- normalisation (one row per token; rows are independent, so threads split them) -------------
 

@@ -41,6 +41,10 @@ struct IsaKernels {
   // sum and load/store of out were most of a decode's attention time.
   void (*scores)(float* att, const float* q, const float* k, int len, int head_dim, int kv_stride, float scale);
   void (*weighted_sum)(float* out, const float* att, const float* v, int len, int head_dim, int kv_stride);
+  // The same two over an f16 cache: each k_p, v_p element widened to fp32 (exact), then the same
+  // FMAs in the same order — the bits of scores / weighted_sum over the widened values.
+  void (*scores_f16)(float* att, const float* q, const uint16_t* k, int len, int head_dim, int kv_stride, float scale);
+  void (*weighted_sum_f16)(float* out, const float* att, const uint16_t* v, int len, int head_dim, int kv_stride);
   // q8_0 activations: `blocks` blocks of 32 values quantised (kernels_q8.h, q8_quantize_generic),
   // the same bits on every ISA.
   void (*q8_quantize)(const float* x, int8_t* q, float* d, size_t blocks);

@@ -84,8 +84,8 @@ struct AttentionStep {
   Transformer::Activations& a;
   float* k;                   // this token's key row [NKV·HS] (a.k), before it enters the cache
   float* v;                   // this token's value row
-  float* kc;                  // the layer's cache, layout kv
-  float* vc;
+  void* kc;                   // the layer's cache, layout kv (f32 or f16 elements)
+  void* vc;
   const cpu::KvLayout& kv;
   const float* cs;            // RoPE cos/sin at pos
   int pos, first;             // this token's position; the oldest position attended to
@@ -94,9 +94,9 @@ struct AttentionStep {
 // Query head h's attention over the step's cached positions into a.att.
 void attend(const AttentionStep& s, int h, float* scores) {
   const int HS = s.c.head_dim(), group = s.c.n_heads / s.c.n_kv_heads;
-  const size_t at = s.kv.at(h / group, s.first);  // the head's oldest visible position
-  cpu::attention_head(s.a.att.data() + size_t(h) * HS, s.a.q.data() + size_t(h) * HS, s.kc + at, s.vc + at,
-                      s.pos + 1 - s.first, HS, int(s.kv.pos_stride), scores);
+  const int g = h / group;  // its kv head, from the oldest visible position
+  cpu::attention_head(s.a.att.data() + size_t(h) * HS, s.a.q.data() + size_t(h) * HS, s.kv.address(s.kc, g, s.first),
+                      s.kv.address(s.vc, g, s.first), s.pos + 1 - s.first, HS, int(s.kv.pos_stride), scores, s.kv.dtype);
 }
 
 // Heads h0 .. h1−1 of q (is_q) or of this token's k: normalised by the layer's q/k norm, then turned.
