@@ -3,7 +3,8 @@
 # are the ratios, each taken within one round, since a machine's speed drifts between runs.
 #
 #   Stories110M decode / prefill: llama2.c run.c (fp32), Orion f16 and q8_0 (`orion bench
-#     generate`, which also measures the memory-bandwidth and GEMM bounds in the same run),
+#     generate`, which also measures the memory-bandwidth and GEMM bounds in the same run), each with
+#     its default f32 KV cache and with `--kv-cache f16` (as llama.cpp keeps its cache),
 #     llama.cpp llama-bench F16 and Q8_0 on GGUF files Orion wrote from the same weights as run.c's.
 #   GPT-2 124M training step (B 4, T 64): llm.c train_gpt2 (fp32) against `orion bench train`
 #     --precision fp32 and bf16.
@@ -23,7 +24,8 @@
 #   WORK          folder for the inputs, made once and kept (default: /tmp/orion-bench-peers)
 #   THREADS=2  REPEAT=3 (runs per tool and round for decode/prefill; each tool's best counts)
 #   LLMC_STEPS=10 (llm.c steps timed after its first; it is stopped once they are printed)
-#   TRAIN_STEPS=5 (Orion's timed training steps, after one warm-up step)
+#   TRAIN_STEPS=7 (Orion's timed training steps, after one warm-up step; their median counts, as
+#                 llm.c's median does)
 #   PYTHON        a python3 with numpy (default: /usr/bin/python3), for make_llama2c_model.py
 #   GPT2_TOKENIZER  GPT-2's encoder.json + vocab.bpe folder, to tokenize llm.c's data
 #                   (default: ../shared/tokenizers/gpt2 beside this checkout)
@@ -40,7 +42,7 @@ WORK="${WORK:-/tmp/orion-bench-peers}"
 THREADS="${THREADS:-2}"
 REPEAT="${REPEAT:-3}"
 LLMC_STEPS="${LLMC_STEPS:-10}"
-TRAIN_STEPS="${TRAIN_STEPS:-5}"
+TRAIN_STEPS="${TRAIN_STEPS:-7}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 export OMP_NUM_THREADS="$THREADS"
 
@@ -94,11 +96,11 @@ run_runc() {  # best tok/s of REPEAT runs of 128 positions (run.c's own "achieve
   record runc "\"decode_tok_s\":$best"
 }
 
-run_orion_generate() {  # dtype
+run_orion_generate() {  # dtype kv-cache (f32 | f16)
   local j
-  j=$("$ORION" bench generate --config stories110m --dtype "$1" --prompt-len 256 --decode-len 128 \
+  j=$("$ORION" bench generate --config stories110m --dtype "$1" --kv-cache "$2" --prompt-len 256 --decode-len 128 \
     --repeat "$REPEAT" --threads "$THREADS" --json)
-  record "orion_$1" "\"bench\":$j"
+  record "orion_$1$([[ $2 == f16 ]] && echo _kv16)" "\"bench\":$j"
 }
 
 run_llama_bench() {  # both files in one call; the report takes each test's best sample
@@ -173,7 +175,7 @@ def figures(r):
             f["llmc_ms"] = statistics.median(x["step_ms"])
             f["llmc_n"] = len(x["step_ms"])
         elif t.startswith("train_"):
-            f[f"{t}_ms"] = x["bench"]["ms_per_step"]
+            f[f"{t}_ms"] = x["bench"].get("median_ms", x["bench"]["ms_per_step"])
     return f
 
 def num(v, fmt="{:.1f}"):
@@ -185,12 +187,17 @@ def div(f, a, b):
 RATIOS = [  # label, value of a round's figures, what issue 18 asks for
     ("Orion f16 ÷ run.c decode", lambda f: div(f, "f16.decode_tok_s", "runc"), "≥ 1.9× (AVX2) / ≥ 2.3× (AVX-512)"),
     ("Orion q8_0 ÷ run.c decode", lambda f: div(f, "q8_0.decode_tok_s", "runc"), "≥ 3.3× (AVX2) / ≥ 5× (AVX-512)"),
+    ("Orion f16, f16 KV cache ÷ run.c decode", lambda f: div(f, "f16_kv16.decode_tok_s", "runc"), ""),
+    ("Orion q8_0, f16 KV cache ÷ run.c decode", lambda f: div(f, "q8_0_kv16.decode_tok_s", "runc"), ""),
     ("Orion f16 ÷ llama.cpp F16 decode", lambda f: div(f, "f16.decode_tok_s", "llama_f16.decode"), ""),
+    ("Orion f16, f16 KV cache ÷ llama.cpp F16 decode", lambda f: div(f, "f16_kv16.decode_tok_s", "llama_f16.decode"), ""),
     ("Orion q8_0 ÷ llama.cpp Q8_0 decode", lambda f: div(f, "q8_0.decode_tok_s", "llama_q8_0.decode"), "> 1×"),
+    ("Orion q8_0, f16 KV cache ÷ llama.cpp Q8_0 decode", lambda f: div(f, "q8_0_kv16.decode_tok_s", "llama_q8_0.decode"), ""),
     ("Orion f16 ÷ llama.cpp F16 prefill", lambda f: div(f, "f16.prefill_tok_s", "llama_f16.prefill"), ""),
     ("Orion q8_0 ÷ llama.cpp Q8_0 prefill", lambda f: div(f, "q8_0.prefill_tok_s", "llama_q8_0.prefill"), ""),
     ("Orion f16 decode ÷ bandwidth bound", lambda f: f.get("f16.bandwidth_efficiency"), "≥ 0.9"),
     ("Orion q8_0 decode ÷ bandwidth bound", lambda f: f.get("q8_0.bandwidth_efficiency"), ""),
+    ("Orion f16, f16 KV cache decode ÷ bandwidth bound", lambda f: f.get("f16_kv16.bandwidth_efficiency"), ""),
     ("Orion f16 prefill ÷ GEMM bound", lambda f: f.get("f16.prefill_efficiency"), "≥ 0.6"),
     ("Orion q8_0 prefill ÷ GEMM bound", lambda f: f.get("q8_0.prefill_efficiency"), "≥ 0.6"),
     ("llm.c ms ÷ Orion fp32 ms (training step)", lambda f: div(f, "llmc_ms", "train_fp32_ms"), "≥ 4×"),
@@ -206,24 +213,26 @@ def round_tables(r):
     print("| Stories110M (256-token prompt, 128 decoded) | decode tok/s | prefill tok/s |")
     print("|---|---|---|")
     print(f"| llama2.c run.c fp32 (OpenMP), best of {reps} | {num(f.get('runc'))} | — |")
-    for d in ("f16", "q8_0"):
+    for d in ("f16", "q8_0", "f16_kv16", "q8_0_kv16"):
         if f"{d}.decode_tok_s" not in f:
             continue
-        print(f"| Orion {d} (`orion bench generate`, best of {reps}) | {num(f[d + '.decode_tok_s'])} "
+        name = d.replace("_kv16", ", f16 KV cache")
+        print(f"| Orion {name} (`orion bench generate`, best of {reps}) | {num(f[d + '.decode_tok_s'])} "
               f"(bound {num(f[d + '.bandwidth_bound_tok_s'])}) | {num(f[d + '.prefill_tok_s'])} "
               f"(GEMM bound {num(f[d + '.prefill_bound_tok_s'])}) |")
     for d, name in (("f16", "F16"), ("q8_0", "Q8_0")):
         print(f"| llama.cpp {name} (llama-bench tg128 / pp256, best of {reps}) | "
               f"{num(f.get(f'llama_{d}.decode'))} | {num(f.get(f'llama_{d}.prefill'))} |")
     if any(f.get(k) is not None for k in ("runc", "llama_f16.decode", "llama_q8_0.decode")):
-        print("\n(Orion decodes positions 256–383, after the prompt, with an fp32 KV cache; run.c (fp32 cache) "
-              "and llama-bench's tg128 (f16 cache) decode positions 0–127, so they read less per token.)")
+        print("\n(Orion decodes positions 256–383, after the prompt, with an fp32 KV cache unless the row says "
+              "f16; run.c (fp32 cache) and llama-bench's tg128 (f16 cache) decode positions 0–127, so they "
+              "read less per token.)")
     print("\n| GPT-2 124M training step (B 4, T 64) | ms |")
     print("|---|---|")
     n = f.get("llmc_n")
     print(f"| llm.c train_gpt2 fp32 (median of {n or '—'} steps after the first) | {num(f.get('llmc_ms'), '{:.0f}')} |")
     for p in ("fp32", "bf16"):
-        print(f"| Orion {p} (`orion bench train`, mean) | {num(f.get(f'train_{p}_ms'), '{:.0f}')} |")
+        print(f"| Orion {p} (`orion bench train`, median of its timed steps) | {num(f.get(f'train_{p}_ms'), '{:.0f}')} |")
     print("\n| ratio | this round | issue 18 asks |")
     print("|---|---|---|")
     for label, fn, goal in RATIOS:
@@ -264,8 +273,10 @@ for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
   # When and how busy: a load average near 0 says the figures are the machine's own.
   record start "\"start\":\"$(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)\",\"threads\":$THREADS,\"repeat\":$REPEAT"
   ((HAVE_RUNC)) && run_runc
-  run_orion_generate f16
-  run_orion_generate q8_0
+  run_orion_generate f16 f32
+  run_orion_generate q8_0 f32
+  run_orion_generate f16 f16
+  run_orion_generate q8_0 f16
   ((HAVE_LLAMA)) && run_llama_bench
   ((HAVE_LLMC)) && run_llmc
   run_orion_train fp32
