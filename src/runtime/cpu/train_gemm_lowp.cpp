@@ -114,20 +114,21 @@ ORION_AVX512BF16 inline void tile_rows_bf16(int r, float* C, size_t ldc, const u
   }
 }
 
-// Rows [i0, i1) of C, the whole of N, walking K slices of KQ pairs and column blocks of NC.
+// Rows [i0, i1) × columns [j_begin, j_end) of C (j_begin a multiple of 64; j_end a multiple of 64 or
+// N), walking K slices of KQ pairs and column blocks of NC.
 // Overwrite*: C = bias + A·B (the first K slice does not read C; Cold with one slice streams it out).
 ORION_AVX512BF16 void rows_bf16(float* C, size_t ldc, const uint16_t* Ap, size_t kp, const uint16_t* Bp, int i0, int i1,
-                                int N, COut out, const float* bias) {
+                                int j_begin, int j_end, COut out, const float* bias) {
   const int kq = int(kp / 2);
   for (int q0 = 0; q0 < kq; q0 += KQ) {
     const int nq = std::min(KQ, kq - q0);
     const bool set = out != COut::Accumulate && q0 == 0, stream = set && out == COut::OverwriteCold && nq == kq;
-    for (int j0 = 0; j0 < N; j0 += NC)
+    for (int j0 = j_begin; j0 < j_end; j0 += NC)
       for (int i = i0; i < i1; i += TM) {
         const int r = std::min(TM, i1 - i);
         const uint16_t* a = Ap + size_t(i) * kp + 2 * size_t(q0);
-        for (int j = j0; j < std::min(N, j0 + NC); j += TILE_N) {
-          const int n = std::min(TILE_N, N - j);
+        for (int j = j0; j < std::min(j_end, j0 + NC); j += TILE_N) {
+          const int n = std::min(TILE_N, j_end - j);
           const uint16_t* panel = Bp + ((size_t(j / TILE_N) * kq + q0) * TILE_N) * 2;
           float* c = C + size_t(i) * ldc + j;
           if (set) tile_rows_bf16<false>(r, c, ldc, a, kp, panel, n, nq, stream, bias ? bias + j : nullptr);
@@ -292,18 +293,29 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
       for (size_t p = 0; p < kq; p++) std::fill_n(panel + p * TILE_N + n, TILE_N - n, 0u);
     pack_pairs(panel, 1, TILE_N, B + size_t(j0) * csb, rsb, csb, n, K);
   }
-  // The row tiles over threads. A tall C (dW: a weight's rows × its columns, B = x small and kept
-  // in cache) in ~8 tasks per thread taken dynamically, so that a thread that runs slower (a busy
-  // neighbour on a shared machine) takes fewer instead of the other waiting for it. Else (y = x·Wᵀ,
-  // dx = dy·W: the batch's rows against a large B) each thread takes half the rows and streams B
-  // once. Every C element is summed by one tile in the same order either way.
+  // The work over threads. A tall C (dW: a weight's rows × its columns, B = x small and kept in
+  // cache): its row tiles in ~8 tasks per thread taken dynamically, so that a thread that runs slower
+  // (a busy neighbour on a shared machine) takes fewer instead of the other waiting for it. Else
+  // (y = x·Wᵀ, dx = dy·W: the batch's rows against a large B): B's panels, each thread an equal run
+  // of them for all rows, so B is read once in all and the threads do equal work (M = 256 rows do
+  // not split into equal runs of 6-row tiles). Every C element is summed by one tile in the same
+  // order either way.
   const int tiles = (M + TM - 1) / TM, threads = big ? omp_get_max_threads() : 1;
+  const int n_panels = (N + TILE_N - 1) / TILE_N;
   const bool tall = M >= 2 * N && tiles >= 16 * threads;
-  const int per = tall ? tiles / (8 * threads) : (tiles + threads - 1) / threads, tasks = (tiles + per - 1) / per;
+  if (tall || n_panels < threads) {
+    const int per = tall ? tiles / (8 * threads) : (tiles + threads - 1) / threads, tasks = (tiles + per - 1) / per;
 #pragma omp parallel for schedule(dynamic, 1) if (big)
-  for (int t = 0; t < tasks; t++) {
-    const int i0 = std::min(M, t * per * TM), i1 = std::min(M, (t + 1) * per * TM);
-    if (i0 < i1) rows_bf16(C, ldc, Ap, kp, Bp, i0, i1, N, out, bias);
+    for (int t = 0; t < tasks; t++) {
+      const int i0 = std::min(M, t * per * TM), i1 = std::min(M, (t + 1) * per * TM);
+      if (i0 < i1) rows_bf16(C, ldc, Ap, kp, Bp, i0, i1, 0, N, out, bias);
+    }
+    return;
+  }
+#pragma omp parallel for schedule(static, 1) if (big)
+  for (int t = 0; t < threads; t++) {
+    const int p0 = int(int64_t(n_panels) * t / threads), p1 = int(int64_t(n_panels) * (t + 1) / threads);
+    if (p0 < p1) rows_bf16(C, ldc, Ap, kp, Bp, 0, M, p0 * TILE_N, std::min(N, p1 * TILE_N), out, bias);
   }
 }
 
