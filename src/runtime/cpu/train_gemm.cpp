@@ -123,21 +123,28 @@ bool gemm_acc_available() { return active_isa() != Isa::Generic; }
 void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N,
               int K, COut out) {
   const gemm_tiles::TileSet& set = active_isa() == Isa::Avx512 ? gemm_tiles::kAvx512 : gemm_tiles::kAvx2;
-  const int tiles = (M + TM - 1) / TM;
+  const int tiles = (M + TM - 1) / TM, panels = (N + set.tile_n - 1) / set.tile_n;
   const bool big = double(M) * N * K >= 1e6;  // smaller: not worth waking threads
 #pragma omp parallel if (big)
   {
-    // Each thread owns a contiguous range of row tiles and walks the K slices over it.
+    // Each thread owns a contiguous range of C and walks the K slices over it: a range of row tiles,
+    // or, when there are few (dx = dy·W for a batch of ≤ 64·threads·TM/2 tokens against a large B),
+    // a range of B's column panels for all rows — B is then read and packed once in all instead of
+    // once per thread, and 256 rows need not split into equal runs of 6-row tiles (22 vs 21).
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int i0 = std::min(M, tiles * t / nt * TM), i1 = std::min(M, tiles * (t + 1) / nt * TM);
-    // A block of B is packed (by each thread, for its own rows) when enough row tiles reuse it
+    const bool by_rows = tiles >= 32 * nt || panels < nt;
+    const int i0 = by_rows ? std::min(M, tiles * t / nt * TM) : 0;
+    const int i1 = by_rows ? std::min(M, tiles * (t + 1) / nt * TM) : M;
+    const int j_begin = by_rows ? 0 : panels * t / nt * set.tile_n;
+    const int j_end = by_rows ? N : std::min(N, panels * (t + 1) / nt * set.tile_n);
+    // A block of B is packed (by each thread, for its own part of C) when enough row tiles reuse it
     // to repay the copy; the products are the same FMA chains either way.
     thread_local std::vector<float> pk;
     const bool pack = i1 - i0 >= kPackMinRows;
     if (pack && pk.size() < size_t(KC) * NC) pk.resize(size_t(KC) * NC);
     for (int p0 = 0; p0 < K && i0 < i1; p0 += KC)
-      for (int j0 = 0; j0 < N; j0 += NC) {
-        const int n = std::min(NC, N - j0), k = std::min(KC, K - p0);
+      for (int j0 = j_begin; j0 < j_end; j0 += NC) {
+        const int n = std::min(NC, j_end - j0), k = std::min(KC, K - p0);
         const float* b = B + size_t(p0) * ldb + j0;
         if (pack) set.pack_b(pk.data(), b, ldb, n, k);
         const bool first = out != COut::Accumulate && p0 == 0;

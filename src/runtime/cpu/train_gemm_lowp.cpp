@@ -295,15 +295,15 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
   }
   // The work over threads. A tall C (dW: a weight's rows × its columns, B = x small and kept in
   // cache): its row tiles in ~8 tasks per thread taken dynamically, so that a thread that runs slower
-  // (a busy neighbour on a shared machine) takes fewer instead of the other waiting for it. Else
-  // (y = x·Wᵀ, dx = dy·W: the batch's rows against a large B): B's panels, each thread an equal run
-  // of them for all rows, so B is read once in all and the threads do equal work (M = 256 rows do
-  // not split into equal runs of 6-row tiles). Every C element is summed by one tile in the same
-  // order either way.
+  // (a busy neighbour on a shared machine) takes fewer instead of the other waiting for it. Few row
+  // tiles (y = x·Wᵀ, dx = dy·W for a batch of a few hundred tokens against a large B): B's panels,
+  // each thread an equal run of them for all rows, so B is read once in all and the threads do equal
+  // work (256 rows do not split into equal runs of 6-row tiles: 22 vs 21). Else half the rows each.
+  // Every C element is summed by one tile in the same order either way.
   const int tiles = (M + TM - 1) / TM, threads = big ? omp_get_max_threads() : 1;
   const int n_panels = (N + TILE_N - 1) / TILE_N;
   const bool tall = M >= 2 * N && tiles >= 16 * threads;
-  if (tall || n_panels < threads) {
+  if (tall || tiles >= 32 * threads || n_panels < threads) {
     const int per = tall ? tiles / (8 * threads) : (tiles + threads - 1) / threads, tasks = (tiles + per - 1) / per;
 #pragma omp parallel for schedule(dynamic, 1) if (big)
     for (int t = 0; t < tasks; t++) {
