@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "runtime/cpu/kernels_q8.h"
+#include "runtime/cpu/lanes_avx2.h"
+#include "runtime/cpu/vector_math.h"
 
 namespace orion::cpu {
 namespace {
@@ -317,6 +320,31 @@ void weighted_sum(float* out, const float* att, const T* v, int len, int head_di
   }
 }
 
+// IsaKernels::softmax: the max and the sum over 8 lanes (reduced in a fixed order), e^x from libmvec.
+void softmax(float* x, int n) {
+  using namespace lanes_avx2;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  __m256 mx = _mm256_set1_ps(neg_inf);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) mx = _mm256_max_ps(mx, load(x + i, All{}));
+  if (i < n) mx = _mm256_max_ps(mx, load(x + i, first(n - i), neg_inf));
+  const __m256 m = _mm256_set1_ps(max_of(mx));
+  __m256 s = _mm256_setzero_ps();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = vecmath::exp8(_mm256_sub_ps(load(x + i, All{}), m));
+    store(x + i, All{}, e);
+    s = _mm256_add_ps(s, e);
+  }
+  if (i < n) {  // the lanes off hold e^(−∞) = 0
+    const __m256 e = vecmath::exp8(_mm256_sub_ps(load(x + i, first(n - i), neg_inf), m));
+    store(x + i, first(n - i), e);
+    s = _mm256_add_ps(s, e);
+  }
+  const __m256 inv = _mm256_set1_ps(1.0f / sum_of(s));
+  for (i = 0; i + 8 <= n; i += 8) store(x + i, All{}, _mm256_mul_ps(load(x + i, All{}), inv));
+  if (i < n) store(x + i, first(n - i), _mm256_mul_ps(load(x + i, first(n - i)), inv));
+}
+
 // --- q8_0 weights (kernels_q8.h) ------------------------------------------------------------
 //
 // One 32-byte block of a weight row per step; the products are signed × signed bytes.
@@ -458,7 +486,7 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
 }  // namespace
 
 const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
-                                  scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx2};
+                                  scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx2, softmax};
 
 bool avx2_vnni_on() { return g_vnni; }
 bool set_avx2_vnni(bool on) {

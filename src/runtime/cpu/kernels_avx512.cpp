@@ -16,8 +16,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "runtime/cpu/kernels_q8.h"
+#include "runtime/cpu/vector_math.h"
 
 namespace orion::cpu {
 namespace {
@@ -311,6 +313,26 @@ void weighted_sum(float* out, const float* att, const T* v, int len, int head_di
   }
 }
 
+// IsaKernels::softmax: the max and the sum over 16 lanes (reduced in a fixed order), e^x from libmvec.
+void softmax(float* x, int n) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 mx = neg_inf;
+  for (int i = 0; i < n; i += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(neg_inf, lanes_from(i, n), x + i));
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+  __m512 s = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) {  // the lanes off hold e^(−∞) = 0
+    const __mmask16 k = lanes_from(i, n);
+    const __m512 e = vecmath::exp16(_mm512_sub_ps(_mm512_mask_loadu_ps(neg_inf, k, x + i), m));
+    _mm512_mask_storeu_ps(x + i, k, e);
+    s = _mm512_add_ps(s, e);
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(s));
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 k = lanes_from(i, n);
+    _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), inv));
+  }
+}
+
 // --- q8_0 weights (kernels_q8.h) ------------------------------------------------------------
 //
 // Two 32-byte blocks of a weight row per 64-byte step.
@@ -492,7 +514,7 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
 }  // namespace
 
 const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
-                                    scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx512};
+                                    scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx512, softmax};
 
 bool avx512_vnni_on() { return g_vnni; }
 bool set_avx512_vnni(bool on) {

@@ -100,10 +100,19 @@ void weighted_sum_of(float* out, const float* att, const T* v, int len, int head
   }
 }
 
+void softmax(float* x, int n) {
+  float mx = x[0];  // subtracting the max keeps every exp ≤ 1 (no overflow)
+  for (int i = 1; i < n; i++) mx = std::max(mx, x[i]);
+  float s = 0;
+  for (int i = 0; i < n; i++) s += (x[i] = std::exp(x[i] - mx));
+  const float inv = 1.0f / s;
+  for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
 }  // namespace
 
 const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, gemm_rows, 4, to_f32, dot, axpy, scores_of<float>, weighted_sum_of<float>, scores_of<uint16_t>,
-                                     weighted_sum_of<uint16_t>, q8_quantize_generic};
+                                     weighted_sum_of<uint16_t>, q8_quantize_generic, softmax};
 
 // --- normalisation (one row per token; rows are independent, so threads split them) -------------
 
@@ -153,14 +162,7 @@ void swiglu(float* h, const float* gate, const float* up, size_t n) {
   for (size_t i = 0; i < n; i++) h[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];  // g·σ(g)·u
 }
 
-void softmax_inplace(float* x, int n) {
-  float mx = x[0];  // subtracting the max keeps every exp ≤ 1 (no overflow)
-  for (int i = 1; i < n; i++) mx = std::max(mx, x[i]);
-  float s = 0;
-  for (int i = 0; i < n; i++) s += (x[i] = std::exp(x[i] - mx));
-  const float inv = 1.0f / s;
-  for (int i = 0; i < n; i++) x[i] *= inv;
-}
+void softmax_inplace(float* x, int n) { isa_kernels().softmax(x, n); }
 
 // --- embeddings and positions --------------------------------------------------------------------
 

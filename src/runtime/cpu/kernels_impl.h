@@ -48,6 +48,11 @@ struct IsaKernels {
   // q8_0 activations: `blocks` blocks of 32 values quantised (kernels_q8.h, q8_quantize_generic),
   // the same bits on every ISA.
   void (*q8_quantize)(const float* x, int8_t* q, float* d, size_t blocks);
+  // x = exp(x − max) / Σ over n values (attention's scores, the sampler's logits). The vector forms
+  // take the max and the sum in lanes and e^x from libmvec (within 1 ulp of expf), so their bits
+  // differ from the scalar loop's by rounding; each ISA is deterministic, and decode and prefill
+  // call the same one.
+  void (*softmax)(float* x, int n);
 };
 
 // One table per instruction set; the AVX tables are only used when the CPU has the instructions.

@@ -3,7 +3,8 @@
 //   AVX-512: _ZGVeN16v_expf, _ZGVeN8v_exp (within 1 ulp of expf, exp), _ZGVeN16v_tanhf (3 ulp of tanhf)
 //   AVX2:    _ZGVdN8v_expf,  _ZGVdN4v_exp (within 1 ulp of expf, exp), _ZGVdN8v_tanhf  (3 ulp of tanhf)
 // Only for files of orion_runtime that compile vector code for the ISA of the functions they call
-// (train_simd.cpp, train_simd_avx2.cpp, train_attention_avx512.cpp, train_attention_avx2.cpp).
+// (train_simd.cpp, train_simd_avx2.cpp, train_attention_avx512.cpp, train_attention_avx2.cpp,
+// kernels_avx512.cpp, kernels_avx2.cpp).
 #pragma once
 #include <immintrin.h>
 
