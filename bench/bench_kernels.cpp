@@ -84,6 +84,46 @@ void decode_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Decode)->Apply(decode_args)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// Args: K, N, isa index (1 avx2, 2 avx512), whether W stays in cache (1) or is read from memory (0).
+// y[N] = x[K]·Wᵀ with q8_0 weights: from memory it is BM_Decode for q8_0 (1.0625 bytes a weight);
+// in cache it shows how fast the kernel's arithmetic alone goes.
+void BM_DecodeQ8(benchmark::State& st) {
+  const int K = int(st.range(0)), N = int(st.range(1));
+  const bool cached = st.range(3) != 0;
+  if (!cpu::set_isa(kIsas[st.range(2)])) return st.SkipWithError("ISA not available");
+  const size_t bytes = orion::dtype_bytes(DType::Q8_0, size_t(N) * K);
+  static std::vector<uint8_t> pool;  // copies of one matrix, kPoolBytes in all
+  static size_t pool_matrix = 0;
+  if (pool_matrix != bytes) {
+    std::vector<float> w(size_t(N) * K);
+    for (size_t i = 0; i < w.size(); i++) w[i] = float(int(i * 7919 % 2001) - 1000) / 1000.0f;
+    pool.assign(kPoolBytes / bytes * bytes, 0);
+    orion::quantize_q8_0(w.data(), reinterpret_cast<orion::BlockQ8_0*>(pool.data()), w.size());
+    for (size_t off = bytes; off < pool.size(); off += bytes) std::memcpy(pool.data() + off, pool.data(), bytes);
+    pool_matrix = bytes;
+  }
+  const size_t copies = cached ? 1 : pool.size() / bytes;
+  std::vector<float> x(static_cast<size_t>(K)), y(static_cast<size_t>(N));
+  for (int i = 0; i < K; i++) x[static_cast<size_t>(i)] = float(i % 17) / 17.0f - 0.5f;
+  const double triad = triad_bytes_per_s();
+  size_t i = 0;
+  for (auto _ : st) {
+    cpu::matmul(y.data(), x.data(), pool.data() + (i++ % copies) * bytes, DType::Q8_0, nullptr, 1, K, N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(bytes));
+  st.counters["pct_of_triad"] =
+      benchmark::Counter(100.0 * double(bytes) / triad, benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(std::string(cpu::isa_name(kIsas[st.range(2)])) + (cached ? " cached" : " memory"));
+  cpu::set_isa(cpu::Isa::Avx512) || cpu::set_isa(cpu::Isa::Avx2);
+}
+BENCHMARK(BM_DecodeQ8)
+    ->ArgsProduct({{768}, {2048}, {2, 1}, {0, 1}})
+    ->Args({768, 32000, 2, 0})
+    ->Args({2048, 768, 2, 0})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
 // Args: M, K, N, dtype index. y[M, N] = x[M, K]·Wᵀ, W in cache after the first call.
 void BM_Prefill(benchmark::State& st) {
   const int M = int(st.range(0)), K = int(st.range(1)), N = int(st.range(2));
