@@ -51,8 +51,11 @@ struct SpeedReport {
   double prefill_tok_s = 0, decode_tok_s = 0;
   double weight_bytes = 0;          // matrix bytes streamed per decode step
   double bytes_per_token = 0;       // weights + KV cache at the mean decode position
-  double stream_triad_gb_s = 0;     // measured in the same run (0 if not measured)
-  double bound_tok_s = 0;           // stream_triad / bytes_per_token
+  // The decode bound: the read bandwidth measured right after the best decode run (0 if not
+  // measured; cpu::ReadBandwidthProbe) over bytes_per_token. The STREAM triad is reported beside it.
+  double read_gb_s = 0;
+  double stream_triad_gb_s = 0;
+  double bound_tok_s = 0;           // read_gb_s / bytes_per_token
   double bandwidth_efficiency = 0;  // decode_tok_s / bound_tok_s
   // Prefill against the compute bound: 2·params FLOPs per token at the best fp32 GEMM rate this
   // run measured (Orion's kernels or the library's, on a prompt-shaped product [prompt, C]·[H, C]ᵀ).

@@ -69,7 +69,7 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "anesim", "ane"}));
   gen->add_option("--chip", a->speed.chip, "ANE generation anesim models (m1 … m5)")->capture_default_str();
   gen->add_flag("--json", a->json, "print the figures as one JSON object");
-  gen->add_flag("--no-bandwidth", a->no_bandwidth, "skip the STREAM-triad bandwidth measurement");
+  gen->add_flag("--no-bandwidth", a->no_bandwidth, "skip the memory-bandwidth measurements (the read probe after each decode run, the STREAM triad)");
   gen->add_flag("--no-gemm-peak", a->no_gemm, "skip the GEMM-peak measurement behind the prefill bound");
   gen->add_option("--gemm", a->gemm,
                   "prompt GEMMs through Orion's kernels (default; bit-identical to decode) or oneDNN (when built in)")

@@ -41,13 +41,16 @@ TEST(Cli, MissingModelFileIsAnInputErrorNamingIt) {
   EXPECT_EQ(err.find('\n'), err.size() - 1) << "one line: " << err;
 }
 
-TEST(Cli, BenchGenerateJson) {
+// `orion bench generate <args> --json`, which must succeed, as parsed JSON.
+nlohmann::json bench_generate_json(const std::string& args) {
   std::string out, err;
-  ASSERT_EQ(run_orion("bench generate --config stories260k --prompt-len 16 --decode-len 8 --repeat 1 --no-bandwidth --json",
-                      &out, &err),
-            0)
-      << err;
-  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(run_orion("bench generate " + args + " --json", &out, &err), 0) << err;
+  return nlohmann::json::parse(out.empty() ? "{}" : out);
+}
+
+TEST(Cli, BenchGenerateJson) {
+  auto j = bench_generate_json("--config stories260k --prompt-len 16 --decode-len 8 --repeat 1 --no-bandwidth");
+  ASSERT_FALSE(j.empty());
   EXPECT_EQ(j["config"], "stories260k");
   EXPECT_GT(j["decode_tok_s"].get<double>(), 0);
   EXPECT_GT(j["prefill_tok_s"].get<double>(), 0);
@@ -62,14 +65,27 @@ TEST(Cli, BenchGenerateJson) {
               j["prefill_tok_s"].get<double>() / j["prefill_bound_tok_s"].get<double>(), 1e-9);
 }
 
+// The decode bound: the read bandwidth probed right after the best decode run, over the bytes a
+// decode step reads; the STREAM triad beside it.
+TEST(Cli, BenchGenerateBoundIsTheReadBandwidthOverTheBytesPerToken) {
+  auto j = bench_generate_json("--config stories260k --prompt-len 8 --decode-len 8 --repeat 2 --no-gemm-peak "
+                               "--threads 1");
+  ASSERT_FALSE(j.empty());
+  const double read = j["read_gb_s"].get<double>(), bytes = j["bytes_per_token"].get<double>();
+  EXPECT_GT(read, 0);
+  EXPECT_GT(j["stream_triad_gb_s"].get<double>(), 0);
+  EXPECT_GT(bytes, 0);
+  EXPECT_NEAR(j["bandwidth_bound_tok_s"].get<double>(), read * 1e9 / bytes, 1e-9 * read * 1e9 / bytes);
+  EXPECT_NEAR(j["bandwidth_efficiency"].get<double>(),
+              j["decode_tok_s"].get<double>() / j["bandwidth_bound_tok_s"].get<double>(), 1e-9);
+  // The peak memory is the model's run, not the probe's 256 MB buffer.
+  EXPECT_LT(j["peak_rss_bytes"].get<double>(), 200e6);
+}
+
 TEST(Cli, BenchGenerateGemmPathIsChosenAndReported) {
-  std::string out, err;
-  ASSERT_EQ(run_orion("bench generate --config stories260k --prompt-len 70 --decode-len 2 --repeat 1 --no-bandwidth "
-                      "--no-gemm-peak --gemm orion --json",
-                      &out, &err),
-            0)
-      << err;
-  auto j = nlohmann::json::parse(out);
+  auto j = bench_generate_json("--config stories260k --prompt-len 70 --decode-len 2 --repeat 1 --no-bandwidth "
+                               "--no-gemm-peak --gemm orion");
+  ASSERT_FALSE(j.empty());
   EXPECT_EQ(j["prefill_gemm"], "orion");
   EXPECT_EQ(j["prefill_bound_tok_s"].get<double>(), 0) << "--no-gemm-peak skips it";
 }

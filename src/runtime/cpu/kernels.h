@@ -176,7 +176,26 @@ void prefetch_rows(const void* W, DType wt, int K, int n0, int n1, size_t bytes)
 
 // --- memory bandwidth ----------------------------------------------------------------------------
 // STREAM triad a[i] = b[i] + s·c[i] over arrays of `bytes_per_array` bytes with all threads;
-// returns the best of `reps` runs in bytes/second (3 arrays moved per element: 2 read, 1 written).
+// returns the best of `reps` runs in bytes/second (3 arrays moved per element: 2 read, 1 written —
+// STREAM's count, which leaves out the read of a's lines before they are written).
 double stream_triad_bandwidth(size_t bytes_per_array, int reps);
+
+// Read-only bandwidth: all threads read a buffer of `bytes` once (each its own contiguous part, as a
+// decode step streams its rows), the best of `reps` passes in bytes/second. A decode step only
+// reads weights and cache, so this is its bound; the buffer is made once, so the probe can be
+// repeated right beside each decode run.
+class ReadBandwidthProbe {
+ public:
+  explicit ReadBandwidthProbe(size_t bytes);
+  ~ReadBandwidthProbe();
+  ReadBandwidthProbe(const ReadBandwidthProbe&) = delete;
+  ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
+  double measure(int reps);
+
+ private:
+  uint64_t* words_;
+  size_t n_;
+  uint64_t sink_ = 0;  // what the reads folded to: kept so the compiler cannot drop them
+};
 
 }  // namespace orion::cpu
