@@ -8,12 +8,15 @@
 #pragma once
 #include <httplib.h>
 
+#include <chrono>
+
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
 #include "infer/ane_slot_decoder.h"
+#include "infer/batched_decode.h"
 #include "infer/generate.h"
 #include "model/lora/lora_io.h"
 #include "model/tokenizer/tokenizer.h"
@@ -28,6 +31,30 @@ struct ServeFixtureOptions {
   size_t max_body = 64 << 10;
   double timeout_s = 30;
   bool anesim = false;
+  int step_delay_ms = 0;  // CPU: each decode step also sleeps this long (a model slower than the client)
+};
+
+// The CPU's BatchedDecoder with a pause after each decode step: a stream then still has tokens to
+// send after its client has left, whatever the speed of the machine the tests run on.
+class SlowSlotDecoder final : public SlotDecoder {
+ public:
+  SlowSlotDecoder(const ModelWeights& w, int slots, int max_seq, int delay_ms) : inner_(w, slots, max_seq), delay_ms_(delay_ms) {}
+  const float* prefill(int slot, const int* tokens, int n, const LoraAdapter* adapter, float scale_mult) override {
+    return inner_.prefill(slot, tokens, n, adapter, scale_mult);
+  }
+  const float* decode(const std::vector<Row>& rows) override {
+    const float* logits = inner_.decode(rows);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+    return logits;
+  }
+  int prompt_rows() const override { return inner_.prompt_rows(); }
+  int slots() const override { return inner_.slots(); }
+  int max_seq() const override { return inner_.max_seq(); }
+  int vocab_size() const override { return inner_.vocab_size(); }
+
+ private:
+  BatchedDecoder inner_;
+  int delay_ms_;
 };
 
 // The rank slot of the anesim fixture's programs (a1's rank).
@@ -70,6 +97,8 @@ class ServeFixture {
       runtime = std::make_unique<AneRuntime>("anesim");
       reference_runtime = std::make_unique<AneRuntime>("anesim");
       decoder = std::make_unique<AneSlotDecoder>(weights, runtime->cache, o.parallel, o.ctx, kFixtureLoraRank, "served");
+    } else if (o.step_delay_ms > 0) {
+      decoder = std::make_unique<SlowSlotDecoder>(weights, o.parallel, o.ctx, o.step_delay_ms);
     }
     engine = std::make_unique<serve::Engine>(weights, *tokenizer, eo, std::move(decoder));
     engine->add_adapter("a1", adapter);

@@ -240,10 +240,11 @@ TEST(Serve, AdaptersAreAddedAndRemovedAtRunTime) {
 TEST(Serve, AClientThatLeavesMidStreamFreesItsSlot) {
   ServeFixtureOptions o;
   o.parallel = 1;  // one slot: the next request can only run once the first one's slot is free
+  o.step_delay_ms = 20;  // 90 tokens take ≥ 1.8 s: the stream is still going when the client leaves
   ServeFixture f(o);
   httplib::Request req;
   req.method = "POST", req.path = "/v1/completions";
-  req.body = R"({"model": "base", "prompt": "Once", "max_tokens": 90, "stream": true, "stop": "\u0001"})";
+  req.body = R"({"model": "base", "prompt": "Once", "max_tokens": 90, "temperature": 0, "stream": true, "stop": "\u0001"})";
   req.set_header("Content-Type", "application/json");
   int chunks = 0;
   req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 2; };  // leave after one chunk
