@@ -29,6 +29,7 @@
 
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/register_tile.h"
+#include "runtime/cpu/c_split.h"
 #include "runtime/cpu/train_gemm_tiles.h"
 #include "runtime/cpu/train_kernels.h"
 
@@ -128,15 +129,12 @@ void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, cons
 #pragma omp parallel if (big)
   {
     // Each thread owns a contiguous range of C and walks the K slices over it: a range of row tiles,
-    // or, when there are few (dx = dy·W for a batch of ≤ 64·threads·TM/2 tokens against a large B),
-    // a range of B's column panels for all rows — B is then read and packed once in all instead of
-    // once per thread, and 256 rows need not split into equal runs of 6-row tiles (22 vs 21).
+    // or of B's column panels for all rows when the row tiles are few (c_split.h).
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const bool by_rows = tiles >= 32 * nt || panels < nt;
-    const int i0 = by_rows ? std::min(M, tiles * t / nt * TM) : 0;
-    const int i1 = by_rows ? std::min(M, tiles * (t + 1) / nt * TM) : M;
-    const int j_begin = by_rows ? 0 : panels * t / nt * set.tile_n;
-    const int j_end = by_rows ? N : std::min(N, panels * (t + 1) / nt * set.tile_n);
+    const bool by_rows = !c_split::by_panels(tiles, panels, nt);
+    int i0 = 0, i1 = M, j_begin = 0, j_end = N;
+    if (by_rows) thread_share(M, TM, &i0, &i1);
+    else thread_share(N, set.tile_n, &j_begin, &j_end);
     // A block of B is packed (by each thread, for its own part of C) when enough row tiles reuse it
     // to repay the copy; the products are the same FMA chains either way.
     thread_local std::vector<float> pk;

@@ -25,6 +25,7 @@
 #include "runtime/cpu/bf16_weight_packs.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/register_tile.h"
+#include "runtime/cpu/c_split.h"
 #include "runtime/cpu/train_kernels.h"
 
 #define ORION_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
@@ -296,14 +297,12 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
   // The work over threads. A tall C (dW: a weight's rows × its columns, B = x small and kept in
   // cache): its row tiles in ~8 tasks per thread taken dynamically, so that a thread that runs slower
   // (a busy neighbour on a shared machine) takes fewer instead of the other waiting for it. Few row
-  // tiles (y = x·Wᵀ, dx = dy·W for a batch of a few hundred tokens against a large B): B's panels,
-  // each thread an equal run of them for all rows, so B is read once in all and the threads do equal
-  // work (256 rows do not split into equal runs of 6-row tiles: 22 vs 21). Else half the rows each.
-  // Every C element is summed by one tile in the same order either way.
+  // tiles (y = x·Wᵀ, dx = dy·W for a batch of a few hundred tokens): B's panels, an equal run per
+  // thread (c_split.h). Else half the rows each. Every C element is summed by one tile in the
+  // same order either way.
   const int tiles = (M + TM - 1) / TM, threads = big ? omp_get_max_threads() : 1;
-  const int n_panels = (N + TILE_N - 1) / TILE_N;
   const bool tall = M >= 2 * N && tiles >= 16 * threads;
-  if (tall || tiles >= 32 * threads || n_panels < threads) {
+  if (tall || !c_split::by_panels(tiles, (N + TILE_N - 1) / TILE_N, threads)) {
     const int per = tall ? tiles / (8 * threads) : (tiles + threads - 1) / threads, tasks = (tiles + per - 1) / per;
 #pragma omp parallel for schedule(dynamic, 1) if (big)
     for (int t = 0; t < tasks; t++) {
@@ -312,10 +311,11 @@ void gemm_bf16_dot(float* C, size_t ldc, const float* A, size_t rsa, size_t csa,
     }
     return;
   }
-#pragma omp parallel for schedule(static, 1) if (big)
-  for (int t = 0; t < threads; t++) {
-    const int p0 = int(int64_t(n_panels) * t / threads), p1 = int(int64_t(n_panels) * (t + 1) / threads);
-    if (p0 < p1) rows_bf16(C, ldc, Ap, kp, Bp, 0, M, p0 * TILE_N, std::min(N, p1 * TILE_N), out, bias);
+#pragma omp parallel if (big)
+  {
+    int j_begin, j_end;
+    thread_share(N, TILE_N, &j_begin, &j_end);
+    if (j_begin < j_end) rows_bf16(C, ldc, Ap, kp, Bp, 0, M, j_begin, j_end, out, bias);
   }
 }
 
