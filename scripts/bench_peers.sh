@@ -3,8 +3,8 @@
 # are the ratios, each taken within one round, since a machine's speed drifts between runs.
 #
 #   Stories110M decode / prefill: llama2.c run.c (fp32), Orion f16 and q8_0 (`orion bench
-#     generate`, which also measures the memory-bandwidth bound — read bandwidth beside its best decode
-#     run — and the GEMM bound in the same run), each with
+#     generate`, which also measures the memory-bandwidth bound — all threads reading exactly a
+#     token's bytes between its decode steps — and the GEMM bound in the same run), each with
 #     its default f32 KV cache and with `--kv-cache f16` (as llama.cpp keeps its cache),
 #     llama.cpp llama-bench F16 and Q8_0 on GGUF files Orion wrote from the same weights as run.c's.
 #   GPT-2 124M training step (B 4, T 64): llm.c train_gpt2 (fp32) against `orion bench train`

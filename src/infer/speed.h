@@ -51,8 +51,9 @@ struct SpeedReport {
   double prefill_tok_s = 0, decode_tok_s = 0;
   double weight_bytes = 0;          // matrix bytes streamed per decode step
   double bytes_per_token = 0;       // weights + KV cache at the mean decode position
-  // The decode bound: the read bandwidth measured right after the best decode run (0 if not
-  // measured; cpu::ReadBandwidthProbe) over bytes_per_token. The STREAM triad is reported beside it.
+  // The decode bound: the read bandwidth measured between the best decode run's tokens (0 if not
+  // measured: all threads reading exactly a token's bytes, cpu::time_read_pass, the median of the
+  // run's passes) over bytes_per_token. The STREAM triad is reported beside it.
   double read_gb_s = 0;
   double stream_triad_gb_s = 0;
   double bound_tok_s = 0;           // read_gb_s / bytes_per_token

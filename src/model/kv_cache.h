@@ -35,6 +35,9 @@ class KvCache {
   void* v(int layer) { return element(v32_, v16_, layer); }
   // Bytes the cache holds per position of one layer (keys and values).
   size_t bytes_per_position() const { return 2 * size_t(kv_dim_) * layout_.elem_bytes(); }
+  // What a decode step at position pos reads from layer l's cache, appended to `reads`: each kv
+  // head's keys, then its values, at positions 0 .. pos (one run each in this layout).
+  void add_decode_reads(int layer, int pos, std::vector<cpu::ByteRange>& reads) const;
   // The keys and values of n tokens at positions pos .. pos+n−1 of layer l, given as rows
   // k, v: [n, NKV·HS] (row t: position pos + t).
   void store_rows(int layer, int pos, const float* k, const float* v, int n);

@@ -108,11 +108,26 @@ void lora_add(const LoraLayerRef* lora, LoraTarget target, float* y, const float
   for (size_t i = 0; i < size_t(n) * out; i++) y[i] += s * d[i];
 }
 
-double Transformer::decode_bytes(int pos) const {
+std::vector<cpu::ByteRange> Transformer::decode_reads(int pos) const {
   const ModelConfig& c = w_.config;
-  double weights = double(w_.matrix_bytes());
-  double kv = double(c.n_layers) * double(pos + 1) * double(cache_.bytes_per_position());
-  return weights + kv;
+  std::vector<cpu::ByteRange> reads;
+  auto matrix = [&](const Tensor& t) {
+    if (!t.empty()) reads.push_back({t.data, t.nbytes()});
+  };
+  for (int l = 0; l < c.n_layers; l++) {
+    const LayerWeights& lw = w_.layers[size_t(l)];
+    matrix(lw.wq), matrix(lw.wk), matrix(lw.wv);
+    cache_.add_decode_reads(l, pos, reads);
+    matrix(lw.wo), matrix(lw.w1), matrix(lw.w3), matrix(lw.w2);
+  }
+  reads.push_back({w_.classifier.data, dtype_bytes(w_.classifier.dtype, size_t(c.vocab_size) * size_t(c.dim))});
+  return reads;
+}
+
+double Transformer::decode_bytes(int pos) const {
+  double bytes = 0;
+  for (const cpu::ByteRange& r : decode_reads(pos)) bytes += double(r.bytes);
+  return bytes;
 }
 
 }  // namespace orion

@@ -47,8 +47,12 @@ class Transformer {
   int max_seq() const { return max_seq_; }
   DType kv_cache_dtype() const { return cache_.dtype(); }
   int vocab_size() const { return w_.config.vocab_size; }
-  // Bytes read from memory by one decode step at position pos (weights + KV cache), for the
-  // bandwidth bound reported by `orion bench generate`.
+  // The memory one decode step at position pos reads, in about the order it reads it: each layer's
+  // matrices and its KV cache of positions 0 .. pos, then the classifier's rows of the vocabulary
+  // (the embedding row and the norms' vectors are left out: a few KB). `orion bench generate`
+  // times a plain read of exactly these bytes between decode steps for its bound.
+  std::vector<cpu::ByteRange> decode_reads(int pos) const;
+  // Their sum in bytes.
   double decode_bytes(int pos) const;
 
   // Activations of one chunk of n tokens (n ≤ kChunk), row-major.

@@ -2,6 +2,7 @@
 // accumulation, no KV cache (attention recomputed over the whole prefix), one token at a time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -254,6 +255,32 @@ TEST(Transformer, F16KvCacheStaysCloseToTheReference) {
     double kv32 = f32.decode_bytes(29) - f32.decode_bytes(0), kv16 = f16.decode_bytes(29) - f16.decode_bytes(0);
     EXPECT_DOUBLE_EQ(kv16 * 2, kv32) << c.describe();
   }
+}
+
+// The bytes a decode step reads, as `orion bench generate` reads them for its bound: every matrix
+// once, the classifier's vocabulary rows, and each layer's keys and values of the positions so far
+// (one more position: one more key and value per layer). Reading them all stays inside the
+// weights and the cache (the sanitizer build checks every byte).
+TEST(Transformer, DecodeReadsAreTheMatricesAndTheCachedPositions) {
+  for (const ModelConfig& c : {tiny_llama(2), tiny_gpt2()})
+    for (DType kv : {DType::F32, DType::F16}) {
+      ModelWeights w = test_weights(c, 11);
+      Transformer tf(w, 0, kv);
+      const double per_position = double(c.n_layers) * 2 * c.kv_dim() * (kv == DType::F16 ? 2 : 4);
+      // (the classifier's padding rows past the vocabulary, llm.c's Vp, are not read)
+      const double padding = double(w.classifier.nbytes() - dtype_bytes(w.classifier.dtype, size_t(c.vocab_size) * c.dim));
+      EXPECT_DOUBLE_EQ(tf.decode_bytes(0), double(w.matrix_bytes()) - padding + per_position) << c.describe();
+      EXPECT_DOUBLE_EQ(tf.decode_bytes(9) - tf.decode_bytes(0), 9 * per_position) << c.describe();
+      const std::vector<cpu::ByteRange> reads = tf.decode_reads(9);
+      for (const LayerWeights& l : w.layers)
+        for (const Tensor* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2})
+          EXPECT_EQ(std::count_if(reads.begin(), reads.end(), [&](const cpu::ByteRange& r) {
+                      return r.data == m->data && r.bytes == m->nbytes();
+                    }),
+                    1);
+      uint64_t fold = 0;
+      EXPECT_GT(cpu::time_read_pass(reads, &fold), 0.0);
+    }
 }
 
 }  // namespace

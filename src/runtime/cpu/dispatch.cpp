@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -279,32 +280,39 @@ double stream_triad_bandwidth(size_t bytes_per_array, int reps) {
   return best;
 }
 
-ReadBandwidthProbe::ReadBandwidthProbe(size_t bytes) : n_(std::max<size_t>(bytes / 64 * 8, 8)) {
-  words_ = static_cast<uint64_t*>(allocate_zeroed(n_ * 8, "the bandwidth measurement"));  // written: real pages
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n_; i++) words_[i] = i;
+namespace {
+std::atomic<uint64_t> g_read_sink{0};  // what the passes folded to: kept so the compiler cannot drop the reads
 }
-ReadBandwidthProbe::~ReadBandwidthProbe() { std::free(words_); }
 
-double ReadBandwidthProbe::measure(int reps) {
-  const uint64_t* __restrict w = words_;
-  const size_t lines = n_ / 8;
-  double best = 0;
-  for (int r = 0; r < std::max(reps, 1); r++) {
-    uint64_t folded = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    // Each 64-byte line XORed into one word: 8 loads and a short chain per line, far less work than
-    // memory takes to deliver the line.
-#pragma omp parallel for schedule(static) reduction(^ : folded)
-    for (size_t l = 0; l < lines; l++) {
-      const uint64_t* p = w + l * 8;
-      folded ^= ((p[0] ^ p[1]) ^ (p[2] ^ p[3])) ^ ((p[4] ^ p[5]) ^ (p[6] ^ p[7]));
+double time_read_pass(const std::vector<ByteRange>& ranges, uint64_t* fold) {
+  uint64_t folded = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel reduction(^ : folded)
+  {
+    const size_t t = size_t(omp_get_thread_num()), nt = size_t(omp_get_num_threads());
+    for (const ByteRange& r : ranges) {
+      // This thread's words of the range; each 64-byte line XORed into one word: 8 loads and a
+      // short chain per line, far less work than memory takes to deliver the line.
+      const size_t words = r.bytes / 8, b = words * t / nt, e = words * (t + 1) / nt;
+      const char* p = static_cast<const char*>(r.data);
+      auto word = [&](size_t i) {
+        uint64_t w;
+        std::memcpy(&w, p + 8 * i, 8);
+        return w;
+      };
+      size_t i = b;
+      for (; i + 8 <= e; i += 8)
+        folded ^= ((word(i) ^ word(i + 1)) ^ (word(i + 2) ^ word(i + 3))) ^
+                  ((word(i + 4) ^ word(i + 5)) ^ (word(i + 6) ^ word(i + 7)));
+      for (; i < e; i++) folded ^= word(i);
+      if (t == nt - 1)  // the bytes past the last whole word
+        for (size_t j = words * 8; j < r.bytes; j++) folded ^= uint8_t(p[j]);
     }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, double(lines) * 64 / s);
-    sink_ ^= folded;
   }
-  return best;
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  g_read_sink.fetch_xor(folded, std::memory_order_relaxed);
+  if (fold) *fold = folded;
+  return s;
 }
 
 }  // namespace orion::cpu

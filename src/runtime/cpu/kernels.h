@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/dtype.h"
 
@@ -180,22 +181,17 @@ void prefetch_rows(const void* W, DType wt, int K, int n0, int n1, size_t bytes)
 // STREAM's count, which leaves out the read of a's lines before they are written).
 double stream_triad_bandwidth(size_t bytes_per_array, int reps);
 
-// Read-only bandwidth: all threads read a buffer of `bytes` once (each its own contiguous part, as a
-// decode step streams its rows), the best of `reps` passes in bytes/second. A decode step only
-// reads weights and cache, so this is its bound; the buffer is made once, so the probe can be
-// repeated right beside each decode run.
-class ReadBandwidthProbe {
- public:
-  explicit ReadBandwidthProbe(size_t bytes);
-  ~ReadBandwidthProbe();
-  ReadBandwidthProbe(const ReadBandwidthProbe&) = delete;
-  ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
-  double measure(int reps);
-
- private:
-  uint64_t* words_;
-  size_t n_;
-  uint64_t sink_ = 0;  // what the reads folded to: kept so the compiler cannot drop them
+// A run of memory that a decode step reads: a weight matrix, one kv head's cached keys.
+struct ByteRange {
+  const void* data;
+  size_t bytes;
 };
+// Seconds all threads take to read every range once, each thread its share of each range (as a
+// decode step splits each matrix's rows between them), with no work besides folding the words
+// together: the fastest that a step reading exactly these bytes could go on this machine at this
+// moment — the decode bound, when the ranges are the ones the step reads (Transformer::decode_reads).
+// fold, if given, gets what the reads folded to: the XOR of every whole 8-byte word of every range
+// and of each byte past a range's last whole word (the same for any number of threads).
+double time_read_pass(const std::vector<ByteRange>& ranges, uint64_t* fold = nullptr);
 
 }  // namespace orion::cpu

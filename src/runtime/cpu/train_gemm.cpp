@@ -130,7 +130,7 @@ void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, cons
   {
     // Each thread owns a contiguous range of C and walks the K slices over it: a range of row tiles,
     // or of B's column panels for all rows when the row tiles are few (c_split.h).
-    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int nt = omp_get_num_threads();
     const bool by_rows = !c_split::by_panels(tiles, panels, nt);
     int i0 = 0, i1 = M, j_begin = 0, j_end = N;
     if (by_rows) thread_share(M, TM, &i0, &i1);
