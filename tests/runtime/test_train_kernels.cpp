@@ -138,14 +138,17 @@ TEST(TrainKernels, WeightGradientOverwriteEqualsAccumulatingIntoZeros) {
 
 // gemm_acc's AVX2 tile (6 × 16) and AVX-512 tile (6 × 64) compute every element as the same FMA
 // chain, so all three products of a linear layer give the same bits on both paths — full and
-// ragged column tiles, packed and unpacked B, two K slices, accumulating and overwriting.
+// ragged column tiles, packed and unpacked B, two K slices, accumulating and overwriting; the
+// forward with W read in place (AVX-512, gemm_acc_bt) against the transposes of the AVX2 path; C
+// split by panels with two column blocks and two K slices each (40 × 1100, K 300) and by rows.
 TEST(TrainKernels, Avx2AndAvx512ProductsBitIdentical) {
   const cpu::Isa was = cpu::active_isa();
   if (!cpu::set_isa(cpu::Isa::Avx512) || !cpu::set_isa(cpu::Isa::Avx2)) {
     cpu::set_isa(was);
     GTEST_SKIP() << "needs a CPU with AVX-512 to run both tiles";
   }
-  for (auto [M, K, N] : {std::tuple{64, 96, 300}, std::tuple{300, 70, 64}, std::tuple{17, 33, 40}, std::tuple{96, 768, 130}}) {
+  for (auto [M, K, N] : {std::tuple{64, 96, 300}, std::tuple{300, 70, 64}, std::tuple{17, 33, 40}, std::tuple{96, 768, 130},
+                        std::tuple{40, 300, 1100}, std::tuple{400, 300, 1100}}) {
     SCOPED_TRACE(testing::Message() << "M=" << M << " K=" << K << " N=" << N);
     const auto dy = randf(size_t(M) * N, 21), x = randf(size_t(M) * K, 22), W = randf(size_t(N) * K, 23),
                b = randf(size_t(N), 24);

@@ -52,6 +52,35 @@ ORION_TILE64 inline void store(float* C, size_t ldc, const __m512 (&acc)[R][4], 
     for (int j = 0; j < 4; j++) _mm512_mask_storeu_ps(C + i * ldc + 16 * j, mask[j], acc[i][j]);
 }
 
+// r[i][j] ↔ r[j][i] for a 16 × 16 block of 32-bit words (bf16 pairs, floats as bits): four rounds
+// that swap the off-diagonal w × w blocks (w = 8, 4, 2, 1) of each 2w × 2w block, two two-source
+// permutes per pair of rows.
+struct TransposeLanes {
+  alignas(64) int lo[4][16], hi[4][16];  // round k: w = 8 >> k
+  constexpr TransposeLanes() : lo{}, hi{} {
+    for (int k = 0; k < 4; k++)
+      for (int l = 0, w = 8 >> k; l < 16; l++) {
+        lo[k][l] = (l & w) == 0 ? l : 16 + l - w;  // a's own lane, or b's lane w to the left
+        hi[k][l] = (l & w) == 0 ? l + w : 16 + l;  // a's lane w to the right, or b's own lane
+      }
+  }
+};
+inline constexpr TransposeLanes kTransposeLanes;
+
+ORION_TILE64 inline void transpose16(__m512i r[16]) {
+#pragma GCC unroll 4
+  for (int k = 0, w = 8; k < 4; k++, w /= 2) {
+    const __m512i il = _mm512_load_si512(kTransposeLanes.lo[k]), ih = _mm512_load_si512(kTransposeLanes.hi[k]);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) {
+      if (i & w) continue;
+      const __m512i a = r[i], b = r[i + w];
+      r[i] = _mm512_permutex2var_epi32(a, il, b);
+      r[i + w] = _mm512_permutex2var_epi32(a, ih, b);
+    }
+  }
+}
+
 #undef ORION_TILE64
 
 }  // namespace orion::cpu::tile64

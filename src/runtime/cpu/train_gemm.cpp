@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "base/error.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/register_tile.h"
 #include "runtime/cpu/c_split.h"
@@ -90,6 +91,24 @@ ORION_AVX512 void pack_b(float* pk, const float* B, size_t ldb, int N, int k) {
   }
 }
 
+// The same panels from B given as its transpose, B(p, j) = Bt[j·ldbt + p] (the weight W [N, K] of
+// y = x·Wᵀ): 16 rows of Bt × 16 p loaded, transposed in registers (tile64::transpose16) into 16 p ×
+// 16 columns, each stored as a quarter of a panel row. Bt is read row by row (16 runs of k floats).
+ORION_AVX512 void pack_bt(float* pk, const float* Bt, size_t ldbt, int N, int k) {
+  for (int j0 = 0; j0 < (N + TILE_N - 1) / TILE_N * TILE_N; j0 += 16)
+    for (int p0 = 0; p0 < k; p0 += 16) {
+      const int left = k - p0;
+      const __mmask16 m = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+      __m512i r[16];
+      for (int t = 0; t < 16; t++)
+        r[t] = j0 + t < N ? _mm512_castps_si512(_mm512_maskz_loadu_ps(m, Bt + size_t(j0 + t) * ldbt + p0))
+                          : _mm512_setzero_si512();
+      tile64::transpose16(r);  // r[u] = B(p0 + u, j0 .. j0+15)
+      float* dst = pk + (size_t(j0 / TILE_N) * k + p0) * TILE_N + j0 % TILE_N;
+      for (int u = 0; u < 16 && u < left; u++) _mm512_storeu_ps(dst + size_t(u) * TILE_N, _mm512_castsi512_ps(r[u]));
+    }
+}
+
 template <bool kLoadC>
 ORION_AVX512 inline void tile_rows(int r, float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B,
                                    size_t ldb, int n, int k, bool stream) {
@@ -117,13 +136,17 @@ void block(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const f
 
 }  // namespace
 
-const gemm_tiles::TileSet gemm_tiles::kAvx512 = {TILE_N, pack_b, block};
+const gemm_tiles::TileSet gemm_tiles::kAvx512 = {TILE_N, pack_b, pack_bt, block};
 
 bool gemm_acc_available() { return active_isa() != Isa::Generic; }
 
-void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N,
-              int K, COut out) {
+namespace {
+// gemm_acc and gemm_acc_bt: B row-major (B(p, j) = B[p·ldb + j]) or, with bt, given as its
+// transpose (B(p, j) = B[j·ldb + p]; every block is then packed, through pack_bt).
+void gemm_acc_driver(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, bool bt,
+                     int M, int N, int K, COut out) {
   const gemm_tiles::TileSet& set = active_isa() == Isa::Avx512 ? gemm_tiles::kAvx512 : gemm_tiles::kAvx2;
+  ORION_CHECK(!bt || set.pack_bt, "gemm_acc_bt on a path without pack_bt");
   const int tiles = (M + TM - 1) / TM, panels = (N + set.tile_n - 1) / set.tile_n;
   const bool big = double(M) * N * K >= 1e6;  // smaller: not worth waking threads
 #pragma omp parallel if (big)
@@ -138,19 +161,39 @@ void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, cons
     // A block of B is packed (by each thread, for its own part of C) when enough row tiles reuse it
     // to repay the copy; the products are the same FMA chains either way.
     thread_local std::vector<float> pk;
-    const bool pack = i1 - i0 >= kPackMinRows;
+    const bool pack = bt || i1 - i0 >= kPackMinRows;
     if (pack && pk.size() < size_t(KC) * NC) pk.resize(size_t(KC) * NC);
-    for (int p0 = 0; p0 < K && i0 < i1; p0 += KC)
-      for (int j0 = j_begin; j0 < j_end; j0 += NC) {
-        const int n = std::min(NC, j_end - j0), k = std::min(KC, K - p0);
-        const float* b = B + size_t(p0) * ldb + j0;
-        if (pack) set.pack_b(pk.data(), b, ldb, n, k);
-        const bool first = out != COut::Accumulate && p0 == 0;
-        set.block(C + size_t(i0) * ldc + j0, ldc, A + size_t(i0) * rsa + size_t(p0) * csa, rsa, csa, b, ldb,
-                  pack ? pk.data() : nullptr, i1 - i0, n, k, first, first && out == COut::OverwriteCold && k == K);
-      }
+    // By rows: the K slices outermost (this thread's rows of C are many; B's block, packed once per
+    // slice and column block, serves them all). By panels (C's rows are few): the column blocks
+    // outermost, so that a block of C (a few hundred rows × NC, in L2) takes all its K slices before
+    // the next — a wide C (the logits: 256 × 50 K) is not read and written from memory per slice.
+    const int slices = (K + KC - 1) / KC, blocks = (j_end - j_begin + NC - 1) / NC;
+    for (int step = 0; step < slices * blocks && i0 < i1; step++) {
+      const int s = by_rows ? step / blocks : step % slices, c = by_rows ? step % blocks : step / slices;
+      const int p0 = s * KC, j0 = j_begin + c * NC;
+      const int n = std::min(NC, j_end - j0), k = std::min(KC, K - p0);
+      const float* b = bt ? B + size_t(j0) * ldb + p0 : B + size_t(p0) * ldb + j0;
+      if (bt) set.pack_bt(pk.data(), b, ldb, n, k);
+      else if (pack) set.pack_b(pk.data(), b, ldb, n, k);
+      const bool first = out != COut::Accumulate && p0 == 0;
+      set.block(C + size_t(i0) * ldc + j0, ldc, A + size_t(i0) * rsa + size_t(p0) * csa, rsa, csa, b, ldb,
+                pack ? pk.data() : nullptr, i1 - i0, n, k, first, first && out == COut::OverwriteCold && k == K);
+    }
     if (out == COut::OverwriteCold) _mm_sfence();  // this thread's streamed lines are visible to the others
   }
+}
+}  // namespace
+
+void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, int M, int N,
+              int K, COut out) {
+  gemm_acc_driver(C, ldc, A, rsa, csa, B, ldb, false, M, N, K, out);
+}
+
+bool gemm_acc_bt_available() { return active_isa() == Isa::Avx512; }
+
+void gemm_acc_bt(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* Bt, size_t ldbt, int M, int N,
+                 int K, COut out) {
+  gemm_acc_driver(C, ldc, A, rsa, csa, Bt, ldbt, true, M, N, K, out);
 }
 
 }  // namespace orion::cpu

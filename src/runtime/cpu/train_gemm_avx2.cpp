@@ -104,6 +104,6 @@ void block(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const f
 
 }  // namespace
 
-const TileSet kAvx2 = {TILE_N, pack_b, block};
+const TileSet kAvx2 = {TILE_N, pack_b, nullptr, block};
 
 }  // namespace orion::cpu::gemm_tiles

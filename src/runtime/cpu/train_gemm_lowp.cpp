@@ -140,33 +140,6 @@ ORION_AVX512BF16 void rows_bf16(float* C, size_t ldc, const uint16_t* Ap, size_t
   if (out == COut::OverwriteCold) _mm_sfence();  // this thread's streamed lines are visible before anyone reads C
 }
 
-// r[i][j] ↔ r[j][i] for a 16 × 16 block of 32-bit words: four rounds that swap the off-diagonal
-// w × w blocks (w = 8, 4, 2, 1) of each 2w × 2w block, two two-source permutes per pair of rows.
-struct TransposeLanes {
-  alignas(64) int lo[4][16], hi[4][16];  // round k: w = 8 >> k
-  constexpr TransposeLanes() : lo{}, hi{} {
-    for (int k = 0; k < 4; k++)
-      for (int l = 0, w = 8 >> k; l < 16; l++) {
-        lo[k][l] = (l & w) == 0 ? l : 16 + l - w;  // a's own lane, or b's lane w to the left
-        hi[k][l] = (l & w) == 0 ? l + w : 16 + l;  // a's lane w to the right, or b's own lane
-      }
-  }
-};
-constexpr TransposeLanes kLanes;
-
-ORION_AVX512BF16 inline void transpose16(__m512i r[16]) {
-  for (int k = 0, w = 8; k < 4; k++, w /= 2) {
-    const __m512i il = _mm512_load_si512(kLanes.lo[k]), ih = _mm512_load_si512(kLanes.hi[k]);
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++) {
-      if (i & w) continue;
-      const __m512i a = r[i], b = r[i + w];
-      r[i] = _mm512_permutex2var_epi32(a, il, b);
-      r[i + w] = _mm512_permutex2var_epi32(a, ih, b);
-    }
-  }
-}
-
 // Two rows' bf16 (vcvtne2ps2bf16: [a₀ … a₁₅ | b₀ … b₁₅]) interleaved into 16 words a_l | b_l << 16.
 ORION_AVX512BF16 inline __m512i interleave_pair(__m512 a, __m512 b) {
   const __m512i ab = __m512i(_mm512_cvtne2ps_pbh(b, a));
@@ -212,7 +185,7 @@ ORION_AVX512BF16 void pack_pairs(uint32_t* dst, size_t d_o, size_t d_q, const fl
         __m512i r[16];
         for (int t = 0; t < 16; t++)
           r[t] = o0 + t < n_other ? col_pair_words(src + size_t(o0 + t) * s_o, K, q0) : _mm512_setzero_si512();
-        transpose16(r);  // r[t] = the words of q0 + t for o0 .. o0 + 15
+        tile64::transpose16(r);  // r[t] = the words of q0 + t for o0 .. o0 + 15
         for (int t = 0; t < 16 && q0 + t < kq; t++)
           _mm512_mask_storeu_epi32(dst + size_t(o0) + size_t(q0 + t) * d_q, first(n_other - o0), r[t]);
       }
@@ -234,7 +207,7 @@ ORION_AVX512BF16 void pack_pairs(uint32_t* dst, size_t d_o, size_t d_q, const fl
     for (int q0 = 0; q0 < kq; q0 += 16) {
       __m512i r[16];
       for (int t = 0; t < 16; t++) r[t] = row_pair_words(src, s_p, K, q0 + t, o0, m);
-      transpose16(r);  // r[t] = the words of o0 + t for q0 .. q0 + 15
+      tile64::transpose16(r);  // r[t] = the words of o0 + t for q0 .. q0 + 15
       for (int t = 0; t < 16 && o0 + t < n_other; t++)
         _mm512_mask_storeu_epi32(dst + size_t(o0 + t) * d_o + size_t(q0) * d_q, first(kq - q0), r[t]);
     }
@@ -347,7 +320,7 @@ ORION_AVX512BF16 void pack_weight_block(const float* W, int N, int K, uint32_t* 
     if (size_t(k0 / 2) < kqK) {
       __m512i w[16];
       for (int t = 0; t < 16; t++) w[t] = __m512i(_mm512_cvtne2ps_pbh(a[t][1], a[t][0]));
-      transpose16(w);  // w[j] = pair k0/2 + j of rows r0 .. r0+15
+      tile64::transpose16(w);  // w[j] = pair k0/2 + j of rows r0 .. r0+15
       uint32_t* d = rows + (size_t(r0 / TILE_N) * kqK + size_t(k0 / 2)) * TILE_N + r0 % TILE_N;
       for (int j = 0; j < 16 && size_t(k0 / 2 + j) < kqK; j++) store_line<stream>(d + size_t(j) * TILE_N, w[j]);
     }

@@ -60,6 +60,12 @@ void matmul_forward_train(float* y, const float* x, const float* W, const float*
                          out, bias);
   }
   if (!gemm_acc_available() || M < 16) return matmul(y, x, W, DType::F32, bias, M, K, N);
+  if (gemm_acc_bt_available()) {
+    // y = bias + x·Wᵀ straight, W read in place: each block of Wᵀ is packed through transposes in
+    // registers (gemm_acc_bt) — no transposed copy of W, x or y. The same FMA chains as below.
+    fill_rows(y, size_t(N), M, N, bias);
+    return gemm_acc_bt(y, size_t(N), x, size_t(K), 1, W, size_t(K), M, N, K);
+  }
   if (size_t(M) * (size_t(K) + N) > size_t(N) * K) {
     // More token rows than the weight has values (long sequences): y = x·Wᵀ straight, with W
     // transposed once into Wᵀ [K, N] instead of x and y. Each y[m, n] is the same chain of FMAs in
