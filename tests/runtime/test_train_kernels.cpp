@@ -82,26 +82,32 @@ TEST(TrainKernels, MatmulBackwardMatchesNaive) {
   shape_case(60, 300, 130);                   // dx packed with a partial 64-column panel
 }
 
-// y = x·Wᵀ + b in its two forms — transposed (yᵀ = W·xᵀ, few token rows) and straight with Wᵀ
-// (many rows) — gives the same bits: 128 rows at once (straight) equal 8 calls of 16 rows
-// (transposed), and both match a double loop.
+// y = x·Wᵀ + b gives the same bits for any number of token rows: 400 rows at once (C split by row
+// tiles between the threads) equal 25 calls of 16 rows (few row tiles: C split by column panels),
+// on every gemm_acc path, and both match a double loop.
 TEST(TrainKernels, ForwardBitIdenticalForFewAndManyRows) {
-  if (!cpu::gemm_acc_available()) GTEST_SKIP() << "one form without AVX-512 (cpu::matmul)";
-  const int M = 128, K = 64, N = 256, chunk = 16;  // 16·(64 + 256) < 256·64 < 128·(64 + 256)
+  if (!cpu::gemm_acc_available()) GTEST_SKIP() << "the portable path is cpu::matmul";
+  const cpu::Isa was = cpu::active_isa();
+  const int M = 400, K = 64, N = 256, chunk = 16;
   auto x = randf(size_t(M) * K, 8), W = randf(size_t(N) * K, 9), b = randf(size_t(N), 10);
-  std::vector<float> many(size_t(M) * N), few(size_t(M) * N);
-  cpu::matmul_forward_train(many.data(), x.data(), W.data(), b.data(), M, K, N);
-  for (int m0 = 0; m0 < M; m0 += chunk)
-    cpu::matmul_forward_train(few.data() + size_t(m0) * N, x.data() + size_t(m0) * K, W.data(), b.data(), chunk, K, N);
-  EXPECT_EQ(many, few);
-  double worst = 0;
-  for (int m = 0; m < M; m++)
-    for (int n = 0; n < N; n++) {
-      double s = b[size_t(n)];
-      for (int k = 0; k < K; k++) s += double(x[size_t(m) * K + k]) * W[size_t(n) * K + k];
-      worst = std::max(worst, std::abs(many[size_t(m) * N + n] - s) / std::max(1.0, std::abs(s)));
-    }
-  EXPECT_LT(worst, 2e-5);
+  for (cpu::Isa isa : {cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+    if (!cpu::set_isa(isa)) continue;
+    SCOPED_TRACE(cpu::isa_name(isa));
+    std::vector<float> many(size_t(M) * N), few(size_t(M) * N);
+    cpu::matmul_forward_train(many.data(), x.data(), W.data(), b.data(), M, K, N);
+    for (int m0 = 0; m0 < M; m0 += chunk)
+      cpu::matmul_forward_train(few.data() + size_t(m0) * N, x.data() + size_t(m0) * K, W.data(), b.data(), chunk, K, N);
+    EXPECT_EQ(many, few);
+    double worst = 0;
+    for (int m = 0; m < M; m++)
+      for (int n = 0; n < N; n++) {
+        double s = b[size_t(n)];
+        for (int k = 0; k < K; k++) s += double(x[size_t(m) * K + k]) * W[size_t(n) * K + k];
+        worst = std::max(worst, std::abs(many[size_t(m) * N + n] - s) / std::max(1.0, std::abs(s)));
+      }
+    EXPECT_LT(worst, 2e-5);
+  }
+  cpu::set_isa(was);
 }
 
 TEST(TrainKernels, OneAndTwoThreadsBitIdentical) {

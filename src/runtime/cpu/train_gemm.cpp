@@ -27,7 +27,6 @@
 #include <cstddef>
 #include <vector>
 
-#include "base/error.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/register_tile.h"
 #include "runtime/cpu/c_split.h"
@@ -146,7 +145,6 @@ namespace {
 void gemm_acc_driver(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, bool bt,
                      int M, int N, int K, COut out) {
   const gemm_tiles::TileSet& set = active_isa() == Isa::Avx512 ? gemm_tiles::kAvx512 : gemm_tiles::kAvx2;
-  ORION_CHECK(!bt || set.pack_bt, "gemm_acc_bt on a path without pack_bt");
   const int tiles = (M + TM - 1) / TM, panels = (N + set.tile_n - 1) / set.tile_n;
   const bool big = double(M) * N * K >= 1e6;  // smaller: not worth waking threads
 #pragma omp parallel if (big)
@@ -188,8 +186,6 @@ void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, cons
               int K, COut out) {
   gemm_acc_driver(C, ldc, A, rsa, csa, B, ldb, false, M, N, K, out);
 }
-
-bool gemm_acc_bt_available() { return active_isa() == Isa::Avx512; }
 
 void gemm_acc_bt(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* Bt, size_t ldbt, int M, int N,
                  int K, COut out) {

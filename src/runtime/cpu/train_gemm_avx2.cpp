@@ -87,6 +87,37 @@ void pack_b(float* pk, const float* B, size_t ldb, int N, int k) {
   }
 }
 
+// r[i][j] ↔ r[j][i] for 8 × 8 floats: pairs of rows interleaved (unpack), then pairs of pairs
+// (shuffle), then the 128-bit halves swapped across (permute2f128).
+inline void transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44), u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44), u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++)
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20), r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+}
+
+// pack_b's panels from B given as its transpose, B(p, j) = Bt[j·ldbt + p]: 8 rows of Bt × 8 p
+// loaded, transposed in registers into 8 p × 8 columns, each stored as half a panel row.
+void pack_bt(float* pk, const float* Bt, size_t ldbt, int N, int k) {
+  for (int j0 = 0; j0 < (N + TILE_N - 1) / TILE_N * TILE_N; j0 += 8)
+    for (int p0 = 0; p0 < k; p0 += 8) {
+      const int left = k - p0;
+      const __m256i m = lanes_avx2::first(left);
+      __m256 r[8];
+      for (int t = 0; t < 8; t++)
+        r[t] = j0 + t >= N ? _mm256_setzero_ps()
+               : left >= 8 ? _mm256_loadu_ps(Bt + size_t(j0 + t) * ldbt + p0)
+                           : _mm256_maskload_ps(Bt + size_t(j0 + t) * ldbt + p0, m);
+      transpose8(r);  // r[u] = B(p0 + u, j0 .. j0+7)
+      float* dst = pk + (size_t(j0 / TILE_N) * k + p0) * TILE_N + j0 % TILE_N;
+      for (int u = 0; u < 8 && u < left; u++) _mm256_storeu_ps(dst + size_t(u) * TILE_N, r[u]);
+    }
+}
+
 void block(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* B, size_t ldb, const float* pk,
            int m, int N, int k, bool set, bool stream) {
   for_each_tile<TILE_N>(C, ldc, A, rsa, B, ldb, pk, m, N, k,
@@ -104,6 +135,6 @@ void block(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const f
 
 }  // namespace
 
-const TileSet kAvx2 = {TILE_N, pack_b, nullptr, block};
+const TileSet kAvx2 = {TILE_N, pack_b, pack_bt, block};
 
 }  // namespace orion::cpu::gemm_tiles

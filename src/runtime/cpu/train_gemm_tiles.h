@@ -19,8 +19,7 @@ struct TileSet {
   // B[0..k) × [0..N) (N ≤ NC) as column panels: panel q holds B[p, q·tile_n ..] at
   // pk[(q·k + p)·tile_n ..], zero past N.
   void (*pack_b)(float* pk, const float* B, size_t ldb, int N, int k);
-  // The same panels from B given as its transpose, B(p, j) = Bt[j·ldbt + p]; null on a set
-  // without it (gemm_acc_bt_available()).
+  // The same panels from B given as its transpose, B(p, j) = Bt[j·ldbt + p].
   void (*pack_bt)(float* pk, const float* Bt, size_t ldbt, int N, int k);
   // Rows [0, m) × columns [0, N) of C, one K slice of length k; B row-major (pk == nullptr) or
   // packed. set: C = this slice's products; stream: and they are C's last write (non-temporal).

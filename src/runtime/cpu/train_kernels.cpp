@@ -44,13 +44,13 @@ void transpose(float* dst, const float* src, int rows, int cols) {
   }
 }
 
-// y = x·Wᵀ + b computed transposed, yᵀ[N, M] = W·xᵀ (+ b down the rows), so that gemm_acc streams
-// W once, 6 rows at a time, against xᵀ [K, M] (small: M is the batch's tokens) kept in L2.
+// y = x·Wᵀ + b straight into y, W read in place: each block of Wᵀ is packed into the tiles' panels
+// through transposes in registers (gemm_acc_bt) — no transposed copy of W, x or y. Each y[m, n] is
+// one chain of FMAs, bias then x[m, k]·W[n, k] for k = 0, 1, …, whatever the number of rows.
 void matmul_forward_train(float* y, const float* x, const float* W, const float* bias, int M, int K, int N) {
   if (train_gemm_precision() != GemmPrecision::F32) {
     // y[M, N] = bias in every row + x·Wᵀ, straight into y: B(k, n) = W[n, k] packs into the bf16
-    // panels through a transpose in registers (train_gemm_lowp.cpp). Each y[m, n] is summed in the
-    // same order as the transposed product yᵀ = W·xᵀ would be.
+    // panels through a transpose in registers (train_gemm_lowp.cpp).
     // y is overwritten from the bias; logits (tens of MB) bypass the caches, activations do not.
     const COut out = size_t(M) * N * sizeof(float) > (size_t(16) << 20) ? COut::OverwriteCold : COut::Overwrite;
     note_weight(W, N, K);
@@ -60,29 +60,8 @@ void matmul_forward_train(float* y, const float* x, const float* W, const float*
                          out, bias);
   }
   if (!gemm_acc_available() || M < 16) return matmul(y, x, W, DType::F32, bias, M, K, N);
-  if (gemm_acc_bt_available()) {
-    // y = bias + x·Wᵀ straight, W read in place: each block of Wᵀ is packed through transposes in
-    // registers (gemm_acc_bt) — no transposed copy of W, x or y. The same FMA chains as below.
-    fill_rows(y, size_t(N), M, N, bias);
-    return gemm_acc_bt(y, size_t(N), x, size_t(K), 1, W, size_t(K), M, N, K);
-  }
-  if (size_t(M) * (size_t(K) + N) > size_t(N) * K) {
-    // More token rows than the weight has values (long sequences): y = x·Wᵀ straight, with W
-    // transposed once into Wᵀ [K, N] instead of x and y. Each y[m, n] is the same chain of FMAs in
-    // the same order (bias, then x[m, k]·W[n, k] for k = 0, 1, …) as the transposed form below, so
-    // the bits do not depend on which form runs.
-    float* wt = scratch(0, size_t(K) * N).data();  // [K, N]
-    transpose(wt, W, N, K);
-    fill_rows(y, size_t(N), M, N, bias);
-    return gemm_acc(y, size_t(N), x, size_t(K), 1, wt, size_t(N), M, N, K);
-  }
-  float* xt = scratch(0, size_t(K) * M).data();  // [K, M]
-  float* yt = scratch(1, size_t(N) * M).data();  // [N, M]
-  transpose(xt, x, M, K);
-#pragma omp parallel for schedule(static) if (size_t(N) * M > (1u << 15))
-  for (int n = 0; n < N; n++) std::fill_n(yt + size_t(n) * M, M, bias ? bias[n] : 0.0f);
-  gemm_acc(yt, size_t(M), W, size_t(K), 1, xt, size_t(M), N, M, K);
-  transpose(y, yt, N, M);
+  fill_rows(y, size_t(N), M, N, bias);
+  gemm_acc_bt(y, size_t(N), x, size_t(K), 1, W, size_t(K), M, N, K);
 }
 
 // dx[M, K] += Σ over chunks [n0, n1) of dy[:, n0:n1] · W[n0:n1, :]

@@ -52,9 +52,7 @@ void gemm_acc(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, cons
               COut out = COut::Accumulate);
 // The same with B given as its transpose Bt [N, K] (B(p, j) = Bt[j·ldbt + p]: a weight W of
 // y = x·Wᵀ, read in place), its blocks packed into panels through transposes in registers; the
-// same FMA chains, so the same bits as gemm_acc on a transposed copy. AVX-512 only
-// (gemm_acc_bt_available()).
-bool gemm_acc_bt_available();
+// same FMA chains, so the same bits as gemm_acc on a transposed copy. Where gemm_acc is.
 void gemm_acc_bt(float* C, size_t ldc, const float* A, size_t rsa, size_t csa, const float* Bt, size_t ldbt, int M, int N,
                  int K, COut out = COut::Accumulate);
 // C[r, 0 .. N) = bias (or 0 when null) for r < M (row stride ldc), split over threads.
