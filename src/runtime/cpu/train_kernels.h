@@ -23,8 +23,8 @@ constexpr int kTrainChunk = 1024;
 // dst[cols, rows] = src[rows, cols]ᵀ (multithreaded, cache-blocked).
 void transpose(float* dst, const float* src, int rows, int cols);
 
-// y[M, N] = x[M, K]·W[N, K]ᵀ (+ b): with gemm_acc as yᵀ = W·xᵀ (W read once, xᵀ stays in L2),
-// else cpu::matmul. Summed in an order fixed by the sizes (bit-identical for any thread count), but
+// y[M, N] = x[M, K]·W[N, K]ᵀ (+ b): with gemm_acc_bt (W read in place, its blocks transposed into
+// panels in registers), else cpu::matmul. Summed in an order fixed by the sizes (bit-identical for any thread count), but
 // not the order of cpu::matmul: training's logits may differ from inference's in the last bits.
 void matmul_forward_train(float* y, const float* x, const float* W, const float* bias, int M, int K, int N);
 // dx[M, K] += dy[M, N] · W[N, K]
