@@ -1,7 +1,6 @@
 #include "infer/speed.h"
 
 #include <algorithm>
-#include <memory>
 #include <vector>
 #include <random>
 
@@ -72,9 +71,7 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
       const bool last_chance = i == opt.decode_tokens - 1 && rates.empty();
       if (opt.measure_bandwidth && (i % kPassEvery == kPassEvery - 1 || last_chance)) {
         const std::vector<cpu::ByteRange> reads = tf.decode_reads(pos);
-        double bytes = 0;
-        for (const cpu::ByteRange& b : reads) bytes += double(b.bytes);
-        rates.push_back(bytes / cpu::time_read_pass(reads));
+        rates.push_back(cpu::total_bytes(reads) / cpu::time_read_pass(reads));
       }
     }
     const double decode_tok_s = opt.decode_tokens / decode_s;

@@ -25,11 +25,10 @@ void KvCache::store_rows(int layer, int pos, const float* k, const float* v, int
 }
 
 void KvCache::add_decode_reads(int layer, int pos, std::vector<cpu::ByteRange>& reads) const {
-  KvCache& self = const_cast<KvCache&>(*this);  // k() and v() hand out writable pointers; nothing is written
   const size_t run = size_t(pos + 1) * size_t(layout_.head_dim) * layout_.elem_bytes();
   for (int h = 0; h < kv_dim_ / layout_.head_dim; h++) {
-    reads.push_back({layout_.address(self.k(layer), h, 0), run});
-    reads.push_back({layout_.address(self.v(layer), h, 0), run});
+    reads.push_back({layout_.address(k(layer), h, 0), run});
+    reads.push_back({layout_.address(v(layer), h, 0), run});
   }
 }
 

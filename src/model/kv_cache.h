@@ -15,6 +15,7 @@
 // value is then rounded to f16 once, when it is stored; attention reads it back exactly (KvLayout).
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "model/config.h"
@@ -31,8 +32,10 @@ class KvCache {
   const cpu::KvLayout& layout() const { return layout_; }
   DType dtype() const { return layout_.dtype; }
   // Layer l's keys / values, position 0 of kv head 0 (layout(): elements of dtype()).
-  void* k(int layer) { return element(k32_, k16_, layer); }
-  void* v(int layer) { return element(v32_, v16_, layer); }
+  void* k(int layer) { return const_cast<void*>(std::as_const(*this).k(layer)); }
+  void* v(int layer) { return const_cast<void*>(std::as_const(*this).v(layer)); }
+  const void* k(int layer) const { return element(k32_, k16_, layer); }
+  const void* v(int layer) const { return element(v32_, v16_, layer); }
   // Bytes the cache holds per position of one layer (keys and values).
   size_t bytes_per_position() const { return 2 * size_t(kv_dim_) * layout_.elem_bytes(); }
   // What a decode step at position pos reads from layer l's cache, appended to `reads`: each kv
@@ -44,9 +47,9 @@ class KvCache {
 
  private:
   template <typename T32, typename T16>
-  void* element(T32& f32, T16& f16, int layer) {
-    return layout_.dtype == DType::F16 ? static_cast<void*>(f16.data() + size_t(layer) * layer_elems_)
-                                       : static_cast<void*>(f32.data() + size_t(layer) * layer_elems_);
+  const void* element(const T32& f32, const T16& f16, int layer) const {
+    return layout_.dtype == DType::F16 ? static_cast<const void*>(f16.data() + size_t(layer) * layer_elems_)
+                                       : static_cast<const void*>(f32.data() + size_t(layer) * layer_elems_);
   }
 
   int kv_dim_ = 0;

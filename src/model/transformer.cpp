@@ -124,10 +124,6 @@ std::vector<cpu::ByteRange> Transformer::decode_reads(int pos) const {
   return reads;
 }
 
-double Transformer::decode_bytes(int pos) const {
-  double bytes = 0;
-  for (const cpu::ByteRange& r : decode_reads(pos)) bytes += double(r.bytes);
-  return bytes;
-}
+double Transformer::decode_bytes(int pos) const { return cpu::total_bytes(decode_reads(pos)); }
 
 }  // namespace orion

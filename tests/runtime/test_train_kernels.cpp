@@ -145,8 +145,8 @@ TEST(TrainKernels, WeightGradientOverwriteEqualsAccumulatingIntoZeros) {
 // gemm_acc's AVX2 tile (6 × 16) and AVX-512 tile (6 × 64) compute every element as the same FMA
 // chain, so all three products of a linear layer give the same bits on both paths — full and
 // ragged column tiles, packed and unpacked B, two K slices, accumulating and overwriting; the
-// forward with W read in place (AVX-512, gemm_acc_bt) against the transposes of the AVX2 path; C
-// split by panels with two column blocks and two K slices each (40 × 1100, K 300) and by rows.
+// forward's blocks of Wᵀ packed by each path's own transposes (16 × 16, 8 × 8); C split by panels
+// with two column blocks and two K slices each (40 × 1100, K 300) and by rows.
 TEST(TrainKernels, Avx2AndAvx512ProductsBitIdentical) {
   const cpu::Isa was = cpu::active_isa();
   if (!cpu::set_isa(cpu::Isa::Avx512) || !cpu::set_isa(cpu::Isa::Avx2)) {

@@ -9,7 +9,6 @@
 #include <httplib.h>
 
 #include <chrono>
-
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>

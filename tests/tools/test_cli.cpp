@@ -65,8 +65,8 @@ TEST(Cli, BenchGenerateJson) {
               j["prefill_tok_s"].get<double>() / j["prefill_bound_tok_s"].get<double>(), 1e-9);
 }
 
-// The decode bound: the read bandwidth probed right after the best decode run, over the bytes a
-// decode step reads; the STREAM triad beside it.
+// The decode bound: the read bandwidth of passes over a token's bytes between the best decode run's
+// tokens, over the bytes a decode step reads; the STREAM triad beside it.
 TEST(Cli, BenchGenerateBoundIsTheReadBandwidthOverTheBytesPerToken) {
   auto j = bench_generate_json("--config stories260k --prompt-len 8 --decode-len 8 --repeat 2 --no-gemm-peak "
                                "--threads 1");

@@ -213,15 +213,15 @@ std::pair<int, int> kill_until_done(const std::string& args_for, const std::stri
     pid_t pid = spawn_orion(args_for + " --out " + out, delay, log);
     int code = -1;
     const bool was_killed = kill_after(pid, std::uniform_real_distribution<double>(0.0, full_ms)(rng), &code);
-    // A run that finished first sets the window for the next kills: when the reference ran on a
-    // busy machine (ctest -j2), the later runs can be several times faster, and kills drawn over
-    // its time would mostly come after they ended (too few kills in the attempts allowed).
-    if (!was_killed) full_ms = std::min(full_ms, now_ms() - start);
     if (was_killed) {
       ++killed;
       if (count_tmp_files(folder) > tmp_before) ++mid_write;
     } else {
       EXPECT_EQ(code, 0) << slurp(log);
+      // A run that finished first sets the window for the next kills: when the reference ran on a
+      // busy machine (ctest -j2), the later runs can be several times faster, and kills drawn over
+      // its time would mostly come after they ended (too few kills in the attempts allowed).
+      full_ms = std::min(full_ms, now_ms() - start);
     }
     for (const std::string& f : outputs) {
       if (!was_killed) EXPECT_TRUE(fs::exists(out + "/" + f)) << "a completed run did not write " << f;

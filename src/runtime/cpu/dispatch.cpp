@@ -284,6 +284,12 @@ namespace {
 std::atomic<uint64_t> g_read_sink{0};  // what the passes folded to: kept so the compiler cannot drop the reads
 }
 
+double total_bytes(const std::vector<ByteRange>& ranges) {
+  double bytes = 0;
+  for (const ByteRange& r : ranges) bytes += double(r.bytes);
+  return bytes;
+}
+
 double time_read_pass(const std::vector<ByteRange>& ranges, uint64_t* fold) {
   uint64_t folded = 0;
   const auto t0 = std::chrono::steady_clock::now();

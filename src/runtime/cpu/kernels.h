@@ -186,6 +186,8 @@ struct ByteRange {
   const void* data;
   size_t bytes;
 };
+// Their bytes in all.
+double total_bytes(const std::vector<ByteRange>& ranges);
 // Seconds all threads take to read every range once, each thread its share of each range (as a
 // decode step splits each matrix's rows between them), with no work besides folding the words
 // together: the fastest that a step reading exactly these bytes could go on this machine at this
