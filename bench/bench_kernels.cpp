@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/error.h"
 #include "runtime/cpu/kernels.h"
 
 namespace {
@@ -189,7 +190,8 @@ void BM_Attention(benchmark::State& st) {
   const cpu::KvLayout kv = st.range(2) ? cpu::KvLayout::heads(L, HS, dt) : cpu::KvLayout::rows(D, HS, dt);
   const size_t per_layer = size_t(L) * D, bytes = per_layer * kv.elem_bytes();
   std::vector<float> q(size_t(T) * D, 0.1f), out(q.size());
-  std::vector<char> k(layers * bytes), v(layers * bytes);
+  std::vector<char> k, v;  // on huge pages, as KvCache keeps them
+  orion::assign_on_huge_pages(k, layers * bytes), orion::assign_on_huge_pages(v, layers * bytes);
   std::vector<float> k_row(D, 0.2f), v_row(D, 0.3f);
   for (int l = 0; l < layers; l++)
     for (int p = 0; p < L; p++) kv.store(k.data() + l * bytes, p, k_row.data(), 0, D), kv.store(v.data() + l * bytes, p, v_row.data(), 0, D);

@@ -291,26 +291,17 @@ double total_bytes(const std::vector<ByteRange>& ranges) {
 }
 
 double time_read_pass(const std::vector<ByteRange>& ranges, uint64_t* fold) {
+  const IsaKernels& ker = *g_kernels;
   uint64_t folded = 0;
   const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel reduction(^ : folded)
   {
     const size_t t = size_t(omp_get_thread_num()), nt = size_t(omp_get_num_threads());
     for (const ByteRange& r : ranges) {
-      // This thread's words of the range; each 64-byte line XORed into one word: 8 loads and a
-      // short chain per line, far less work than memory takes to deliver the line.
+      // This thread's words of the range, folded by the ISA's widest loads (IsaKernels::read_fold).
       const size_t words = r.bytes / 8, b = words * t / nt, e = words * (t + 1) / nt;
       const char* p = static_cast<const char*>(r.data);
-      auto word = [&](size_t i) {
-        uint64_t w;
-        std::memcpy(&w, p + 8 * i, 8);
-        return w;
-      };
-      size_t i = b;
-      for (; i + 8 <= e; i += 8)
-        folded ^= ((word(i) ^ word(i + 1)) ^ (word(i + 2) ^ word(i + 3))) ^
-                  ((word(i + 4) ^ word(i + 5)) ^ (word(i + 6) ^ word(i + 7)));
-      for (; i < e; i++) folded ^= word(i);
+      folded ^= ker.read_fold(p + 8 * b, e - b);
       if (t == nt - 1)  // the bytes past the last whole word
         for (size_t j = words * 8; j < r.bytes; j++) folded ^= uint8_t(p[j]);
     }

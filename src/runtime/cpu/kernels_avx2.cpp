@@ -483,10 +483,28 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
   for (; n < n1; n++) q8_tile_rows<VNNI, 1>(y + n, a, w + size_t(n) * row_bytes, row_bytes, bias ? bias + n : nullptr, M, K, N);
 }
 
+// IsaKernels::read_fold: 128 bytes per step, four 32-byte loads XORed into four registers.
+uint64_t read_fold(const void* p, size_t words) {
+  const char* b = static_cast<const char*>(p);
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 16 <= words; i += 16) {
+    const __m256i* s = reinterpret_cast<const __m256i*>(b + 8 * i);
+    a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(s));
+    a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(s + 1));
+    a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(s + 2));
+    a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(s + 3));
+  }
+  uint64_t lanes[4], f = 0;
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3)));
+  for (uint64_t w : lanes) f ^= w;
+  return f ^ xor_words(b + 8 * i, words - i);  // the words past the last whole step
+}
+
 }  // namespace
 
 const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
-                                  scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx2, softmax};
+                                  scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx2, softmax, read_fold};
 
 bool avx2_vnni_on() { return g_vnni; }
 bool set_avx2_vnni(bool on) {

@@ -511,10 +511,28 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
     q8_rows<Avx512Q8<VNNI>, false>(y + size_t(m) * N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, W, bias, K, n, n1);
 }
 
+// IsaKernels::read_fold: 256 bytes per step, four 64-byte loads XORed into four registers.
+uint64_t read_fold(const void* p, size_t words) {
+  const char* b = static_cast<const char*>(p);
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 32 <= words; i += 32) {
+    const char* s = b + 8 * i;
+    a0 = _mm512_xor_si512(a0, _mm512_loadu_si512(s));
+    a1 = _mm512_xor_si512(a1, _mm512_loadu_si512(s + 64));
+    a2 = _mm512_xor_si512(a2, _mm512_loadu_si512(s + 128));
+    a3 = _mm512_xor_si512(a3, _mm512_loadu_si512(s + 192));
+  }
+  uint64_t lanes[8], f = 0;
+  _mm512_storeu_si512(lanes, _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3)));
+  for (uint64_t w : lanes) f ^= w;
+  return f ^ xor_words(b + 8 * i, words - i);  // the words past the last whole step
+}
+
 }  // namespace
 
 const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
-                                    scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx512, softmax};
+                                    scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx512, softmax, read_fold};
 
 bool avx512_vnni_on() { return g_vnni; }
 bool set_avx512_vnni(bool on) {

@@ -10,6 +10,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "base/dtype.h"
 #include "runtime/cpu/kernels.h"
@@ -53,7 +54,23 @@ struct IsaKernels {
   // differ from the scalar loop's by rounding; each ISA is deterministic, and decode and prefill
   // call the same one.
   void (*softmax)(float* x, int n);
+  // The XOR of `words` 8-byte words from p (any alignment): the decode bound's read pass
+  // (time_read_pass). Vector loads as wide as the ISA has, several in flight: the pass measures
+  // how fast memory delivers the bytes, so its own instructions must not be what limits it (8-byte
+  // loads read ~10–20% slower than 64-byte ones on the Zen 5 VM, bench/RESULTS.md).
+  uint64_t (*read_fold)(const void* p, size_t words);
 };
+
+// The XOR of `words` 8-byte words from p, one at a time (the tails of read_fold).
+inline uint64_t xor_words(const void* p, size_t words) {
+  uint64_t f = 0;
+  for (size_t i = 0; i < words; i++) {
+    uint64_t w;
+    std::memcpy(&w, static_cast<const char*>(p) + 8 * i, 8);
+    f ^= w;
+  }
+  return f;
+}
 
 // One table per instruction set; the AVX tables are only used when the CPU has the instructions.
 extern const IsaKernels kGenericKernels;
