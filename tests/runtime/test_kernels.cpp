@@ -331,7 +331,7 @@ TEST(Kernels, AttentionScoresAndWeightedSumEqualTheDotAndAxpyLoops) {
   for (Isa isa : available_isas()) {
     ASSERT_TRUE(set_isa(isa));
     const IsaKernels& ker = isa_kernels();
-    for (int HS : {5, 20, 64, 72, 130})
+    for (int HS : {5, 20, 64, 72, 128, 130})  // 64 and 128: the compile-time head sizes
       for (int len : {1, 3, 4, 7, 33}) {
         const int stride = 3 * HS + 5;
         const std::vector<float> q = random_floats(size_t(HS), 11, -2, 2);

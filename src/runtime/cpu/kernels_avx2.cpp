@@ -282,8 +282,24 @@ inline void scores_block(float* att, const float* q, const T* k, int n, int kv_s
   }
 }
 
+// scores for a head size HS known at compile time (a multiple of 8): one position at a time, its
+// row's loads in address order — one sequential stream for the prefetchers, as in
+// kernels_avx512.cpp's scores_hs. Each sum as scores_block's (no tail).
+template <int HS, typename T>
+void scores_hs(float* att, const float* q, const T* k, int len, int kv_stride, float scale) {
+  for (int p = 0; p < len; p++) {
+    const T* kp = k + size_t(p) * kv_stride;
+    __m256 acc = _mm256_setzero_ps();
+#pragma GCC unroll 16
+    for (int i = 0; i < HS; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_kv(kp + i), acc);
+    att[p] = hsum(acc) * scale;
+  }
+}
+
 template <typename T>
 void scores(float* att, const float* q, const T* k, int len, int head_dim, int kv_stride, float scale) {
+  if (head_dim == 64) return scores_hs<64>(att, q, k, len, kv_stride, scale);
+  if (head_dim == 128) return scores_hs<128>(att, q, k, len, kv_stride, scale);
   constexpr int P = 4;  // positions per pass: P independent FMA chains
   int p = 0;
   for (; p + P <= len; p += P) scores_block<P>(att + p, q, k + size_t(p) * kv_stride, head_dim, kv_stride, scale);

@@ -280,8 +280,30 @@ inline void scores_block(float* att, const float* q, const T* k, int n, int kv_s
   for (int j = 0; j < P; j++) att[j] = hsum(acc[j]) * scale;
 }
 
+// scores for a head size HS known at compile time (a multiple of 16): q held in registers, one
+// position at a time, its row's loads in address order — one sequential stream, which the
+// prefetchers follow (blocks of P positions, each load step touching P rows, read a decode's
+// cache ~35% slower from memory on the Zen 5 VM; bench/RESULTS.md). The out-of-order core
+// overlaps the positions' independent FMA chains. Each sum as scores_block's (all lanes valid).
+template <int HS, typename T>
+void scores_hs(float* att, const float* q, const T* k, int len, int kv_stride, float scale) {
+  constexpr int S = HS / 16;
+  __m512 qv[S];
+#pragma GCC unroll 8
+  for (int s = 0; s < S; s++) qv[s] = _mm512_loadu_ps(q + 16 * s);
+  for (int p = 0; p < len; p++) {
+    const T* kp = k + size_t(p) * kv_stride;
+    __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int s = 0; s < S; s++) acc = _mm512_fmadd_ps(qv[s], load_kv(__mmask16(0xffff), kp + 16 * s), acc);
+    att[p] = hsum(acc) * scale;
+  }
+}
+
 template <typename T>
 void scores(float* att, const float* q, const T* k, int len, int head_dim, int kv_stride, float scale) {
+  if (head_dim == 64) return scores_hs<64>(att, q, k, len, kv_stride, scale);
+  if (head_dim == 128) return scores_hs<128>(att, q, k, len, kv_stride, scale);
   constexpr int P = 4;  // positions per pass: P independent FMA chains
   int p = 0;
   for (; p + P <= len; p += P) scores_block<P>(att + p, q, k + size_t(p) * kv_stride, head_dim, kv_stride, scale);
