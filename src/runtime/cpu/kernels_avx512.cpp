@@ -312,13 +312,14 @@ void scores(float* att, const float* q, const T* k, int len, int head_dim, int k
 
 // out = Σ_p att[p]·v_p, 64 channels at a time held in 4 registers over all positions: per channel the
 // same FMAs in the same order as axpy from out = 0.
-template <typename T>
-void weighted_sum(float* out, const float* att, const T* v, int len, int head_dim, int kv_stride) {
-  constexpr int G = 4;  // registers of out per pass
+// G registers of out per pass: 8 (128 channels, all of a 128-wide head in one pass over its
+// rows, every line of them in order) when the head is wider than 64, else 4.
+template <int G, typename T>
+void weighted_sum_g(float* out, const float* att, const T* v, int len, int head_dim, int kv_stride) {
   for (int i0 = 0; i0 < head_dim; i0 += 16 * G) {
     __mmask16 m[G];
     __m512 o[G];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int g = 0; g < G; g++) {
       const int i = i0 + 16 * g;
       m[g] = i < head_dim ? lanes_from(i, head_dim) : __mmask16(0);
@@ -327,12 +328,18 @@ void weighted_sum(float* out, const float* att, const T* v, int len, int head_di
     for (int p = 0; p < len; p++) {
       const __m512 sv = _mm512_set1_ps(att[p]);
       const T* vp = v + size_t(p) * kv_stride + i0;
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int g = 0; g < G; g++) o[g] = _mm512_fmadd_ps(sv, load_kv(m[g], vp + 16 * g), o[g]);
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int g = 0; g < G; g++) _mm512_mask_storeu_ps(out + i0 + 16 * g, m[g], o[g]);
   }
+}
+
+template <typename T>
+void weighted_sum(float* out, const float* att, const T* v, int len, int head_dim, int kv_stride) {
+  if (head_dim > 64) return weighted_sum_g<8>(out, att, v, len, head_dim, kv_stride);
+  weighted_sum_g<4>(out, att, v, len, head_dim, kv_stride);
 }
 
 // IsaKernels::softmax: the max and the sum over 16 lanes (reduced in a fixed order), e^x from libmvec.
