@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "runtime/cpu/kernel_paths.h"
 #include "runtime/cpu/kernels_impl.h"
+#include "runtime/cpu/work_shares.h"
 #include "runtime/cpu/kernels_q8.h"
 
 namespace orion::cpu {
@@ -292,19 +293,30 @@ double total_bytes(const std::vector<ByteRange>& ranges) {
 
 double time_read_pass(const std::vector<ByteRange>& ranges, uint64_t* fold) {
   const IsaKernels& ker = *g_kernels;
+  // Each range's whole words in units of 8 KB, shared out as a decode step shares a matrix's rows
+  // (WorkShares: each thread its own run of the range front to back, then units stolen from the
+  // back of the others'), so that a slower core holds the pass back no more than it holds a decode
+  // step back. (A split of the ranges' concatenation instead — each thread half of all the bytes
+  // — read 10–15% slower on the Zen 5 VM.)
+  constexpr size_t kUnitWords = 1024;
+  std::vector<WorkShares> shares(ranges.size());
   uint64_t folded = 0;
   const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel reduction(^ : folded)
   {
-    const size_t t = size_t(omp_get_thread_num()), nt = size_t(omp_get_num_threads());
-    for (const ByteRange& r : ranges) {
-      // This thread's words of the range, folded by the ISA's widest loads (IsaKernels::read_fold).
-      const size_t words = r.bytes / 8, b = words * t / nt, e = words * (t + 1) / nt;
-      const char* p = static_cast<const char*>(r.data);
-      folded ^= ker.read_fold(p + 8 * b, e - b);
-      if (t == nt - 1)  // the bytes past the last whole word
-        for (size_t j = words * 8; j < r.bytes; j++) folded ^= uint8_t(p[j]);
+#pragma omp single
+    for (size_t i = 0; i < ranges.size(); i++) {
+      ORION_CHECK(ranges[i].bytes / 8 < size_t(1) << 31, "time_read_pass: a range of {} bytes", ranges[i].bytes);
+      shares[i].reset(int(ranges[i].bytes / 8), int(kUnitWords), omp_get_num_threads());
+    }  // (implicit barrier)
+    for (size_t i = 0; i < ranges.size(); i++) {
+      const char* p = static_cast<const char*>(ranges[i].data);
+      int w0, w1;
+      while (shares[i].next(8, &w0, &w1)) folded ^= ker.read_fold(p + 8 * size_t(w0), size_t(w1 - w0));
     }
+#pragma omp single nowait
+    for (const ByteRange& r : ranges)  // the bytes past each range's last whole word
+      for (size_t j = r.bytes / 8 * 8; j < r.bytes; j++) folded ^= uint8_t(static_cast<const char*>(r.data)[j]);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   g_read_sink.fetch_xor(folded, std::memory_order_relaxed);

@@ -21,6 +21,10 @@
 //   split rows:   x[r] += (hb·w2ᵀ)[r]
 // (a barrier after each "split" phase: the next phase reads what every thread wrote), and at the end
 // xn = rmsnorm(x) ⊙ final_norm, logits = xn·classifierᵀ split by rows.
+// Each split phase starts as thread_share would split it, but a thread done with its own heads or
+// rows takes the rest of a slower thread's from the back (cpu::WorkShares): on the Zen 5 VM one
+// core streamed memory slower than the other, and the faster one spent ~20% of a token waiting
+// at the barriers.
 //
 // Every output element is computed by one thread with the kernels of the prefill path (matvec_range,
 // rope_rotate, attention_head, the same rmsnorm and SwiGLU expressions), so the logits equal
@@ -32,11 +36,13 @@
 
 #include "model/family/llama/llama.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/work_shares.h"
 
 namespace orion {
 namespace {
 
-constexpr int kRowUnit = 16;  // rows are handed to threads in multiples of this (the kernels' step)
+constexpr int kRowUnit = 16;   // rows are handed to threads in multiples of this (the kernels' step)
+constexpr int kStepUnits = 4;  // units a thread takes from the front of its own run at a time
 
 // Rows [r0, r1) of y = xn·Wᵀ (+ bias).
 void matvec_tensor_rows(float* y, const float* xn, const Tensor& W, const Tensor& bias, int K, int r0, int r1) {
@@ -69,12 +75,25 @@ void matvec_segments(const RowSegment (&segs)[S], const float* xn, int K, After 
   }
 }
 
-// x[r] += (in·Wᵀ)[r] for the calling thread's rows r; tmp holds the products.  in: [K], W: [N, K]
-void matvec_add_rows(float* x, float* tmp, const float* in, const Tensor& W, int K, int N) {
+// x[r] += (in·Wᵀ)[r] for the rows r the calling thread takes from `rows`; tmp holds the products.
+//   in: [K], W: [N, K]
+void matvec_add_rows(cpu::WorkShares& rows, float* x, float* tmp, const float* in, const Tensor& W, int K) {
   int r0, r1;
-  cpu::thread_share(N, kRowUnit, &r0, &r1);
-  matvec_tensor_rows(tmp, in, W, Tensor{}, K, r0, r1);
-  for (int r = r0; r < r1; r++) x[r] += tmp[r];
+  while (rows.next(kStepUnits, &r0, &r1)) {
+    matvec_tensor_rows(tmp, in, W, Tensor{}, K, r0, r1);
+    for (int r = r0; r < r1; r++) x[r] += tmp[r];
+  }
+}
+
+// hb[j] = silu((xn·w1ᵀ)[j]) · (xn·w3ᵀ)[j] for the rows j the calling thread takes from `rows` (w1
+// and w3 rows j together); up holds the second product.
+void swiglu_rows(cpu::WorkShares& rows, float* hb, float* up, const float* xn, const LayerWeights& lw, int C) {
+  int j0, j1;
+  while (rows.next(kStepUnits, &j0, &j1)) {
+    cpu::matvec_range(hb, xn, lw.w1.data, lw.w1.dtype, nullptr, C, j0, j1);
+    cpu::matvec_range(up, xn, lw.w3.data, lw.w3.dtype, nullptr, C, j0, j1);
+    for (int j = j0; j < j1; j++) hb[j] = hb[j] / (1.0f + std::exp(-hb[j])) * up[j];  // as cpu::swiglu
+  }
 }
 
 // What one layer's attention reads and writes in a decode step.
@@ -109,15 +128,20 @@ void norm_and_turn_heads(const AttentionStep& s, bool is_q, int h0, int h1) {
   }
 }
 
-// The calling thread's kv heads [g0, g1), and its rows of q [q0, q1) and of k and v [k0, k1).
+// Kv heads [g0, g1), and their rows of q [q0, q1) and of k and v [k0, k1).
 struct HeadShare {
   int g0, g1, q0, q1, k0, k1;
-  explicit HeadShare(const ModelConfig& c) {
-    const int HS = c.head_dim(), group = c.n_heads / c.n_kv_heads, nt = omp_get_num_threads(), t = omp_get_thread_num();
-    g0 = c.n_kv_heads * t / nt, g1 = c.n_kv_heads * (t + 1) / nt;
+  HeadShare(const ModelConfig& c, int first, int last) : g0(first), g1(last) {
+    const int HS = c.head_dim(), group = c.n_heads / c.n_kv_heads;
     q0 = g0 * group * HS, q1 = g1 * group * HS, k0 = g0 * HS, k1 = g1 * HS;
   }
 };
+// The calling thread's own run of kv heads (where it starts; it may take other threads' later).
+HeadShare own_heads(const ModelConfig& c) {
+  int first, last;
+  cpu::thread_share(c.n_kv_heads, 1, &first, &last);
+  return HeadShare(c, first, last);
+}
 
 // While a thread waits at a barrier or computes attention, the memory bus would idle: it starts
 // fetching the first rows it reads next.
@@ -130,13 +154,13 @@ void warm_share(const Tensor& W, int K, int N) {
   warm(W, K, r0, r1);
 }
 
-// The calling thread's kv heads and their query heads: q, k, v rows, norms and RoPE, and
-// attention, with no other thread's output needed.
-void attention_by_heads(const AttentionStep& s, const float* xn, float* scores) {
+// Kv heads [first, last) and their query heads: q, k, v rows, norms and RoPE, and attention, with
+// no other thread's output needed.
+void attend_kv_heads(const AttentionStep& s, const float* xn, float* scores, int first, int last) {
   const ModelConfig& c = s.c;
   const LayerWeights& lw = s.lw;
   const int HS = c.head_dim(), group = c.n_heads / c.n_kv_heads;
-  const auto [g0, g1, q0, q1, k0, k1] = HeadShare(c);
+  const auto [g0, g1, q0, q1, k0, k1] = HeadShare(c, first, last);
   matvec_tensor_rows(s.a.q.data(), xn, lw.wq, lw.bq, c.dim, q0, q1);
   matvec_tensor_rows(s.k, xn, lw.wk, lw.bk, c.dim, k0, k1);
   matvec_tensor_rows(s.v, xn, lw.wv, lw.bv, c.dim, k0, k1);
@@ -150,6 +174,12 @@ void attention_by_heads(const AttentionStep& s, const float* xn, float* scores) 
   s.kv.store(s.kc, s.pos, s.k, k0, k1);
   s.kv.store(s.vc, s.pos, s.v, k0, k1);
   for (int h = g0 * group; h < g1 * group; h++) attend(s, h, scores);
+}
+
+// The kv heads the calling thread takes from `heads`, one at a time, each as attend_kv_heads.
+void attention_by_heads(const AttentionStep& s, cpu::WorkShares& heads, const float* xn, float* scores) {
+  int g0, g1;
+  while (heads.next(1, &g0, &g1)) attend_kv_heads(s, xn, scores, g0, g1);
 }
 
 // The same results when the kv heads do not share out evenly over the threads: the q, k, v rows
@@ -196,13 +226,30 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
   const int first = cpu::attention_start(pos, c.sliding_window);  // the oldest position attended to
   const int len = pos + 1 - first;
 
+  // Each phase's items (kv heads, matrix rows) as the threads take them: per layer the heads, wo,
+  // w1/w3 and w2 rows; then the classifier's.
+  enum { kHeads, kWo, kW13, kW2, kPhases };
+  std::vector<cpu::WorkShares> shares(size_t(kPhases * c.n_layers + 1));
 #pragma omp parallel
   {
+#pragma omp single
+    {
+      const int nt = omp_get_num_threads();
+      for (int l = 0; l < c.n_layers; l++) {
+        cpu::WorkShares* s = &shares[size_t(kPhases * l)];
+        s[kHeads].reset(c.n_kv_heads, 1, nt);
+        s[kWo].reset(C, kRowUnit, nt);
+        s[kW13].reset(H, kRowUnit, nt);
+        s[kW2].reset(C, kRowUnit, nt);
+      }
+      shares.back().reset(c.vocab_size, kRowUnit, nt);
+    }  // (implicit barrier)
     std::vector<float> xn(static_cast<size_t>(C));     // this thread's normalised copy of x
     std::vector<float> att(static_cast<size_t>(len));  // attention scores of one head
     const bool by_heads = c.n_kv_heads % omp_get_num_threads() == 0;
     for (int l = 0; l < c.n_layers; l++) {
       const LayerWeights& lw = w.layers[size_t(l)];
+      cpu::WorkShares* phase = &shares[size_t(kPhases * l)];
       const AttentionStep step{c,
                                lw,
                                a,
@@ -218,37 +265,31 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
       // --- attention ---
       cpu::rmsnorm(xn.data(), x, lw.attn_norm.f32(), 1, C, c.norm_eps);
       if (by_heads) {
-        attention_by_heads(step, xn.data(), att.data());
+        attention_by_heads(step, phase[kHeads], xn.data(), att.data());
         warm_share(lw.wo, Q, C);
 #pragma omp barrier
       } else {
         attention_by_rows(step, xn.data(), att.data());
       }
-      matvec_add_rows(x, a.xb.data(), a.att.data(), lw.wo, Q, C);
+      matvec_add_rows(phase[kWo], x, a.xb.data(), a.att.data(), lw.wo, Q);
       warm_share(lw.w1, C, H);
 #pragma omp barrier
 
       // --- feed-forward (SwiGLU) ---
       cpu::rmsnorm(xn.data(), x, lw.ffn_norm.f32(), 1, C, c.norm_eps);
-      int j0, j1;
-      cpu::thread_share(H, kRowUnit, &j0, &j1);
-      float* hb = a.hb.data();
-      float* up = a.hb2.data();
-      cpu::matvec_range(hb, xn.data(), lw.w1.data, lw.w1.dtype, nullptr, C, j0, j1);
-      cpu::matvec_range(up, xn.data(), lw.w3.data, lw.w3.dtype, nullptr, C, j0, j1);
-      for (int j = j0; j < j1; j++) hb[j] = hb[j] / (1.0f + std::exp(-hb[j])) * up[j];  // as cpu::swiglu
+      swiglu_rows(phase[kW13], a.hb.data(), a.hb2.data(), xn.data(), lw, C);
       warm_share(lw.w2, H, C);
 #pragma omp barrier
-      matvec_add_rows(x, a.xb.data(), hb, lw.w2, H, C);
+      matvec_add_rows(phase[kW2], x, a.xb.data(), a.hb.data(), lw.w2, H);
       if (l + 1 == c.n_layers) warm_share(w.classifier, C, c.vocab_size);
-      else if (by_heads) warm(w.layers[size_t(l + 1)].wq, C, HeadShare(c).q0, HeadShare(c).q1);
+      else if (by_heads) warm(w.layers[size_t(l + 1)].wq, C, own_heads(c).q0, own_heads(c).q1);
 #pragma omp barrier
     }
     // --- final norm and classifier (the real vocabulary; llm.c's padding rows are skipped) ---
     cpu::rmsnorm(xn.data(), x, w.final_norm.f32(), 1, C, c.norm_eps);
     int r0, r1;
-    cpu::thread_share(c.vocab_size, kRowUnit, &r0, &r1);
-    cpu::matvec_range(logits, xn.data(), w.classifier.data, w.classifier.dtype, nullptr, C, r0, r1);
+    while (shares.back().next(kStepUnits, &r0, &r1))
+      cpu::matvec_range(logits, xn.data(), w.classifier.data, w.classifier.dtype, nullptr, C, r0, r1);
   }
 }
 
