@@ -225,7 +225,7 @@ TEST(Transformer, SameLogitsForOneAndTwoThreads) {
 // bit, as prefill of the whole sequence, for every weight dtype and thread count (3 threads split
 // the row spaces unevenly).
 TEST(Transformer, LlamaDecodeEqualsPrefillBitForBit) {
-  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
     for (const ModelConfig& c : {tiny_llama(2), tiny_llama(4, false)}) {
       ModelWeights w = test_weights(c, 8);
       w.convert_matrices(dt);

@@ -170,6 +170,19 @@ void thread_share(int n, int unit, int* first, int* last);
 // the same order as matmul() (decode and prefill), whichever thread computes them.
 //   x: [K];  W: [N, K] in dtype wt;  y, bias: [N]
 void matvec_range(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1);
+// x [K] made ready once for several matvec_range calls over the same x by the calling thread, as
+// a decode step's thread takes a matrix's rows a few at a time: for q8_0 weights x is quantised
+// once (into the thread's scratch: valid until the thread's next prepare_matvec_input or q8_0
+// product), not once per call. Same results as matvec_range(y, x, …).
+struct MatvecInput {
+  const float* x;
+  int K;
+  DType wt;
+  const int8_t* q8 = nullptr;  // q8_0: x quantised, and its block scales
+  const float* q8_scales = nullptr;
+};
+MatvecInput prepare_matvec_input(const float* x, int K, DType wt);
+void matvec_range(float* y, const MatvecInput& in, const void* W, DType wt, const float* bias, int n0, int n1);
 // A hint, no effect on any result: starts fetching the first `bytes` of rows n0 .. n1−1 of W
 // ([N, K] in dtype wt) from memory, for a thread that reads them next but first waits or computes
 // (a barrier, attention), so that the memory bus stays busy meanwhile.

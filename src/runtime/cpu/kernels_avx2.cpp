@@ -519,7 +519,7 @@ uint64_t read_fold(const void* p, size_t words) {
 
 }  // namespace
 
-const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, gemm_rows, TN, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
+const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, q8_matvec_quantized_avx2, gemm_rows, TN, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
                                   scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx2, softmax, read_fold};
 
 bool avx2_vnni_on() { return g_vnni; }
@@ -554,6 +554,11 @@ void q8_quantize_avx2(const float* x, int8_t* q, float* d, size_t blocks) {
 void q8_matvec_avx2(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
   if (g_vnni) return q8_matvec_rows<Avx2Q8<true>>(y, x, W, bias, K, n0, n1);
   q8_matvec_rows<Avx2Q8<false>>(y, x, W, bias, K, n0, n1);
+}
+void q8_matvec_quantized_avx2(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
+                              int n0, int n1) {
+  if (g_vnni) return q8_rows<Avx2Q8<true>, true>(y, xq, xd, W, bias, K, n0, n1);
+  q8_rows<Avx2Q8<false>, true>(y, xq, xd, W, bias, K, n0, n1);
 }
 void q8_gemm_avx2(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
   if (g_vnni) return q8_gemm<true>(y, x, W, bias, M, K, N, n0, n1);

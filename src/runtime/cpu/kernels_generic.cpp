@@ -126,7 +126,7 @@ uint64_t read_fold(const void* p, size_t words) {
 
 }  // namespace
 
-const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, gemm_rows, 4, to_f32, dot, axpy, scores_of<float>, weighted_sum_of<float>, scores_of<uint16_t>,
+const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, q8_matvec_quantized_generic, gemm_rows, 4, to_f32, dot, axpy, scores_of<float>, weighted_sum_of<float>, scores_of<uint16_t>,
                                      weighted_sum_of<uint16_t>, q8_quantize_generic, softmax, read_fold};
 
 // --- normalisation (one row per token; rows are independent, so threads split them) -------------

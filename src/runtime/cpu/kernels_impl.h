@@ -22,6 +22,10 @@ struct IsaKernels {
   // Decode rows n0 .. n1−1 of y = x·Wᵀ (+ bias):  y[n] = Σ_k x[k]·W[n, k]
   //   x: [K] fp32;  W: [N, K] in dtype wt;  y: [N];  bias: [N] or nullptr.
   void (*matvec_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int K, int n0, int n1);
+  // The same rows for q8_0 weights from x already quantised (quantize_activations, kernels_q8.h):
+  // matvec_rows for Q8_0 is this after quantising x.
+  void (*q8_matvec_quantized)(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
+                              int n0, int n1);
   // Prefill columns n0 .. n1−1 of y[M, N] = x[M, K]·W[N, K]ᵀ (+ bias), every element summed in
   // the same order as matvec_rows (so prefill and decode agree bit for bit). `scratch` holds
   // (n1 − n0) × K floats (f16/bf16 weight rows widened to fp32 once, reused by all M rows; q8_0

@@ -82,6 +82,13 @@ void q8_gemm_generic(float* y, const float* x, const void* W, const float* bias,
 void q8_matvec_avx2(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1);
 void q8_gemm_avx2(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
 void q8_matvec_avx512(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1);
+// The decode rows from activations already quantised (IsaKernels::q8_matvec_quantized).
+void q8_matvec_quantized_generic(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
+                                 int n0, int n1);
+void q8_matvec_quantized_avx2(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
+                              int n0, int n1);
+void q8_matvec_quantized_avx512(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
+                                int n0, int n1);
 void q8_gemm_avx512(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
 
 // The AVX2 and AVX-512 kernels use vpdpbusd (AVX-VNNI, AVX512-VNNI) when the CPU has it, else

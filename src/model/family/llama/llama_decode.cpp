@@ -44,9 +44,21 @@ namespace {
 constexpr int kRowUnit = 16;   // rows are handed to threads in multiples of this (the kernels' step)
 constexpr int kStepUnits = 4;  // units a thread takes from the front of its own run at a time
 
-// Rows [r0, r1) of y = xn·Wᵀ (+ bias).
-void matvec_tensor_rows(float* y, const float* xn, const Tensor& W, const Tensor& bias, int K, int r0, int r1) {
-  cpu::matvec_range(y, xn, W.data, W.dtype, bias.empty() ? nullptr : bias.f32(), K, r0, r1);
+// A thread's input to a phase's products, made ready (cpu::prepare_matvec_input) for the dtype of
+// the matrix it meets: again only when that dtype changes, so that with q8_0 weights the thread
+// quantises it once per phase, not once per run of rows it takes.
+struct Input {
+  cpu::MatvecInput in;
+  Input(const float* x, int K) : in{x, K, DType::F32} {}  // f32 weights need no preparation
+  const cpu::MatvecInput& for_matrix(const Tensor& W) {
+    if (in.wt != W.dtype) in = cpu::prepare_matvec_input(in.x, in.K, W.dtype);
+    return in;
+  }
+};
+
+// Rows [r0, r1) of y = in·Wᵀ (+ bias).
+void matvec_tensor_rows(float* y, Input& in, const Tensor& W, const Tensor& bias, int r0, int r1) {
+  cpu::matvec_range(y, in.for_matrix(W), W.data, W.dtype, bias.empty() ? nullptr : bias.f32(), r0, r1);
 }
 
 // One matrix of a row space shared out as a whole: rows [first, first + rows) of the space are
@@ -62,7 +74,7 @@ struct RowSegment {
 // shared out as one range so that the threads stream equal parts of the concatenated matrices.
 // After each segment's rows are done, after(seg, r0, r1) runs on them (RoPE).
 template <size_t S, typename After>
-void matvec_segments(const RowSegment (&segs)[S], const float* xn, int K, After after) {
+void matvec_segments(const RowSegment (&segs)[S], Input& xn, After after) {
   const int total = segs[S - 1].first + segs[S - 1].rows;
   int r0, r1;
   cpu::thread_share(total, kRowUnit, &r0, &r1);
@@ -70,7 +82,7 @@ void matvec_segments(const RowSegment (&segs)[S], const float* xn, int K, After 
     const int a = std::max(r0, segs[s].first) - segs[s].first;
     const int b = std::min(r1, segs[s].first + segs[s].rows) - segs[s].first;
     if (a >= b) continue;
-    matvec_tensor_rows(segs[s].y, xn, *segs[s].W, segs[s].bias, K, a, b);
+    matvec_tensor_rows(segs[s].y, xn, *segs[s].W, segs[s].bias, a, b);
     after(s, a, b);
   }
 }
@@ -78,9 +90,10 @@ void matvec_segments(const RowSegment (&segs)[S], const float* xn, int K, After 
 // x[r] += (in·Wᵀ)[r] for the rows r the calling thread takes from `rows`; tmp holds the products.
 //   in: [K], W: [N, K]
 void matvec_add_rows(cpu::WorkShares& rows, float* x, float* tmp, const float* in, const Tensor& W, int K) {
+  Input input(in, K);
   int r0, r1;
   while (rows.next(kStepUnits, &r0, &r1)) {
-    matvec_tensor_rows(tmp, in, W, Tensor{}, K, r0, r1);
+    matvec_tensor_rows(tmp, input, W, Tensor{}, r0, r1);
     for (int r = r0; r < r1; r++) x[r] += tmp[r];
   }
 }
@@ -88,10 +101,11 @@ void matvec_add_rows(cpu::WorkShares& rows, float* x, float* tmp, const float* i
 // hb[j] = silu((xn·w1ᵀ)[j]) · (xn·w3ᵀ)[j] for the rows j the calling thread takes from `rows` (w1
 // and w3 rows j together); up holds the second product.
 void swiglu_rows(cpu::WorkShares& rows, float* hb, float* up, const float* xn, const LayerWeights& lw, int C) {
+  Input in(xn, C);
   int j0, j1;
   while (rows.next(kStepUnits, &j0, &j1)) {
-    cpu::matvec_range(hb, xn, lw.w1.data, lw.w1.dtype, nullptr, C, j0, j1);
-    cpu::matvec_range(up, xn, lw.w3.data, lw.w3.dtype, nullptr, C, j0, j1);
+    matvec_tensor_rows(hb, in, lw.w1, Tensor{}, j0, j1);
+    matvec_tensor_rows(up, in, lw.w3, Tensor{}, j0, j1);
     for (int j = j0; j < j1; j++) hb[j] = hb[j] / (1.0f + std::exp(-hb[j])) * up[j];  // as cpu::swiglu
   }
 }
@@ -156,14 +170,14 @@ void warm_share(const Tensor& W, int K, int N) {
 
 // Kv heads [first, last) and their query heads: q, k, v rows, norms and RoPE, and attention, with
 // no other thread's output needed.
-void attend_kv_heads(const AttentionStep& s, const float* xn, float* scores, int first, int last) {
+void attend_kv_heads(const AttentionStep& s, Input& xn, float* scores, int first, int last) {
   const ModelConfig& c = s.c;
   const LayerWeights& lw = s.lw;
   const int HS = c.head_dim(), group = c.n_heads / c.n_kv_heads;
   const auto [g0, g1, q0, q1, k0, k1] = HeadShare(c, first, last);
-  matvec_tensor_rows(s.a.q.data(), xn, lw.wq, lw.bq, c.dim, q0, q1);
-  matvec_tensor_rows(s.k, xn, lw.wk, lw.bk, c.dim, k0, k1);
-  matvec_tensor_rows(s.v, xn, lw.wv, lw.bv, c.dim, k0, k1);
+  matvec_tensor_rows(s.a.q.data(), xn, lw.wq, lw.bq, q0, q1);
+  matvec_tensor_rows(s.k, xn, lw.wk, lw.bk, k0, k1);
+  matvec_tensor_rows(s.v, xn, lw.wv, lw.bv, k0, k1);
   if (lw.q_norm.empty()) {
     cpu::rope_rotate(s.a.q.data(), s.cs, HS, q0, q1);
     cpu::rope_rotate(s.k, s.cs, HS, k0, k1);
@@ -178,8 +192,9 @@ void attend_kv_heads(const AttentionStep& s, const float* xn, float* scores, int
 
 // The kv heads the calling thread takes from `heads`, one at a time, each as attend_kv_heads.
 void attention_by_heads(const AttentionStep& s, cpu::WorkShares& heads, const float* xn, float* scores) {
+  Input in(xn, s.c.dim);
   int g0, g1;
-  while (heads.next(1, &g0, &g1)) attend_kv_heads(s, xn, scores, g0, g1);
+  while (heads.next(1, &g0, &g1)) attend_kv_heads(s, in, scores, g0, g1);
 }
 
 // The same results when the kv heads do not share out evenly over the threads: the q, k, v rows
@@ -193,7 +208,8 @@ void attention_by_rows(const AttentionStep& s, const float* xn, float* scores) {
                              {&lw.wk, lw.bk, s.k, Q, KV},
                              {&lw.wv, lw.bv, s.v, Q + KV, KV}};
   const bool head_norms = !lw.q_norm.empty();  // Qwen3: a head is normalised whole before it turns
-  matvec_segments(qkv, xn, c.dim, [&](size_t seg, int r0, int r1) {
+  Input in(xn, c.dim);
+  matvec_segments(qkv, in, [&](size_t seg, int r0, int r1) {
     if (seg < 2 && !head_norms) cpu::rope_rotate(qkv[seg].y, s.cs, HS, r0, r1);  // q and k turn; v does not
     if (seg == 1 && !head_norms) s.kv.store(s.kc, s.pos, s.k, r0, r1);            // into the cache once final
     if (seg == 2) s.kv.store(s.vc, s.pos, s.v, r0, r1);
@@ -287,9 +303,9 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
     }
     // --- final norm and classifier (the real vocabulary; llm.c's padding rows are skipped) ---
     cpu::rmsnorm(xn.data(), x, w.final_norm.f32(), 1, C, c.norm_eps);
+    Input in(xn.data(), C);
     int r0, r1;
-    while (shares.back().next(kStepUnits, &r0, &r1))
-      cpu::matvec_range(logits, xn.data(), w.classifier.data, w.classifier.dtype, nullptr, C, r0, r1);
+    while (shares.back().next(kStepUnits, &r0, &r1)) matvec_tensor_rows(logits, in, w.classifier, Tensor{}, r0, r1);
   }
 }
 
