@@ -148,10 +148,9 @@ MatvecInput prepare_matvec_input(const float* x, int K, DType wt) {
   return in;
 }
 
-void matvec_range(float* y, const MatvecInput& in, const void* W, DType wt, const float* bias, int n0, int n1) {
-  ORION_CHECK(wt == in.wt, "matvec_range: input prepared for {} weights, given {}", dtype_name(in.wt), dtype_name(wt));
-  if (wt == DType::Q8_0) return g_kernels->q8_matvec_quantized(y, in.q8, in.q8_scales, W, bias, in.K, n0, n1);
-  g_kernels->matvec_rows(y, in.x, W, wt, bias, in.K, n0, n1);
+void matvec_range(float* y, const MatvecInput& in, const void* W, const float* bias, int n0, int n1) {
+  if (in.wt == DType::Q8_0) return g_kernels->q8_matvec_quantized(y, in.q8, in.q8_scales, W, bias, in.K, n0, n1);
+  g_kernels->matvec_rows(y, in.x, W, in.wt, bias, in.K, n0, n1);
 }
 
 void prefetch_rows(const void* W, DType wt, int K, int n0, int n1, size_t bytes) {

@@ -182,7 +182,8 @@ struct MatvecInput {
   const float* q8_scales = nullptr;
 };
 MatvecInput prepare_matvec_input(const float* x, int K, DType wt);
-void matvec_range(float* y, const MatvecInput& in, const void* W, DType wt, const float* bias, int n0, int n1);
+// W in the dtype `in` was prepared for.
+void matvec_range(float* y, const MatvecInput& in, const void* W, const float* bias, int n0, int n1);
 // A hint, no effect on any result: starts fetching the first `bytes` of rows n0 .. n1−1 of W
 // ([N, K] in dtype wt) from memory, for a thread that reads them next but first waits or computes
 // (a barrier, attention), so that the memory bus stays busy meanwhile.

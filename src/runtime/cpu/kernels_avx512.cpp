@@ -584,13 +584,12 @@ void q8_quantize_avx512(const float* x, int8_t* q, float* d, size_t blocks) {
 }
 
 void q8_matvec_avx512(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
-  if (g_vnni) return q8_matvec_rows<Avx512Q8<true>>(y, x, W, bias, K, n0, n1);
-  q8_matvec_rows<Avx512Q8<false>>(y, x, W, bias, K, n0, n1);
+  q8_matvec_from_f32(q8_matvec_quantized_avx512, y, x, W, bias, K, n0, n1);
 }
 void q8_matvec_quantized_avx512(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
                                 int n0, int n1) {
-  if (g_vnni) return q8_rows<Avx512Q8<true>, true>(y, xq, xd, W, bias, K, n0, n1);
-  q8_rows<Avx512Q8<false>, true>(y, xq, xd, W, bias, K, n0, n1);
+  if (g_vnni) return q8_matvec_quantized<Avx512Q8<true>>(y, xq, xd, W, bias, K, n0, n1);
+  q8_matvec_quantized<Avx512Q8<false>>(y, xq, xd, W, bias, K, n0, n1);
 }
 void q8_gemm_avx512(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
   if (g_vnni) return q8_gemm<true>(y, x, W, bias, M, K, N, n0, n1);

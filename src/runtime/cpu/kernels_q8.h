@@ -56,11 +56,20 @@ void q8_rows(float* y, const int8_t* xq, const float* xd, const void* W, const f
   for (; n < n1; n++) Ker::template block<1, PF>(y + n, xq, xd, w + size_t(n) * row_bytes, row_bytes, blocks, b(n));
 }
 
-// Decode: rows n0 .. n1−1 of y = x·Wᵀ (+ bias) for one token.
+// Decode: rows n0 .. n1−1 of y = x·Wᵀ (+ bias) for one token, from x quantised by the caller
+// (Ker's rows, streamed).
 template <class Ker>
-void q8_matvec_rows(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
+void q8_matvec_quantized(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K, int n0,
+                         int n1) {
+  q8_rows<Ker, true>(y, xq, xd, W, bias, K, n0, n1);
+}
+// The same from fp32 x: x quantised, then `quantized` (an ISA's q8_matvec_quantized_*, below).
+using Q8MatvecQuantized = void (*)(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
+                                   int n0, int n1);
+inline void q8_matvec_from_f32(Q8MatvecQuantized quantized, float* y, const float* x, const void* W, const float* bias,
+                               int K, int n0, int n1) {
   const Q8Activations a = quantize_activations(x, 1, K);
-  q8_rows<Ker, true>(y, a.q, a.d, W, bias, K, n0, n1);
+  quantized(y, a.q, a.d, W, bias, K, n0, n1);
 }
 
 // Prefill: columns n0 .. n1−1 of y[M, N]. A tile of Ker::kRows weight rows (a few KB) stays in

@@ -51,11 +51,11 @@ struct GenericQ8 {
 }  // namespace
 
 void q8_matvec_generic(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1) {
-  q8_matvec_rows<GenericQ8>(y, x, W, bias, K, n0, n1);
+  q8_matvec_from_f32(q8_matvec_quantized_generic, y, x, W, bias, K, n0, n1);
 }
 void q8_matvec_quantized_generic(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
                                  int n0, int n1) {
-  q8_rows<GenericQ8, true>(y, xq, xd, W, bias, K, n0, n1);
+  q8_matvec_quantized<GenericQ8>(y, xq, xd, W, bias, K, n0, n1);
 }
 void q8_gemm_generic(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
   q8_gemm_rows<GenericQ8>(y, x, W, bias, M, K, N, n0, n1);

@@ -58,7 +58,7 @@ struct Input {
 
 // Rows [r0, r1) of y = in·Wᵀ (+ bias).
 void matvec_tensor_rows(float* y, Input& in, const Tensor& W, const Tensor& bias, int r0, int r1) {
-  cpu::matvec_range(y, in.for_matrix(W), W.data, W.dtype, bias.empty() ? nullptr : bias.f32(), r0, r1);
+  cpu::matvec_range(y, in.for_matrix(W), W.data, bias.empty() ? nullptr : bias.f32(), r0, r1);
 }
 
 // One matrix of a row space shared out as a whole: rows [first, first + rows) of the space are
@@ -298,7 +298,10 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
 #pragma omp barrier
       matvec_add_rows(phase[kW2], x, a.xb.data(), a.hb.data(), lw.w2, H);
       if (l + 1 == c.n_layers) warm_share(w.classifier, C, c.vocab_size);
-      else if (by_heads) warm(w.layers[size_t(l + 1)].wq, C, own_heads(c).q0, own_heads(c).q1);
+      else if (by_heads) {
+        const HeadShare own = own_heads(c);
+        warm(w.layers[size_t(l + 1)].wq, C, own.q0, own.q1);
+      }
 #pragma omp barrier
     }
     // --- final norm and classifier (the real vocabulary; llm.c's padding rows are skipped) ---
