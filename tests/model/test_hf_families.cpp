@@ -148,7 +148,7 @@ TEST_P(HfFamilies, SafetensorsRoundTripGivesIdenticalLogits) {
   for (size_t i = 0; i < size_t(T) * V; i++) ASSERT_EQ(la[i], lb[i]) << i;
 }
 
-// The one-region decode step (llama_decode.cpp) with biases, per-head q/k norms, a head size of its
+// The one-region decode step (family/decode_step.cpp) with biases, per-head q/k norms, a head size of its
 // own, llama3 frequencies and a sliding window gives the prefill's logits bit for bit, for 1, 2
 // and 3 threads (1 and 2 share the 2 kv heads out, each thread computing its heads' q, k, v rows
 // and their attention; 3 cannot, so they split the q, k, v row space and the heads unevenly).

@@ -221,19 +221,23 @@ TEST(Transformer, SameLogitsForOneAndTwoThreads) {
   EXPECT_EQ(a, b);
 }
 
-// A decode step (one parallel region per token, llama_decode.cpp) gives the same logits, bit for
-// bit, as prefill of the whole sequence, for every weight dtype and thread count (3 threads split
-// the row spaces unevenly).
-TEST(Transformer, LlamaDecodeEqualsPrefillBitForBit) {
+// A decode step (one parallel region per token, family/decode_step.cpp) gives the same logits, bit
+// for bit, as prefill of the whole sequence, for both block kinds (Llama: RMSNorm, RoPE, SwiGLU;
+// GPT-2: LayerNorm, learned positions, GELU, biases everywhere, a padded classifier), every weight
+// dtype and thread count (3 threads split the row spaces unevenly, and cannot share GPT-2's 4 kv
+// heads out evenly).
+TEST(Transformer, DecodeEqualsPrefillBitForBit) {
+  ModelConfig gpt2 = tiny_gpt2();
+  gpt2.dim = 64;  // rows in whole q8_0 blocks
   for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
-    for (const ModelConfig& c : {tiny_llama(2), tiny_llama(4, false)}) {
+    for (const ModelConfig& c : {tiny_llama(2), tiny_llama(4, false), gpt2}) {
       ModelWeights w = test_weights(c, 8);
       w.convert_matrices(dt);
       auto toks = some_tokens(24, c.vocab_size, 8);
       for (DType kv : {DType::F32, DType::F16})
         for (int threads : {1, 2, 3})
           EXPECT_EQ(test::decode_differences_from_prefill(w, toks, threads, kv), 0u)
-              << dtype_name(dt) << " kv heads " << c.n_kv_heads << ", " << threads << " threads, KV cache "
+              << dtype_name(dt) << " " << c.describe() << ", " << threads << " threads, KV cache "
               << dtype_name(kv);
     }
 }

@@ -220,6 +220,17 @@ TEST(Kernels, Elementwise) {
       EXPECT_NEAR(h[i], r, 1e-6 * (1 + std::fabs(r))) << isa_name(isa);
     }
 
+    // Each element's bits depend on its inputs only, not on the range a call is given (a decode
+    // step applies them to the rows a thread took, prefill to whole rows), and h may be the gate.
+    std::vector<float> gl2 = a, h2 = g;
+    for (size_t b : {size_t(0), size_t(100), size_t(531)}) {
+      const size_t e = b == 0 ? 100 : b == 100 ? 531 : n;
+      gelu_tanh_inplace(gl2.data() + b, e - b);
+      swiglu(h2.data() + b, h2.data() + b, u.data() + b, e - b);
+    }
+    EXPECT_EQ(gl2, gl) << isa_name(isa);
+    EXPECT_EQ(h2, h) << isa_name(isa);
+
     for (int len : {1, 5, 1003}) {
       std::vector<float> s(a.begin(), a.begin() + len);
       for (float& v : s) v *= 10;  // wide range: exercises the max subtraction

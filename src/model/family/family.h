@@ -104,12 +104,11 @@ class ModelFamily {
   // Layer `layer` for n tokens at positions pos .. pos+n−1: their keys and values enter cache first.
   virtual void block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
                              KvCache& cache, int layer, const LoraLayerRef* lora) const = 0;
-  // A whole decode step (every block, final norm, classifier) in one go, when the family has such
-  // a fast path; false: the Transformer runs the blocks one by one.
-  virtual bool decode_token(const ModelWeights&, Transformer::Activations&, int /*pos*/, KvCache&,
-                            float* /*logits*/) const {
-    return false;
-  }
+  // A whole decode step (every block, final norm, classifier) in one go; false: the Transformer
+  // runs the blocks one by one. By default decode_step, the block read from anatomy(); a family
+  // whose block the anatomy cannot describe returns false.
+  virtual bool decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache,
+                            float* logits) const;
 
   // ---- ANE kernels (model/frontends/program_set.h) ----
   virtual std::vector<frontends::KernelSpec> training_kernels(int lora_slot) const = 0;
@@ -121,6 +120,13 @@ class ModelFamily {
   // Wo and the residual). infer/ane_model.cpp runs either.
   virtual bool ane_inference_kernels() const = 0;
 };
+
+// One token through every block, the final norm and the classifier in one OpenMP parallel region
+// (decode_step.cpp), each block as anatomy `an` describes it: a.x [C] holds the embedded token at
+// pos (positions added); its keys and values enter cache; logits [V]. Bit-identical to the
+// family's block_forward for one token + the final norm and classifier, whatever the thread count.
+void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache,
+                 float* logits);
 
 // The registered families (registry.cpp), in registration order.
 const std::vector<const ModelFamily*>& model_families();

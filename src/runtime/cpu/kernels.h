@@ -161,7 +161,7 @@ void attention_head(float* out, const float* q, const void* k, const void* v, in
                     float* scratch, DType kv_dtype = DType::F32);
 
 // --- building blocks for code that runs inside its own OpenMP parallel region -------------------
-// (a decode step runs a whole token in one region, see model/family/llama/llama_decode.cpp; these never start
+// (a decode step runs a whole token in one region, see model/family/decode_step.cpp; these never start
 // threads themselves)
 // The calling thread's share [first, last) of n items, split in contiguous units of `unit` items
 // (the whole range when called outside a parallel region).

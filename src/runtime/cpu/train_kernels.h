@@ -118,11 +118,12 @@ void adamw_update_simd(float* p, const float* g, float* m, float* v, size_t n, c
 double sum_squares_simd(const float* g, size_t n);
 
 // GELU (tanh form) over n elements: out = ½x(1 + th), th = tanh(√(2/π)(x + 0.044715x³)) kept for
-// the backward, dinp += dout·(½(1 + th) + ½x(1 − th²)√(2/π)(1 + 3·0.044715x²)).
+// the backward (th == nullptr: not kept; out may be x), dinp += dout·(½(1 + th) + ½x(1 − th²)√(2/π)(1 + 3·0.044715x²)).
 void gelu_forward_simd(float* out, float* th, const float* x, size_t n);
 void gelu_backward_simd(float* dinp, const float* dout, const float* x, const float* th, size_t n);
 
-// SwiGLU over n elements: out = silu(gate)·up; dgate += dout·up·σ(1 + gate(1 − σ)), dup += dout·gate·σ.
+// SwiGLU over n elements: out = silu(gate)·up (out may be gate);
+// dgate += dout·up·σ(1 + gate(1 − σ)), dup += dout·gate·σ.
 void swiglu_forward_simd(float* out, const float* gate, const float* up, size_t n);
 void swiglu_backward_simd(float* dgate, float* dup, const float* dout, const float* gate, const float* up, size_t n);
 

@@ -1,5 +1,6 @@
 // The elementwise kernels of a training step, vectorised: AdamW's update, the gradient's sum of
-// squares, GELU, SwiGLU and the cross-entropy rows. This file holds the AVX-512 kernels (function
+// squares, GELU, SwiGLU and the cross-entropy rows (GELU and SwiGLU serve inference too:
+// cpu::gelu_tanh_inplace, cpu::swiglu). This file holds the AVX-512 kernels (function
 // target attribute) and the *_simd entry points, which run them when the active ISA is AVX-512 and
 // the AVX2 ones (train_simd_avx2.cpp, 8 lanes where these have 16) when it is AVX2; callers use
 // the entry points when train_simd_available() and their portable loops otherwise (attention:
@@ -105,7 +106,7 @@ ORION_AVX512 void gelu_forward_avx512(float* out, float* th, const float* x, siz
     // s·(x + a·x·x·x), left to right as the scalar expression
     const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(a, xi), xi), xi);
     const __m512 t = tanh16(_mm512_mul_ps(s, _mm512_add_ps(xi, x3)));
-    _mm512_mask_storeu_ps(th + i, k, t);
+    if (th) _mm512_mask_storeu_ps(th + i, k, t);
     _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(_mm512_mul_ps(half, xi), _mm512_add_ps(one, t)));
   }
 }

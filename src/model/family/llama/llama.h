@@ -13,10 +13,6 @@ const ModelFamily& llama_family();
 // norms are applied when present; c's rope_scaling and sliding_window are honoured.
 void llama_block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
                          KvCache& cache, int layer, const LoraLayerRef* lora = nullptr);
-// A whole Llama decode step in one parallel region (llama_decode.cpp): a.x [C] holds the embedded
-// token at pos; it goes through every block (its keys and values into cache), the final norm and the
-// classifier into logits [V]. Bit-identical to llama_block_forward + the classifier.
-void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache, float* logits);
 
 // The RoPE frequencies of a config's heads, [HS/2]: θ^(−2i/HS), scaled as rope_scaling says
 // (llama_rope.cpp). Unscaled, bit-identical to what cpu::rope turns by.

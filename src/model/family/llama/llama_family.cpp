@@ -4,7 +4,7 @@
 //   biases; the classifier tied or not.
 //   Files: llama2.c .bin (llama2c.cpp); Hugging Face LlamaForCausalLM: the tensor names and
 //     config.json fields every Llama-like family shares (llama_like.cpp).
-//   Blocks: llama_block.cpp (prefill), llama_decode.cpp (one-token fast path); ANE kernels:
+//   Blocks: llama_block.cpp (prefill; the one-token fast path is family/decode_step.cpp); ANE kernels:
 //     llama_train_kernels.cpp (+ the LoRA ones in frontends/lora_kernels.cpp).
 #include "model/family/llama/llama.h"
 #include "model/family/llama/llama_like.h"

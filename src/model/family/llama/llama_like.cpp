@@ -188,12 +188,6 @@ void LlamaLikeFamily::block_forward(const ModelConfig& c, const LayerWeights& l,
   llama_block_forward(c, l, a, n, pos, cache, layer, lora);
 }
 
-bool LlamaLikeFamily::decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache,
-                                   float* logits) const {
-  llama_decode_token(w, a, pos, cache, logits);
-  return true;
-}
-
 // The attention backward's two middle kernels (sdpa_bwd1, sdpa_bwd2) serve every family.
 std::vector<KernelSpec> LlamaLikeFamily::training_kernels(int slot) const {
   std::vector<KernelSpec> k = {{"llama_fwd_attn", layer_kernel(llama_fwd_attn), true},

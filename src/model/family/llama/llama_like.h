@@ -1,7 +1,7 @@
 // The Llama block and its Hugging Face relatives: what Llama, Qwen2, Qwen3 and Mistral share.
 //
-// These families run one block (llama_block.cpp, llama_decode.cpp): RMSNorm, RoPE, SwiGLU,
-// grouped-query attention. What sets them apart is data, not code, so each is a small class
+// These families run one block (llama_block.cpp; a one-token step is family/decode_step.cpp):
+// RMSNorm, RoPE, SwiGLU, grouped-query attention. What sets them apart is data, not code, so each is a small class
 // deriving from LlamaLikeFamily that states it:
 //   - its anatomy: Qwen2 adds biases on q, k, v (Anatomy::qkv_bias), Qwen3 a per-head RMSNorm on
 //     q and k before RoPE (Anatomy::qk_norm); the block applies each when the tensors are there;
@@ -60,8 +60,6 @@ class LlamaLikeFamily : public ModelFamily {
 
   void block_forward(const ModelConfig& c, const LayerWeights& l, Transformer::Activations& a, int n, int pos,
                      KvCache& cache, int layer, const LoraLayerRef* lora) const override;
-  bool decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache,
-                    float* logits) const override;
 
   // The Llama kernels. Their forward (attention_sublayer) computes every relative's block: q/k/v
   // biases, per-head q/k norms, any head size, scaled RoPE tables, a sliding-window mask, so

@@ -1,12 +1,14 @@
-// A Llama decode step: one token through every block, the final norm and the classifier inside ONE
-// OpenMP parallel region.
+// A decode step: one token through every block, the final norm and the classifier inside ONE
+// OpenMP parallel region, for any family — the block is read from its anatomy (family.h): RMSNorm or
+// LayerNorm, RoPE or learned positions (added to x before the first block), SwiGLU or GELU, biases
+// where the weights have them, q/k head norms, a sliding window.
 //
 // Decode is memory-bound: each weight is read once for 2 flops, so a token costs the bytes of the
 // weights over the memory bandwidth — plus the time threads spend starting and waiting for each
-// other. llama_block_forward starts a parallel region for every matrix product (8 per layer); here
-// the team starts once per token and meets at 4 barriers per layer:
+// other. The families' block_forward starts a parallel region for every matrix product (6–8 per
+// layer); here the team starts once per token and meets at 4 barriers per layer:
 //
-//   each thread:  xn = rmsnorm(x) ⊙ attn_norm        (its own copy: C values, cheaper than a barrier)
+//   each thread:  xn = norm(x)                  (its own copy: C values, cheaper than a barrier)
 //   split heads:  each thread owns NKV/threads kv heads and their query heads: it computes their
 //                 rows of q, k, v = xn·[wq; wk; wv]ᵀ (+ biases), normalises (q/k norms) and turns
 //                 (RoPE) those heads, puts their k and v into the cache at pos, then
@@ -15,26 +17,28 @@
 //                 barrier between the products and the attention.
 //                 (When the threads cannot share the kv heads evenly: the rows of [q; k; v] are shared
 //                 out as one row space, a barrier, then the heads — 5 barriers per layer.)
-//   split rows:   x[r] += (att·woᵀ)[r]
-//   each thread:  xn = rmsnorm(x) ⊙ ffn_norm
-//   split rows:   hb[j] = silu((xn·w1ᵀ)[j]) · (xn·w3ᵀ)[j]          (w1 and w3 rows j together)
-//   split rows:   x[r] += (hb·w2ᵀ)[r]
+//   split rows:   x[r] += (att·woᵀ + bo)[r]
+//   each thread:  xn = norm(x)
+//   split rows:   SwiGLU: hb[j] = silu((xn·w1ᵀ)[j]) · (xn·w3ᵀ)[j]     (w1 and w3 rows j together)
+//                 GELU:   hb[j] = gelu((xn·w1ᵀ + b1)[j])
+//   split rows:   x[r] += (hb·w2ᵀ + b2)[r]
 // (a barrier after each "split" phase: the next phase reads what every thread wrote), and at the end
-// xn = rmsnorm(x) ⊙ final_norm, logits = xn·classifierᵀ split by rows.
+// xn = norm(x), logits = xn·classifierᵀ split by rows.
 // Each split phase starts as thread_share would split it, but a thread done with its own heads or
 // rows takes the rest of a slower thread's from the back (cpu::WorkShares): on the Zen 5 VM one
 // core streamed memory slower than the other, and the faster one spent ~20% of a token waiting
 // at the barriers.
 //
 // Every output element is computed by one thread with the kernels of the prefill path (matvec_range,
-// rope_rotate, attention_head, the same rmsnorm and SwiGLU expressions), so the logits equal
-// llama_block_forward's bit for bit, whatever the number of threads.
+// rope_rotate, attention_head, the same norms, SwiGLU and GELU expressions), so the logits equal
+// block_forward's bit for bit, whatever the number of threads.
 #include <omp.h>
 
 #include <cmath>
 #include <vector>
 
-#include "model/family/llama/llama.h"
+#include "model/family/family.h"
+#include "model/family/llama/llama.h"  // llama_rope_frequencies: every RoPE family turns as Llama
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/work_shares.h"
 
@@ -87,13 +91,14 @@ void matvec_segments(const RowSegment (&segs)[S], Input& xn, After after) {
   }
 }
 
-// x[r] += (in·Wᵀ)[r] for the rows r the calling thread takes from `rows`; tmp holds the products.
-//   in: [K], W: [N, K]
-void matvec_add_rows(cpu::WorkShares& rows, float* x, float* tmp, const float* in, const Tensor& W, int K) {
+// x[r] += (in·Wᵀ + bias)[r] for the rows r the calling thread takes from `rows`; tmp holds the
+// products.   in: [K], W: [N, K], bias: [N] or empty
+void matvec_add_rows(cpu::WorkShares& rows, float* x, float* tmp, const float* in, const Tensor& W, const Tensor& bias,
+                     int K) {
   Input input(in, K);
   int r0, r1;
   while (rows.next(kStepUnits, &r0, &r1)) {
-    matvec_tensor_rows(tmp, input, W, Tensor{}, r0, r1);
+    matvec_tensor_rows(tmp, input, W, bias, r0, r1);
     for (int r = r0; r < r1; r++) x[r] += tmp[r];
   }
 }
@@ -106,8 +111,24 @@ void swiglu_rows(cpu::WorkShares& rows, float* hb, float* up, const float* xn, c
   while (rows.next(kStepUnits, &j0, &j1)) {
     matvec_tensor_rows(hb, in, lw.w1, Tensor{}, j0, j1);
     matvec_tensor_rows(up, in, lw.w3, Tensor{}, j0, j1);
-    for (int j = j0; j < j1; j++) hb[j] = hb[j] / (1.0f + std::exp(-hb[j])) * up[j];  // as cpu::swiglu
+    cpu::swiglu(hb + j0, hb + j0, up + j0, size_t(j1 - j0));  // elementwise: the same bits on any range
   }
+}
+
+// hb[j] = gelu((xn·w1ᵀ + b1)[j]) for the rows j the calling thread takes from `rows` (GPT-2).
+void gelu_rows(cpu::WorkShares& rows, float* hb, const float* xn, const LayerWeights& lw, int C) {
+  Input in(xn, C);
+  int j0, j1;
+  while (rows.next(kStepUnits, &j0, &j1)) {
+    matvec_tensor_rows(hb, in, lw.w1, lw.b1, j0, j1);
+    cpu::gelu_tanh_inplace(hb + j0, size_t(j1 - j0));  // elementwise: the same bits on any range
+  }
+}
+
+// y = norm(x) with gain g (and bias b): the block's RMSNorm or LayerNorm, as block_forward.   x, y: [C]
+void normalise(const Anatomy& an, float* y, const float* x, const Tensor& g, const Tensor& b, int C, float eps) {
+  if (an.norm == NormKind::RMSNorm) cpu::rmsnorm(y, x, g.f32(), 1, C, eps);
+  else cpu::layernorm(y, x, g.f32(), b.f32(), 1, C, eps);
 }
 
 // What one layer's attention reads and writes in a decode step.
@@ -120,7 +141,7 @@ struct AttentionStep {
   void* kc;                   // the layer's cache, layout kv (f32 or f16 elements)
   void* vc;
   const cpu::KvLayout& kv;
-  const float* cs;            // RoPE cos/sin at pos
+  const float* cs;            // RoPE cos/sin at pos; nullptr: learned positions, nothing turns
   int pos, first;             // this token's position; the oldest position attended to
 };
 
@@ -138,7 +159,7 @@ void norm_and_turn_heads(const AttentionStep& s, bool is_q, int h0, int h1) {
   for (int h = h0; h < h1; h++) {
     float* head = (is_q ? s.a.q.data() : s.k) + size_t(h) * HS;
     cpu::rmsnorm(head, head, (is_q ? s.lw.q_norm : s.lw.k_norm).f32(), 1, HS, s.c.norm_eps);
-    cpu::rope_rotate(head, s.cs, HS, 0, HS);
+    if (s.cs) cpu::rope_rotate(head, s.cs, HS, 0, HS);
   }
 }
 
@@ -179,8 +200,8 @@ void attend_kv_heads(const AttentionStep& s, Input& xn, float* scores, int first
   matvec_tensor_rows(s.k, xn, lw.wk, lw.bk, k0, k1);
   matvec_tensor_rows(s.v, xn, lw.wv, lw.bv, k0, k1);
   if (lw.q_norm.empty()) {
-    cpu::rope_rotate(s.a.q.data(), s.cs, HS, q0, q1);
-    cpu::rope_rotate(s.k, s.cs, HS, k0, k1);
+    if (s.cs) cpu::rope_rotate(s.a.q.data(), s.cs, HS, q0, q1);
+    if (s.cs) cpu::rope_rotate(s.k, s.cs, HS, k0, k1);
   } else {
     norm_and_turn_heads(s, true, g0 * group, g1 * group);
     norm_and_turn_heads(s, false, g0, g1);
@@ -210,7 +231,7 @@ void attention_by_rows(const AttentionStep& s, const float* xn, float* scores) {
   const bool head_norms = !lw.q_norm.empty();  // Qwen3: a head is normalised whole before it turns
   Input in(xn, c.dim);
   matvec_segments(qkv, in, [&](size_t seg, int r0, int r1) {
-    if (seg < 2 && !head_norms) cpu::rope_rotate(qkv[seg].y, s.cs, HS, r0, r1);  // q and k turn; v does not
+    if (seg < 2 && !head_norms && s.cs) cpu::rope_rotate(qkv[seg].y, s.cs, HS, r0, r1);  // q and k turn; v does not
     if (seg == 1 && !head_norms) s.kv.store(s.kc, s.pos, s.k, r0, r1);            // into the cache once final
     if (seg == 2) s.kv.store(s.vc, s.pos, s.v, r0, r1);
   });
@@ -233,17 +254,21 @@ void attention_by_rows(const AttentionStep& s, const float* xn, float* scores) {
 
 }  // namespace
 
-void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache, float* logits) {
+void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache,
+                 float* logits) {
   const ModelConfig& c = w.config;
   const int C = c.dim, HS = c.head_dim(), Q = c.n_heads * HS, H = c.hidden_dim;
   float* x = a.x.data();
-  std::vector<float> cs(static_cast<size_t>(HS));  // RoPE cos/sin at pos: the same for every layer
-  cpu::rope_angles(cs.data(), llama_rope_frequencies(c).data(), HS, pos);
+  std::vector<float> cs;  // RoPE cos/sin at pos: the same for every layer
+  if (an.positions == Positions::Rope) {
+    cs.resize(size_t(HS));
+    cpu::rope_angles(cs.data(), llama_rope_frequencies(c).data(), HS, pos);
+  }
   const int first = cpu::attention_start(pos, c.sliding_window);  // the oldest position attended to
   const int len = pos + 1 - first;
 
   // Each phase's items (kv heads, matrix rows) as the threads take them: per layer the heads, wo,
-  // w1/w3 and w2 rows; then the classifier's.
+  // w1(/w3) and w2 rows; then the classifier's.
   enum { kHeads, kWo, kW13, kW2, kPhases };
   std::vector<cpu::WorkShares> shares(size_t(kPhases * c.n_layers + 1));
 #pragma omp parallel
@@ -274,12 +299,12 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
                                cache.k(l),
                                cache.v(l),
                                cache.layout(),
-                               cs.data(),
+                               cs.empty() ? nullptr : cs.data(),
                                pos,
                                first};
 
       // --- attention ---
-      cpu::rmsnorm(xn.data(), x, lw.attn_norm.f32(), 1, C, c.norm_eps);
+      normalise(an, xn.data(), x, lw.attn_norm, lw.attn_norm_b, C, c.norm_eps);
       if (by_heads) {
         attention_by_heads(step, phase[kHeads], xn.data(), att.data());
         warm_share(lw.wo, Q, C);
@@ -287,16 +312,17 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
       } else {
         attention_by_rows(step, xn.data(), att.data());
       }
-      matvec_add_rows(phase[kWo], x, a.xb.data(), a.att.data(), lw.wo, Q);
+      matvec_add_rows(phase[kWo], x, a.xb.data(), a.att.data(), lw.wo, lw.bo, Q);
       warm_share(lw.w1, C, H);
 #pragma omp barrier
 
-      // --- feed-forward (SwiGLU) ---
-      cpu::rmsnorm(xn.data(), x, lw.ffn_norm.f32(), 1, C, c.norm_eps);
-      swiglu_rows(phase[kW13], a.hb.data(), a.hb2.data(), xn.data(), lw, C);
+      // --- feed-forward ---
+      normalise(an, xn.data(), x, lw.ffn_norm, lw.ffn_norm_b, C, c.norm_eps);
+      if (an.gated_ffn) swiglu_rows(phase[kW13], a.hb.data(), a.hb2.data(), xn.data(), lw, C);
+      else gelu_rows(phase[kW13], a.hb.data(), xn.data(), lw, C);
       warm_share(lw.w2, H, C);
 #pragma omp barrier
-      matvec_add_rows(phase[kW2], x, a.xb.data(), a.hb.data(), lw.w2, H);
+      matvec_add_rows(phase[kW2], x, a.xb.data(), a.hb.data(), lw.w2, lw.b2, H);
       if (l + 1 == c.n_layers) warm_share(w.classifier, C, c.vocab_size);
       else if (by_heads) {
         const HeadShare own = own_heads(c);
@@ -305,11 +331,17 @@ void llama_decode_token(const ModelWeights& w, Transformer::Activations& a, int 
 #pragma omp barrier
     }
     // --- final norm and classifier (the real vocabulary; llm.c's padding rows are skipped) ---
-    cpu::rmsnorm(xn.data(), x, w.final_norm.f32(), 1, C, c.norm_eps);
+    normalise(an, xn.data(), x, w.final_norm, w.final_norm_b, C, c.norm_eps);
     Input in(xn.data(), C);
     int r0, r1;
     while (shares.back().next(kStepUnits, &r0, &r1)) matvec_tensor_rows(logits, in, w.classifier, Tensor{}, r0, r1);
   }
+}
+
+bool ModelFamily::decode_token(const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache,
+                               float* logits) const {
+  decode_step(anatomy(), w, a, pos, cache, logits);
+  return true;
 }
 
 }  // namespace orion
