@@ -46,11 +46,20 @@ TEST(ModelIoGguf, LlamaRoundTripsInEveryDtype) {
     }
 }
 
+// GPT-2's tied classifier is written twice, as token_embd.weight and output.weight (llama.cpp's
+// converter does so and its gpt2 loader requires output.weight), and reads back tied: the
+// classifier is the embedding, not a second copy in memory.
 TEST(ModelIoGguf, Gpt2RoundTripsWithoutThePaddingRows) {
   ModelWeights w = random_model(tiny_gpt2(320), 32);
-  ModelWeights r = load_model(write_gguf_file(w, "g.gguf", DType::F16));
+  const std::string path = write_gguf_file(w, "g.gguf", DType::F16);
+  io::GgufFile f = io::GgufFile::open(path);
+  ASSERT_NE(f.find("output.weight"), nullptr);
+  EXPECT_EQ(f.find("output.weight")->shape, f.find("token_embd.weight")->shape);
+  ModelWeights r = load_model(path);
   EXPECT_EQ(r.config.arch, Arch::GPT2);
   EXPECT_EQ(r.config.vocab_size, 300);
+  EXPECT_TRUE(r.config.tied_embeddings);
+  EXPECT_EQ(r.classifier.data, r.tok_emb.data);
   expect_same_weights(w, r, DType::F16, DType::F32, /*tok_rows=*/300);
 }
 

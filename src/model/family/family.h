@@ -70,6 +70,9 @@ struct GgufLayout {
   // The family of this arch's files that have attention.sliding_window: Mistral, written as "llama"
   // like llama.cpp's converter does; a "llama" file without a window reads as Llama.
   bool windowed = false;
+  // output.weight written even when the classifier is the embedding (tied): llama.cpp's gpt2 loader
+  // requires it, and its converter writes GPT-2's wte twice. Read back as tied (the same bytes).
+  bool output_when_tied = false;
 };
 
 class ModelFamily {

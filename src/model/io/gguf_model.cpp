@@ -7,7 +7,8 @@
 //   tok_emb [V, C]       token_embd.weight               wq wk wv      blk.N.attn_q / attn_k / attn_v
 //   pos_emb [T, C]       position_embd.weight            (GPT-2)       blk.N.attn_qkv (q, k, v rows)
 //   final_norm(_b)       output_norm.weight (.bias)      wo            blk.N.attn_output
-//   classifier           output.weight (absent: tied)    attn_norm     blk.N.attn_norm, ffn_norm
+//   classifier           output.weight (absent or a      attn_norm     blk.N.attn_norm, ffn_norm
+//                        copy of token_embd: tied)
 //   gated FFN: w1 gate → ffn_gate, w3 up → ffn_up, w2 → ffn_down; plain FFN: w1 → ffn_up, w2 → ffn_down
 // Biases are the same names with ".bias"; Qwen2's q/k/v biases are attn_q.bias, attn_k.bias,
 // attn_v.bias, Qwen3's per-head q/k norms attn_q_norm.weight, attn_k_norm.weight [HS], Llama 3's RoPE
@@ -21,6 +22,7 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "base/error.h"
@@ -175,6 +177,16 @@ void read_block_features(const ModelFamily& fam, const GgufConfigReader& r, Mode
   r.refuse("attention.sliding_window", fmt::format("sliding-window attention in {} models", fam.display_name()));
 }
 
+// The classifier is the embedding (tied) when the file has no output.weight, or one that is a copy
+// of token_embd.weight — same type, shape and bytes — as llama.cpp's converter writes GPT-2's wte.
+bool output_is_embedding(const GgufFile& f) {
+  const GgufTensor* out = f.find("output.weight");
+  const GgufTensor* emb = f.find("token_embd.weight");
+  if (!out) return true;
+  return emb && out->ggml_type == emb->ggml_type && out->shape == emb->shape && out->nbytes == emb->nbytes &&
+         std::memcmp(out->data, emb->data, out->nbytes) == 0;
+}
+
 ModelConfig read_config(const GgufFile& f, const ModelFamily& fam) {
   const Anatomy a = fam.anatomy();
   GgufConfigReader r(f, fam.gguf()->arch);
@@ -198,7 +210,7 @@ ModelConfig read_config(const GgufFile& f, const ModelFamily& fam) {
                                             c.vocab_size),
                       std::string(fam.gguf()->arch) + ".vocab_size");
   c.padded_vocab = c.vocab_size;
-  c.tied_embeddings = f.find("output.weight") == nullptr;
+  c.tied_embeddings = output_is_embedding(f);
   c.validate(f.path());
   return c;
 }
@@ -280,6 +292,7 @@ ModelWeights read_gguf(const std::string& path) {
   w.final_norm = read_tensor(f, w, "output_norm.weight", true, taken);
   if (fam.anatomy().norm == NormKind::LayerNorm) w.final_norm_b = read_tensor(f, w, "output_norm.bias", true, taken);
   w.classifier = c.tied_embeddings ? w.tok_emb : read_tensor(f, w, "output.weight", false, taken);
+  if (c.tied_embeddings) taken.insert("output.weight");  // if present: token_embd's copy
   // A tensor the family's block does not use (q/k norms or biases of another architecture) would
   // change the numbers: refuse it instead of computing without it.
   for (const GgufTensor& t : f.tensors())
@@ -378,6 +391,7 @@ void write_gguf_model(const ModelWeights& w, const std::string& path, std::optio
   add("output_norm.weight", w.final_norm);
   if (a.norm == NormKind::LayerNorm) add("output_norm.bias", w.final_norm_b);
   if (!c.tied_embeddings) add("output.weight", w.classifier);
+  else if (layout->output_when_tied) add("output.weight", row_slice(w.tok_emb, 0, c.vocab_size));
   write_gguf(path, meta, out);
 }
 

@@ -142,7 +142,10 @@ def llama_like_tensors(cfg, t):
 
 def gpt2_tensors(cfg, t):
     pre = "transformer." if "transformer.wte.weight" in t else ""
-    out = [("token_embd.weight", t[pre + "wte.weight"]), ("position_embd.weight", t[pre + "wpe.weight"])]
+    # wte twice: llama.cpp's converter writes GPT-2's tied classifier as output.weight too (its gpt2
+    # loader requires the tensor)
+    out = [("token_embd.weight", t[pre + "wte.weight"]), ("output.weight", t[pre + "wte.weight"]),
+           ("position_embd.weight", t[pre + "wpe.weight"])]
     for i in range(cfg["n_layer"]):
         p = f"{pre}h.{i}."
         b = f"blk.{i}."

@@ -141,7 +141,11 @@ class Gpt2Family final : public ModelFamily {
   }
 
   // c_attn is one fused module for q, k and v.
-  std::optional<GgufLayout> gguf() const override { return GgufLayout{"gpt2", /*fused_qkv=*/true}; }
+  std::optional<GgufLayout> gguf() const override {
+    GgufLayout g{"gpt2", /*fused_qkv=*/true};
+    g.output_when_tied = true;
+    return g;
+  }
 
   const PeftLayout& peft() const override {
     static const PeftLayout p = {"transformer.h.",
