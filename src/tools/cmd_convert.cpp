@@ -122,7 +122,7 @@ void add_convert_command(CLI::App& app) {
       ->excludes(in);
   cmd->add_option("--seed", args->seed, "Random seed for --config's weights")->capture_default_str();
   cmd->add_option("--out", args->out, "Output file or folder (existing files are replaced atomically)")->required();
-  cmd->add_option("--tokenizer", args->tokenizer, "gguf output: the tokenizer to store: a tokenizer.json (default: the one beside --in), a llama2.c tokenizer.bin or a SentencePiece .model");
+  cmd->add_option("--tokenizer", args->tokenizer, "gguf output: the tokenizer to store: a tokenizer.json (default: the one beside --in), GPT-2's encoder.json + vocab.bpe (either file, or their folder), a llama2.c tokenizer.bin or a SentencePiece .model");
   cmd->add_option("--to", args->to, "Output format: llama2c, llama2c-v1, safetensors, llmc, gguf");
   cmd->add_option("--from", args->from, "Input format, to skip detection: llama2c, llama2c-v1, safetensors, llmc, gguf");
   cmd->add_option("--dtype", args->dtype, "Matrix dtype to write: f32, f16, bf16, q8_0 (gguf only) (default: as loaded; f32 for .bin)");

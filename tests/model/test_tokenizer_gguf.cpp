@@ -204,6 +204,31 @@ TEST(GgufTokenizer, WriterDeclinesATokenizerBinWithoutLlama2sLayout) {
   EXPECT_NE(why.find("Llama 2"), std::string::npos) << why;
 }
 
+// GPT-2's own files (vocab.json + merges.txt, as encoder.json + vocab.bpe) written as the gpt2 kind
+// (pre-tokenizer gpt-2, <|endoftext|> a control token): the tokenizer read back from the GGUF keys
+// gives the golden ids of the pair (OpenAI's encoder, tests/testdata/tokenizer/small_gpt2).
+TEST(GgufTokenizer, Gpt2BpePairWrittenAsTheGpt2KindEncodesLikeThePair) {
+  const std::string dir = test::data_path("tokenizer/small_gpt2");
+  std::string why;
+  const std::vector<GgufOutValue> keys = gguf_tokenizer_metadata(dir + "/vocab.json", &why);
+  ASSERT_FALSE(keys.empty()) << why;
+  for (const GgufOutValue& kv : keys)
+    if (kv.key == "tokenizer.ggml.pre") EXPECT_EQ(kv.value.value, "gpt-2");
+  const std::unique_ptr<Tokenizer> pair = load_tokenizer(dir + "/vocab.json");
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer(write_keys(keys));
+  EXPECT_EQ(tok->vocab_size(), pair->vocab_size());
+  EXPECT_EQ(tok->eos_id(), pair->eos_id());
+  const json golden = json::parse(read_text_file(dir + "/golden.json"));
+  ASSERT_GT(golden.size(), 5u);
+  for (const json& c : golden) {
+    const std::string text = c["text"];
+    EXPECT_EQ(tok->encode(text, false), c["ids"].get<std::vector<int>>()) << "text: '" << text << "'";
+    EXPECT_EQ(tok->decode(c["ids"].get<std::vector<int>>()), text);
+  }
+  // The merges file names the pair too; the same keys.
+  EXPECT_EQ(gguf_tokenizer_metadata(dir + "/merges.txt", &why).size(), keys.size());
+}
+
 // SentencePiece-style BPE tokenizer.json files (Llama 2, Mistral: Metaspace, byte fallback) are not
 // GGUF's gpt2 kind: no keys, and the reason.
 TEST(GgufTokenizer, WriterDeclinesTokenizersItCannotHold) {

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/file.h"
 #include "model/io/gguf_file.h"
+#include "model/tokenizer/gpt2_bpe.h"
 #include "model/tokenizer/hf_tokenizer.h"
 #include "model/tokenizer/llama2c_tokenizer.h"
 #include "model/tokenizer/sentencepiece_tokenizer.h"
@@ -298,6 +299,43 @@ std::vector<io::GgufOutValue> llama_metadata(const ScoredPieces& p, std::string*
   return out;
 }
 
+// A byte-level BPE vocabulary as GGUF's "gpt2" tokenizer holds it: every id's token (byte-level
+// spelling) and type, the merges "left right" in rank order, the pre-tokenizer's name; BOS, EOS and
+// whether encoding adds them as Orion's reader of the source (tok) has them.
+using TokensById = std::map<int64_t, std::pair<std::string, int>>;  // id → (token, token type)
+
+std::vector<io::GgufOutValue> byte_level_gguf(const TokensById& by_id, json merges, const std::string& pre,
+                                              const Tokenizer& tok, std::string* why_not) {
+  if (by_id.empty() || by_id.rbegin()->first > (1 << 24)) {
+    *why_not = "its token ids are not 0 … n − 1";
+    return {};
+  }
+  json tokens = json::array(), types = json::array();
+  for (int64_t id = 0; id <= by_id.rbegin()->first; id++) {
+    auto it = by_id.find(id);
+    tokens.push_back(it != by_id.end() ? it->second.first : fmt::format("[PAD{}]", id));  // a gap: llama.cpp's filler
+    types.push_back(it != by_id.end() ? it->second.second : kUnusedToken);
+  }
+  const std::vector<int> plain = tok.encode("a", false), with = tok.encode("a", true);
+  std::vector<io::GgufOutValue> out = {
+      {"tokenizer.ggml.model", {GgufValueType::String, {}, "gpt2"}},
+      {"tokenizer.ggml.pre", {GgufValueType::String, {}, pre}},
+      string_array("tokenizer.ggml.tokens", std::move(tokens)),
+      {"tokenizer.ggml.token_type", {GgufValueType::Array, GgufValueType::I32, std::move(types)}},
+      string_array("tokenizer.ggml.merges", std::move(merges)),
+  };
+  auto id_key = [&](const char* key, int id) {
+    if (id >= 0) out.push_back({key, {GgufValueType::U32, {}, id}});
+  };
+  id_key("tokenizer.ggml.bos_token_id", tok.bos_id());
+  id_key("tokenizer.ggml.eos_token_id", tok.eos_id());
+  const bool adds_bos = !with.empty() && with.front() == tok.bos_id() && (plain.empty() || plain.front() != tok.bos_id());
+  const bool adds_eos = !with.empty() && with.back() == tok.eos_id() && (plain.empty() || plain.back() != tok.eos_id());
+  out.push_back({"tokenizer.ggml.add_bos_token", {GgufValueType::Bool, {}, adds_bos}});
+  out.push_back({"tokenizer.ggml.add_eos_token", {GgufValueType::Bool, {}, adds_eos}});
+  return out;
+}
+
 std::vector<io::GgufOutValue> byte_level_metadata(const std::string& tokenizer_json, std::string* why_not) {
   json doc;
   try {
@@ -318,48 +356,35 @@ std::vector<io::GgufOutValue> byte_level_metadata(const std::string& tokenizer_j
   // Orion's reader checks the file (an Input error for a broken one) before its fields are used.
   const std::unique_ptr<Tokenizer> tok = load_tokenizer(tokenizer_json);
   // Every id: the vocab, then the added tokens (control when special, else user-defined).
-  std::map<int64_t, std::pair<std::string, int>> by_id;
+  TokensById by_id;
   for (const auto& [text, id] : model["vocab"].items())
-    if (id.is_number_integer() && id.get<int64_t>() >= 0) by_id[id.get<int64_t>()] = {text, 1};
+    if (id.is_number_integer() && id.get<int64_t>() >= 0) by_id[id.get<int64_t>()] = {text, kNormalToken};
   for (const json& t : doc.value("added_tokens", json::array()))
     if (t.is_object() && t.value("id", json(-1)).is_number_integer() && t["id"].get<int64_t>() >= 0)
       by_id[t["id"].get<int64_t>()] = {t.value("content", ""), t.value("special", false) ? kControlToken : kUserDefinedToken};
-  if (by_id.empty() || by_id.rbegin()->first > (1 << 24)) {
-    *why_not = "its token ids are not 0 … n − 1";
-    return {};
-  }
-  json tokens = json::array(), types = json::array(), merges = json::array();
-  for (int64_t id = 0; id <= by_id.rbegin()->first; id++) {
-    auto it = by_id.find(id);
-    tokens.push_back(it != by_id.end() ? it->second.first : fmt::format("[PAD{}]", id));  // a gap: llama.cpp's filler
-    types.push_back(it != by_id.end() ? it->second.second : 5);                             // 5: unused
-  }
+  json merges = json::array();
   for (const json& m : model.value("merges", json::array()))
     merges.push_back(m.is_array() && m.size() == 2 ? json(m[0].get<std::string>() + " " + m[1].get<std::string>()) : m);
-  // BOS, EOS and whether encoding adds them: as Orion's reader of this tokenizer.json has them.
-  const std::vector<int> plain = tok->encode("a", false), with = tok->encode("a", true);
-  std::vector<io::GgufOutValue> out = {
-      {"tokenizer.ggml.model", {GgufValueType::String, {}, "gpt2"}},
-      {"tokenizer.ggml.pre", {GgufValueType::String, {}, pre}},
-      string_array("tokenizer.ggml.tokens", std::move(tokens)),
-      {"tokenizer.ggml.token_type", {GgufValueType::Array, GgufValueType::I32, std::move(types)}},
-      string_array("tokenizer.ggml.merges", std::move(merges)),
-  };
-  auto id_key = [&](const char* key, int id) {
-    if (id >= 0) out.push_back({key, {GgufValueType::U32, {}, id}});
-  };
-  id_key("tokenizer.ggml.bos_token_id", tok->bos_id());
-  id_key("tokenizer.ggml.eos_token_id", tok->eos_id());
-  const bool adds_bos = !with.empty() && with.front() == tok->bos_id() && (plain.empty() || plain.front() != tok->bos_id());
-  const bool adds_eos = !with.empty() && with.back() == tok->eos_id() && (plain.empty() || plain.back() != tok->eos_id());
-  out.push_back({"tokenizer.ggml.add_bos_token", {GgufValueType::Bool, {}, adds_bos}});
-  out.push_back({"tokenizer.ggml.add_eos_token", {GgufValueType::Bool, {}, adds_eos}});
-  return out;
+  return byte_level_gguf(by_id, std::move(merges), pre, *tok, why_not);
+}
+
+// OpenAI's encoder.json + vocab.bpe (or vocab.json + merges.txt): GPT-2's regex ("gpt-2"), its one
+// special token <|endoftext|> a control token.
+std::vector<io::GgufOutValue> bpe_pair_metadata(const Gpt2BpeFiles& files, std::string* why_not) {
+  const Gpt2BpeSpec spec = read_gpt2_bpe_spec(files.vocab, files.merges);
+  const Gpt2BpeTokenizer tok(spec);  // checks the spec (an Input error for a broken one)
+  TokensById by_id;
+  for (const auto& [text, id] : spec.vocab) by_id[id] = {text, kNormalToken};
+  for (const auto& [text, id] : spec.special) by_id[id] = {text, kControlToken};
+  json merges = json::array();
+  for (const auto& [left, right] : spec.merges) merges.push_back(left + " " + right);
+  return byte_level_gguf(by_id, std::move(merges), "gpt-2", tok, why_not);
 }
 
 }  // namespace
 
 std::vector<io::GgufOutValue> gguf_tokenizer_metadata(const std::string& path, std::string* why_not) {
+  if (auto pair = gpt2_bpe_files(path)) return bpe_pair_metadata(*pair, why_not);
   if (path.ends_with(".json")) return byte_level_metadata(path, why_not);
   const std::unique_ptr<Tokenizer> tok = load_tokenizer(path);
   if (const auto* t = dynamic_cast<const SentencePieceTokenizer*>(tok.get())) return llama_metadata(pieces_of(*t), why_not);

@@ -14,6 +14,9 @@
 // whose pipeline is one of those pre-tokenizers (compared field by field), its tokens (added ones
 // as control or user-defined tokens), merges, and the BOS/EOS ids and add_bos_token that Orion's
 // tokenizer.json reader uses for it — so the GGUF tokenizer encodes as the tokenizer.json does.
+// GPT-2's own files (encoder.json + vocab.bpe, or vocab.json + merges.txt: a file of the pair or a
+// folder holding it) become the same "gpt2" kind with pre-tokenizer gpt-2 and <|endoftext|> a
+// control token (EOS), as llama.cpp's converter writes GPT-2.
 // A llama2.c tokenizer.bin or a SentencePiece .model in Llama 2's layout (BOS 1, EOS 2, <0x00>..
 // <0xFF> at 3..258) becomes the "llama" kind: its pieces (a space spelled ▁), scores and token
 // types (unknown, control, byte, unused, normal), the BOS/EOS/unknown ids and add_bos_token true,
@@ -36,7 +39,8 @@ bool is_gguf_file(const std::string& path);
 bool gguf_has_tokenizer(const std::string& path);
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path);
 
-// The tokenizer.ggml.* metadata of a tokenizer.json, tokenizer.bin or .model file (see above);
+// The tokenizer.ggml.* metadata of a tokenizer.json, tokenizer.bin or .model file or a GPT-2 BPE
+// pair (see above);
 // empty, with *why_not saying why, when it is not a tokenizer GGUF can hold this way.
 std::vector<io::GgufOutValue> gguf_tokenizer_metadata(const std::string& path, std::string* why_not);
 

@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -77,7 +78,18 @@ class Gpt2BpeTokenizer final : public Tokenizer {
 };
 
 // Readers (gpt2_bpe_files.cpp).
-// vocab.json / encoder.json (token → id) with merges.txt / vocab.bpe ("left right" per line).
+// vocab.json / encoder.json (token → id) with merges.txt / vocab.bpe ("left right" per line): the
+// spec as the files hold it (<|endoftext|> its one special token when the vocabulary has it), and
+// the tokenizer built from it.
+Gpt2BpeSpec read_gpt2_bpe_spec(const std::string& vocab_path, const std::string& merges_path);
+// The vocabulary and merges files load_tokenizer(path) reads as a GPT-2 BPE pair (tokenizer.cpp):
+// path is one of them (vocab.json, encoder.json, *-vocab.json, merges.txt, vocab.bpe) or a folder
+// holding a pair and no tokenizer.json; nullopt otherwise. The merges file may not exist (reading
+// it then says so).
+struct Gpt2BpeFiles {
+  std::string vocab, merges;
+};
+std::optional<Gpt2BpeFiles> gpt2_bpe_files(const std::string& path);
 std::unique_ptr<Tokenizer> load_gpt2_bpe(const std::string& vocab_path, const std::string& merges_path);
 
 }  // namespace orion

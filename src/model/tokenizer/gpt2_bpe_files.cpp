@@ -66,7 +66,7 @@ void read_merges_text(const std::string& path, Gpt2BpeSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_gpt2_bpe(const std::string& vocab_path, const std::string& merges_path) {
+Gpt2BpeSpec read_gpt2_bpe_spec(const std::string& vocab_path, const std::string& merges_path) {
   Gpt2BpeSpec spec;
   spec.vocab_file = vocab_path;
   spec.merges_file = merges_path;
@@ -78,7 +78,11 @@ std::unique_ptr<Tokenizer> load_gpt2_bpe(const std::string& vocab_path, const st
   // Without a tokenizer.json there is no list of special tokens; GPT-2 has exactly one.
   for (const auto& [token, id] : spec.vocab)
     if (token == "<|endoftext|>") spec.special.emplace_back(token, id);
-  return std::make_unique<Gpt2BpeTokenizer>(spec);
+  return spec;
+}
+
+std::unique_ptr<Tokenizer> load_gpt2_bpe(const std::string& vocab_path, const std::string& merges_path) {
+  return std::make_unique<Gpt2BpeTokenizer>(read_gpt2_bpe_spec(vocab_path, merges_path));
 }
 
 }  // namespace orion

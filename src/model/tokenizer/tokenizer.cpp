@@ -37,20 +37,20 @@ std::string first_existing(const fs::path& dir, std::initializer_list<const char
 }
 
 // vocab.json pairs with merges.txt, encoder.json with vocab.bpe; either pairing is accepted.
-std::unique_ptr<Tokenizer> load_bpe_pair(const fs::path& vocab) {
+Gpt2BpeFiles bpe_pair(const fs::path& vocab) {
   const fs::path dir = vocab.parent_path();
   const bool openai_names = vocab.filename() == "encoder.json";
   std::string merges =
       openai_names ? first_existing(dir, {"vocab.bpe", "merges.txt"}) : first_existing(dir, {"merges.txt", "vocab.bpe"});
-  if (merges.empty()) merges = (dir / (openai_names ? "vocab.bpe" : "merges.txt")).string();
-  return load_gpt2_bpe(vocab.string(), merges);
+  if (merges.empty()) merges = (dir / (openai_names ? "vocab.bpe" : "merges.txt")).string();  // named when missing
+  return {vocab.string(), merges};
 }
 
 // tokenizer.json first: a model folder often holds vocab.json + merges.txt too (Qwen2 does), but
 // only tokenizer.json says the model's own pre-tokenizer regex, normalizer and special tokens.
 std::unique_ptr<Tokenizer> load_from_folder(const fs::path& dir) {
   if (auto p = first_existing(dir, {"tokenizer.json"}); !p.empty()) return load_hf_tokenizer_json(p);
-  if (auto p = first_existing(dir, {"vocab.json", "encoder.json"}); !p.empty()) return load_bpe_pair(p);
+  if (auto f = gpt2_bpe_files(dir.string())) return load_gpt2_bpe(f->vocab, f->merges);
   if (auto p = first_existing(dir, {"tokenizer.model"}); !p.empty()) return load_sentencepiece(p);
   if (auto p = first_existing(dir, {"tokenizer.bin"}); !p.empty()) return load_llama2c_tokenizer(p);
   throw_input_error(dir.string(), "the folder holds no tokenizer", {}, -1,
@@ -60,24 +60,32 @@ std::unique_ptr<Tokenizer> load_from_folder(const fs::path& dir) {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
-  if (is_directory(path)) return load_from_folder(path);
-  if (!file_exists(path)) throw_input_error(path, "no such file", {}, -1, "pass a tokenizer file or a folder holding one");
+std::optional<Gpt2BpeFiles> gpt2_bpe_files(const std::string& path) {
   const fs::path p(path);
+  if (is_directory(path)) {
+    if (!first_existing(p, {"tokenizer.json"}).empty()) return std::nullopt;
+    if (auto v = first_existing(p, {"vocab.json", "encoder.json"}); !v.empty()) return bpe_pair(v);
+    return std::nullopt;
+  }
   const std::string name = p.filename().string();
-  if (ends_with(name, ".model")) return load_sentencepiece(path);
-  if (is_gguf_file(path)) return load_gguf_tokenizer(path);  // the tokenizer a GGUF model carries
-  // The merges file of a pair names the pair too.
-  if (name == "merges.txt" || name == "vocab.bpe") {
+  if (name == "merges.txt" || name == "vocab.bpe") {  // the merges file of a pair names the pair too
     std::string vocab = first_existing(p.parent_path(), {name == "merges.txt" ? "vocab.json" : "encoder.json",
                                                          name == "merges.txt" ? "encoder.json" : "vocab.json"});
     if (vocab.empty()) throw_input_error(path, "no vocab.json or encoder.json beside this merges file");
-    return load_gpt2_bpe(vocab, path);
+    return Gpt2BpeFiles{vocab, path};
   }
-  if (ends_with(name, ".json")) {
-    if (name == "vocab.json" || name == "encoder.json" || ends_with(name, "-vocab.json")) return load_bpe_pair(p);
-    return load_hf_tokenizer_json(path);
-  }
+  if (name == "vocab.json" || name == "encoder.json" || ends_with(name, "-vocab.json")) return bpe_pair(p);
+  return std::nullopt;
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
+  if (is_directory(path)) return load_from_folder(path);
+  if (!file_exists(path)) throw_input_error(path, "no such file", {}, -1, "pass a tokenizer file or a folder holding one");
+  const std::string name = fs::path(path).filename().string();
+  if (ends_with(name, ".model")) return load_sentencepiece(path);
+  if (is_gguf_file(path)) return load_gguf_tokenizer(path);  // the tokenizer a GGUF model carries
+  if (auto f = gpt2_bpe_files(path)) return load_gpt2_bpe(f->vocab, f->merges);
+  if (ends_with(name, ".json")) return load_hf_tokenizer_json(path);
   return load_llama2c_tokenizer(path);
 }
 
