@@ -7,6 +7,8 @@
 #     token's bytes between its decode steps — and the GEMM bound in the same run), each with
 #     its default f32 KV cache and with `--kv-cache f16` (as llama.cpp keeps its cache),
 #     llama.cpp llama-bench F16 and Q8_0 on GGUF files Orion wrote from the same weights as run.c's.
+#   GPT-2 124M decode / prefill (the same shapes): Orion f16 and q8_0 against llama.cpp F16 and Q8_0
+#     on GGUF files Orion wrote (random weights, GPT-2's tokenizer stored in them).
 #   GPT-2 124M training step (B 4, T 64): llm.c train_gpt2 (fp32) against `orion bench train`
 #     --precision fp32 and bf16.
 # Every tool gets the same number of threads (THREADS, default 2). Rounds interleave the tools, so
@@ -28,8 +30,8 @@
 #   TRAIN_STEPS=7 (Orion's timed training steps, after one warm-up step; their median counts, as
 #                 llm.c's median does)
 #   PYTHON        a python3 with numpy (default: /usr/bin/python3), for make_llama2c_model.py
-#   GPT2_TOKENIZER  GPT-2's encoder.json + vocab.bpe folder, to tokenize llm.c's data
-#                   (default: ../shared/tokenizers/gpt2 beside this checkout)
+#   GPT2_TOKENIZER  GPT-2's encoder.json + vocab.bpe folder, to tokenize llm.c's data and to store
+#                   in the GPT-2 GGUF files (default: ../shared/tokenizers/gpt2 beside this checkout)
 #   REPORT_ONLY=1 prints the tables again from WORK/results.jsonl of the last run, measuring nothing
 # Example:
 #   LLAMA2C_RUN=$HOME/llama2.c/runomp LLAMA_BENCH=$HOME/llama.cpp/build/bin/llama-bench \
@@ -59,7 +61,7 @@ peer() {  # peer VAR path-to-check how-to-build
   return 1
 }
 # ---- inputs, made once ----------------------------------------------------------------------------
-S110="$WORK/stories110m.bin" TOK="$WORK/tokenizer.bin"
+S110="$WORK/stories110m.bin" TOK="$WORK/tokenizer.bin" GPT2_TOK="${GPT2_TOKENIZER:-$ROOT/../shared/tokenizers/gpt2}"
 make_inputs() {
   mkdir -p "$WORK/llmc/dev/data/tinyshakespeare"
   if [[ ! -s "$S110" || ! -s "$TOK" ]]; then
@@ -70,11 +72,20 @@ make_inputs() {
     [[ -s "$WORK/stories110m-$dt.gguf" ]] ||
       "$ORION" convert --in "$S110" --tokenizer "$TOK" --out "$WORK/stories110m-$dt.gguf" --dtype "$dt" >&2
   done
+  if ((HAVE_LLAMA)); then  # GPT-2 124M for llama.cpp; skipped without GPT-2's tokenizer to store
+    if [[ -e "$GPT2_TOK" ]]; then
+      for dt in f16 q8_0; do
+        [[ -s "$WORK/gpt2-124m-$dt.gguf" ]] ||
+          "$ORION" convert --config gpt2-124m --tokenizer "$GPT2_TOK" --out "$WORK/gpt2-124m-$dt.gguf" --dtype "$dt" >&2
+      done
+    else
+      note "skipping llama.cpp's GPT-2 runs: no GPT-2 tokenizer at $GPT2_TOK (set GPT2_TOKENIZER)"
+    fi
+  fi
   if ((HAVE_LLMC)); then  # llm.c reads these names from its working directory
     L="$WORK/llmc"
     [[ -s "$L/gpt2_124M.bin" ]] || "$ORION" convert --config gpt2-124m --out "$L/gpt2_124M.bin" --to llmc >&2
     if [[ ! -s "$L/data/val_000.bin" ]]; then
-      GPT2_TOK="${GPT2_TOKENIZER:-$ROOT/../shared/tokenizers/gpt2}"
       [[ -e "$GPT2_TOK" ]] || die "no GPT-2 tokenizer at $GPT2_TOK (set GPT2_TOKENIZER to a folder with encoder.json + vocab.bpe)"
       "$ORION" data prepare --tokenizer "$GPT2_TOK" --in builtin:2000 --out "$L/data" --format llmc --no-progress >&2
     fi
@@ -97,18 +108,18 @@ run_runc() {  # best tok/s of REPEAT runs of 128 positions (run.c's own "achieve
   record runc "\"decode_tok_s\":$best"
 }
 
-run_orion_generate() {  # dtype kv-cache (f32 | f16)
-  local j
-  j=$("$ORION" bench generate --config stories110m --dtype "$1" --kv-cache "$2" --prompt-len 256 --decode-len 128 \
+run_orion_generate() {  # dtype kv-cache (f32 | f16) [config, default stories110m]
+  local j config="${3:-stories110m}"
+  j=$("$ORION" bench generate --config "$config" --dtype "$1" --kv-cache "$2" --prompt-len 256 --decode-len 128 \
     --repeat "$REPEAT" --threads "$THREADS" --json)
-  record "orion_$1$([[ $2 == f16 ]] && echo _kv16)" "\"bench\":$j"
+  record "orion_$([[ $config == gpt2-124m ]] && echo gpt2_)$1$([[ $2 == f16 ]] && echo _kv16)" "\"bench\":$j"
 }
 
-run_llama_bench() {  # both files in one call; the report takes each test's best sample
+run_llama_bench() {  # model-prefix tool-name: both files in one call; the report takes each test's best sample
   local j
-  j=$("$LLAMA_BENCH" -m "$WORK/stories110m-f16.gguf" -m "$WORK/stories110m-q8_0.gguf" -p 256 -n 128 \
+  j=$("$LLAMA_BENCH" -m "$WORK/$1-f16.gguf" -m "$WORK/$1-q8_0.gguf" -p 256 -n 128 \
     -t "$THREADS" -r "$REPEAT" -o json 2>/dev/null | tr -d '\n')
-  record llama_cpp "\"bench\":$j"
+  record "$2" "\"bench\":$j"
 }
 
 run_llmc() {  # step times of train_gpt2, stopped once LLMC_STEPS steps after the first are printed
@@ -168,9 +179,9 @@ def figures(r):
             for k in ("decode_tok_s", "prefill_tok_s", "bandwidth_bound_tok_s", "bandwidth_efficiency",
                       "prefill_bound_tok_s", "prefill_efficiency"):
                 f[f"{d}.{k}"] = b[k]
-        elif t == "llama_cpp":
+        elif t in ("llama_cpp", "llama_cpp_gpt2"):
             for e in x["bench"]:
-                d = "f16" if e["model_type"].endswith("F16") else "q8_0"
+                d = ("gpt2_" if t.endswith("gpt2") else "") + ("f16" if e["model_type"].endswith("F16") else "q8_0")
                 f[f"llama_{d}.{'prefill' if e['n_prompt'] else 'decode'}"] = max(e["samples_ts"])
         elif t == "llmc":
             f["llmc_ms"] = statistics.median(x["step_ms"])
@@ -201,6 +212,11 @@ RATIOS = [  # label, value of a round's figures, what issue 18 asks for
     ("Orion f16, f16 KV cache decode ÷ bandwidth bound", lambda f: f.get("f16_kv16.bandwidth_efficiency"), ""),
     ("Orion f16 prefill ÷ GEMM bound", lambda f: f.get("f16.prefill_efficiency"), "≥ 0.6"),
     ("Orion q8_0 prefill ÷ GEMM bound", lambda f: f.get("q8_0.prefill_efficiency"), "≥ 0.6"),
+    ("GPT-2 124M: Orion f16 ÷ llama.cpp F16 decode", lambda f: div(f, "gpt2_f16.decode_tok_s", "llama_gpt2_f16.decode"), ""),
+    ("GPT-2 124M: Orion q8_0 ÷ llama.cpp Q8_0 decode", lambda f: div(f, "gpt2_q8_0.decode_tok_s", "llama_gpt2_q8_0.decode"), ""),
+    ("GPT-2 124M: Orion f16 ÷ llama.cpp F16 prefill", lambda f: div(f, "gpt2_f16.prefill_tok_s", "llama_gpt2_f16.prefill"), ""),
+    ("GPT-2 124M: Orion q8_0 ÷ llama.cpp Q8_0 prefill", lambda f: div(f, "gpt2_q8_0.prefill_tok_s", "llama_gpt2_q8_0.prefill"), ""),
+    ("GPT-2 124M: Orion f16 decode ÷ bandwidth bound", lambda f: f.get("gpt2_f16.bandwidth_efficiency"), ""),
     ("llm.c ms ÷ Orion fp32 ms (training step)", lambda f: div(f, "llmc_ms", "train_fp32_ms"), "≥ 4×"),
     ("llm.c ms ÷ Orion bf16 ms (training step)", lambda f: div(f, "llmc_ms", "train_bf16_ms"),
      "≥ 8×" if bf16_hw else "(no AVX512-BF16/AMX here: fp32 counts)"),
@@ -228,6 +244,17 @@ def round_tables(r):
         print("\n(Orion decodes positions 256–383, after the prompt, with an fp32 KV cache unless the row says "
               "f16; run.c (fp32 cache) and llama-bench's tg128 (f16 cache) decode positions 0–127, so they "
               "read less per token.)")
+    if "gpt2_f16.decode_tok_s" in f:
+        print("\n| GPT-2 124M (256-token prompt, 128 decoded) | decode tok/s | prefill tok/s |")
+        print("|---|---|---|")
+        for d in ("f16", "q8_0"):
+            k = f"gpt2_{d}"
+            if f"{k}.decode_tok_s" in f:
+                print(f"| Orion {d} (best of {reps}) | {num(f[k + '.decode_tok_s'])} (bound "
+                      f"{num(f[k + '.bandwidth_bound_tok_s'])}) | {num(f[k + '.prefill_tok_s'])} |")
+        for d, name in (("f16", "F16"), ("q8_0", "Q8_0")):
+            print(f"| llama.cpp {name} (best of {reps}) | {num(f.get(f'llama_gpt2_{d}.decode'))} | "
+                  f"{num(f.get(f'llama_gpt2_{d}.prefill'))} |")
     print("\n| GPT-2 124M training step (B 4, T 64) | ms |")
     print("|---|---|")
     n = f.get("llmc_n")
@@ -278,7 +305,10 @@ for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
   run_orion_generate q8_0 f32
   run_orion_generate f16 f16
   run_orion_generate q8_0 f16
-  ((HAVE_LLAMA)) && run_llama_bench
+  ((HAVE_LLAMA)) && run_llama_bench stories110m llama_cpp
+  run_orion_generate f16 f32 gpt2-124m
+  run_orion_generate q8_0 f32 gpt2-124m
+  ((HAVE_LLAMA)) && [[ -s "$WORK/gpt2-124m-f16.gguf" ]] && run_llama_bench gpt2-124m llama_cpp_gpt2
   ((HAVE_LLMC)) && run_llmc
   run_orion_train fp32
   run_orion_train bf16
