@@ -58,10 +58,12 @@ struct SpeedReport {
   double stream_triad_gb_s = 0;
   double bound_tok_s = 0;           // read_gb_s / bytes_per_token
   double bandwidth_efficiency = 0;  // decode_tok_s / bound_tok_s
-  // Prefill against the compute bound: 2·params FLOPs per token at the best fp32 GEMM rate this
-  // run measured (Orion's kernels or the library's, on a prompt-shaped product [prompt, C]·[H, C]ᵀ).
+  // Prefill against the compute bound: 2·params FLOPs per token at the best GEMM rate this run
+  // measured on a prompt-shaped product [prompt, C]·[H, C]ᵀ: fp32 (Orion's kernels or the library's),
+  // and with q8_0 weights also Orion's int8 kernels.
   std::string prefill_gemm;               // the path prompt products took: "orion" or "onednn"
   double gemm_orion_gflops = 0, gemm_library_gflops = 0;  // 0: not measured / not built
+  double gemm_q8_gflops = 0;                               // 0: not measured (weights not q8_0)
   double prefill_bound_tok_s = 0, prefill_efficiency = 0;
   uint64_t peak_rss_bytes = 0;      // the process's peak resident memory after the runs
   std::string backend = "cpu";

@@ -138,6 +138,10 @@ TEST(GemmLibrary, PeakMeasuresEachBuiltPathAndKeepsTheBest) {
   EXPECT_GT(p.orion_flops, 0);
   EXPECT_EQ(p.library_flops > 0, prefill_gemm_available(PrefillGemm::OneDnn));
   EXPECT_EQ(p.best_flops, std::max(p.orion_flops, p.library_flops));
+  EXPECT_EQ(p.q8_flops, 0);
+  const GemmPeak q = measure_gemm_peak(64, 256, 256, 2, /*with_q8=*/true);  // q8_0 weights: their int8 kernels too
+  EXPECT_GT(q.q8_flops, 0);
+  EXPECT_EQ(q.best_flops, std::max({q.orion_flops, q.library_flops, q.q8_flops}));
 }
 
 }  // namespace

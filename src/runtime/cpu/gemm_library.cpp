@@ -104,9 +104,9 @@ void matmul_library(float* y, const float* x, const void* W, DType wt, const flo
 #endif
 }
 
-// The best fp32 GEMM rate of this machine, measured now with all threads on one prompt-shaped
-// product y[M, N] = x[M, K]·W[N, K]ᵀ through each available path; the faster one counts.
-GemmPeak measure_gemm_peak(int M, int K, int N, int reps) {
+// The best GEMM rate of this machine, measured now with all threads on one prompt-shaped product
+// y[M, N] = x[M, K]·W[N, K]ᵀ through each available path; the fastest one counts.
+GemmPeak measure_gemm_peak(int M, int K, int N, int reps, bool with_q8) {
   std::vector<float> x(size_t(M) * K), W(size_t(N) * K), y(size_t(M) * N);
   for (size_t i = 0; i < x.size(); i++) x[i] = float(int(i % 17) - 8) / 16;
   for (size_t i = 0; i < W.size(); i++) W[i] = float(int(i % 13) - 6) / 32;
@@ -125,7 +125,12 @@ GemmPeak measure_gemm_peak(int M, int K, int N, int reps) {
   peak.orion_flops = best_rate([&] { matmul_prefill(y.data(), x.data(), W.data(), DType::F32, nullptr, M, K, N); });
   if (kHaveLibrary)
     peak.library_flops = best_rate([&] { matmul_library(y.data(), x.data(), W.data(), DType::F32, nullptr, M, K, N); });
-  peak.best_flops = std::max(peak.orion_flops, peak.library_flops);
+  if (with_q8 && K % 32 == 0) {  // the same W as q8_0 blocks
+    std::vector<BlockQ8_0> Wq(W.size() / 32);
+    quantize_q8_0(W.data(), Wq.data(), W.size());
+    peak.q8_flops = best_rate([&] { matmul_prefill(y.data(), x.data(), Wq.data(), DType::Q8_0, nullptr, M, K, N); });
+  }
+  peak.best_flops = std::max({peak.orion_flops, peak.library_flops, peak.q8_flops});
   return peak;
 }
 

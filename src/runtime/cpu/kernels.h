@@ -64,11 +64,13 @@ PrefillGemm prefill_gemm();
 const char* prefill_gemm_name(PrefillGemm g);  // "orion", "onednn"
 
 // The GEMM rate this machine reaches, measured now with all threads on y[M, N] = x[M, K]·W[N, K]ᵀ
-// in fp32 (best of `reps`): Orion's kernels, the library's (0 without one), and the better of both.
+// (best of `reps`): fp32 weights through Orion's kernels and the library's (0 without one), and —
+// when with_q8 (K a multiple of 32) — q8_0 weights through Orion's int8 kernels, which multiply
+// faster than fp32 where the CPU has VNNI; best_flops is the fastest of them.
 struct GemmPeak {
-  double orion_flops = 0, library_flops = 0, best_flops = 0;
+  double orion_flops = 0, library_flops = 0, q8_flops = 0, best_flops = 0;
 };
-GemmPeak measure_gemm_peak(int M, int K, int N, int reps);
+GemmPeak measure_gemm_peak(int M, int K, int N, int reps, bool with_q8 = false);
 
 // --- normalisation --------------------------------------------------------------------------------
 // y[m, :] = x[m, :] / sqrt(mean(x[m, :]²) + eps) ⊙ w          x, y: [M, C]; w: [C]
