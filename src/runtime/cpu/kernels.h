@@ -72,13 +72,16 @@ struct GemmPeak {
 };
 GemmPeak measure_gemm_peak(int M, int K, int N, int reps, bool with_q8 = false);
 
-// --- normalisation --------------------------------------------------------------------------------
+// --- normalisation and elementwise ---------------------------------------------------------------
+// These split over the threads only when given enough work (several rows; ≥ 64 Ki elements) and
+// otherwise open no OpenMP region at all, so a decode step may call them on one row or a few
+// elements from inside its own region (a nested region, even one kept to one thread by an if
+// clause, costs ~3 µs to open).
 // y[m, :] = x[m, :] / sqrt(mean(x[m, :]²) + eps) ⊙ w          x, y: [M, C]; w: [C]
 void rmsnorm(float* y, const float* x, const float* w, int M, int C, float eps);
 // y[m, :] = (x[m, :] − mean) / sqrt(var + eps) ⊙ w + b      x, y: [M, C]; w, b: [C]
 void layernorm(float* y, const float* x, const float* w, const float* b, int M, int C, float eps);
 
-// --- elementwise ---------------------------------------------------------------------------------
 void add_inplace(float* y, const float* x, size_t n);                 // y += x
 void gelu_tanh_inplace(float* x, size_t n);                           // x = 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))
 void swiglu(float* h, const float* gate, const float* up, size_t n);  // h = silu(gate) ⊙ up, silu(g) = g·σ(g)
