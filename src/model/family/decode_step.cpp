@@ -200,8 +200,10 @@ void attend_kv_heads(const AttentionStep& s, Input& xn, float* scores, int first
   matvec_tensor_rows(s.k, xn, lw.wk, lw.bk, k0, k1);
   matvec_tensor_rows(s.v, xn, lw.wv, lw.bv, k0, k1);
   if (lw.q_norm.empty()) {
-    if (s.cs) cpu::rope_rotate(s.a.q.data(), s.cs, HS, q0, q1);
-    if (s.cs) cpu::rope_rotate(s.k, s.cs, HS, k0, k1);
+    if (s.cs) {  // learned positions (GPT-2): nothing turns
+      cpu::rope_rotate(s.a.q.data(), s.cs, HS, q0, q1);
+      cpu::rope_rotate(s.k, s.cs, HS, k0, k1);
+    }
   } else {
     norm_and_turn_heads(s, true, g0 * group, g1 * group);
     norm_and_turn_heads(s, false, g0, g1);

@@ -184,12 +184,20 @@ void add_inplace(float* __restrict y, const float* __restrict x, size_t n) {
 constexpr size_t kActivationBlock = 4096;
 constexpr size_t kActivationParallelMin = size_t(1) << 16;
 
+// fn(b, e) for the blocks [b, e) of kActivationBlock elements that cover [0, n).
+template <typename Fn>
+void for_each_activation_block(size_t n, Fn fn) {
+  const size_t blocks = (n + kActivationBlock - 1) / kActivationBlock;
+  for_each_index(blocks, n > kActivationParallelMin, [&](size_t blk) {
+    const size_t b = blk * kActivationBlock;
+    fn(b, std::min(n, b + kActivationBlock));
+  });
+}
+
 void gelu_tanh_inplace(float* x, size_t n) {
   const float s = 0.7978845608028654f;  // √(2/π)
   const bool simd = train_simd_available();
-  const size_t blocks = (n + kActivationBlock - 1) / kActivationBlock;
-  for_each_index(blocks, n > kActivationParallelMin, [&](size_t blk) {
-    const size_t b = blk * kActivationBlock, e = std::min(n, b + kActivationBlock);
+  for_each_activation_block(n, [&](size_t b, size_t e) {
     if (simd) return gelu_forward_simd(x + b, nullptr, x + b, e - b);
     for (size_t i = b; i < e; i++) {
       const float v = x[i];
@@ -200,9 +208,7 @@ void gelu_tanh_inplace(float* x, size_t n) {
 
 void swiglu(float* h, const float* gate, const float* up, size_t n) {
   const bool simd = train_simd_available();
-  const size_t blocks = (n + kActivationBlock - 1) / kActivationBlock;
-  for_each_index(blocks, n > kActivationParallelMin, [&](size_t blk) {
-    const size_t b = blk * kActivationBlock, e = std::min(n, b + kActivationBlock);
+  for_each_activation_block(n, [&](size_t b, size_t e) {
     if (simd) return swiglu_forward_simd(h + b, gate + b, up + b, e - b);
     for (size_t i = b; i < e; i++) h[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];  // g·σ(g)·u
   });

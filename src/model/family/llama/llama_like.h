@@ -1,8 +1,8 @@
 // The Llama block and its Hugging Face relatives: what Llama, Qwen2, Qwen3 and Mistral share.
 //
 // These families run one block (llama_block.cpp; a one-token step is family/decode_step.cpp):
-// RMSNorm, RoPE, SwiGLU, grouped-query attention. What sets them apart is data, not code, so each is a small class
-// deriving from LlamaLikeFamily that states it:
+// RMSNorm, RoPE, SwiGLU, grouped-query attention. What sets them apart is data, not code, so each
+// is a small class deriving from LlamaLikeFamily that states it:
 //   - its anatomy: Qwen2 adds biases on q, k, v (Anatomy::qkv_bias), Qwen3 a per-head RMSNorm on
 //     q and k before RoPE (Anatomy::qk_norm); the block applies each when the tensors are there;
 //   - its config.json: the fields every LlamaConfig-like config has are read here (dimensions,
