@@ -1,6 +1,7 @@
 #include "infer/speed.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 #include <random>
 
@@ -10,10 +11,42 @@
 #include "base/error.h"
 #include "base/memory_usage.h"
 #include "base/timer.h"
+#include "infer/batched_decode.h"
 #include "model/transformer.h"
 #include "runtime/cpu/kernels.h"
 
 namespace orion {
+namespace {
+
+// The best aggregate tok/s of `opt.repeat` runs of opt.streams sequences decoding together: each
+// prefilled with its own random prompt, then opt.decode_tokens steps of one greedy token each.
+double measure_batched_decode(const SpeedOptions& opt, const ModelWeights& w, std::mt19937& rng,
+                              const std::function<void(const std::string&)>& say) {
+  const int N = opt.streams, V = w.config.vocab_size;
+  BatchedDecoder dec(w, N, opt.prompt_tokens + opt.decode_tokens, opt.kv_cache);
+  std::vector<int> prompt(static_cast<size_t>(opt.prompt_tokens)), next(static_cast<size_t>(N));
+  double best = 0;
+  for (int rep = 0; rep < opt.repeat; rep++) {
+    say(fmt::format("run {}/{}: {} streams, each a {}-token prompt, then {} steps of {} tokens", rep + 1, opt.repeat, N,
+                    opt.prompt_tokens, opt.decode_tokens, N));
+    for (int s = 0; s < N; s++) {
+      for (int& t : prompt) t = int(rng() % uint32_t(V));
+      const float* lg = dec.prefill(s, prompt.data(), opt.prompt_tokens, nullptr);
+      next[size_t(s)] = int(std::max_element(lg, lg + V) - lg);
+    }
+    std::vector<SlotDecoder::Row> rows(static_cast<size_t>(N));
+    Timer t;
+    for (int i = 0; i < opt.decode_tokens; i++) {
+      for (int s = 0; s < N; s++) rows[size_t(s)] = {.slot = s, .token = next[size_t(s)], .pos = opt.prompt_tokens + i};
+      const float* lg = dec.decode(rows);
+      for (int s = 0; s < N; s++) next[size_t(s)] = int(std::max_element(lg + size_t(s) * V, lg + size_t(s + 1) * V) - (lg + size_t(s) * V));
+    }
+    best = std::max(best, double(N) * opt.decode_tokens / t.seconds());
+  }
+  return best;
+}
+
+}  // namespace
 
 SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress)(const char*)) {
   auto say = [&](const std::string& s) {
@@ -21,6 +54,9 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
   };
   if (opt.prompt_tokens < 1 || opt.decode_tokens < 1 || opt.repeat < 1)
     throw_usage_error("prompt, decode and repeat counts must be ≥ 1", "--prompt-len");
+  if (opt.streams < 1 || (opt.streams > 1 && opt.backend != "cpu"))
+    throw_usage_error(fmt::format("--streams {}: batched decode is measured on the CPU backend, with 1 or more streams", opt.streams),
+                      "--streams", "drop --streams or use --backend cpu");
   SpeedReport r;
   r.config_name = opt.config;
   r.config = config_preset(opt.config);
@@ -83,6 +119,8 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
       }
     }
   }
+  r.streams = opt.streams;
+  if (opt.streams > 1) r.batched_tok_s = measure_batched_decode(opt, w, rng, say);
   r.peak_rss_bytes = peak_resident_bytes();  // the runs', before the STREAM triad's arrays
   r.weight_bytes = double(w.matrix_bytes());
   r.bytes_per_token = tf.decode_bytes(opt.prompt_tokens + opt.decode_tokens / 2);
@@ -104,6 +142,15 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
     r.gemm_q8_gflops = peak.q8_flops / 1e9;
     r.prefill_bound_tok_s = peak.best_flops / (2.0 * double(r.config.num_params()));
     r.prefill_efficiency = r.prefill_tok_s / r.prefill_bound_tok_s;
+  }
+  if (opt.streams > 1 && r.read_gb_s > 0) {
+    // A step's bytes: the weights once, each stream's KV cache at the mean position.
+    const int mid = opt.prompt_tokens + opt.decode_tokens / 2;
+    const double kv = (r.bytes_per_token - tf.decode_bytes(0)) * (mid + 1) / mid, weights = r.bytes_per_token - kv;
+    double step_s = (weights + opt.streams * kv) / (r.read_gb_s * 1e9);
+    if (r.prefill_bound_tok_s > 0) step_s = std::max(step_s, opt.streams / r.prefill_bound_tok_s);
+    r.batched_bound_tok_s = opt.streams / step_s;
+    r.batched_efficiency = r.batched_tok_s / r.batched_bound_tok_s;
   }
   return r;
 }
@@ -131,6 +178,10 @@ std::string SpeedReport::to_json() const {
                       {"gemm_q8_gflops", gemm_q8_gflops},
                       {"prefill_bound_tok_s", prefill_bound_tok_s},
                       {"prefill_efficiency", prefill_efficiency},
+                      {"streams", streams},
+                      {"batched_decode_tok_s", batched_tok_s},
+                      {"batched_bound_tok_s", batched_bound_tok_s},
+                      {"batched_efficiency", batched_efficiency},
                       {"peak_rss_bytes", peak_rss_bytes},
                       {"backend", backend}};
   if (backend != "cpu") {
@@ -186,6 +237,12 @@ std::string SpeedReport::to_text() const {
         "  compute: fp32 GEMM {:.0f} GFLOP/s (Orion {:.0f}{}){} → bound {:.1f} tok/s; prefill ({}) reaches {:.0f}% of it\n",
         std::max(gemm_orion_gflops, gemm_library_gflops), gemm_orion_gflops, library, q8, prefill_bound_tok_s,
         prefill_gemm, 100 * prefill_efficiency);
+  }
+  if (streams > 1) {
+    s += fmt::format("  batched: {:8.1f} tok/s  ({} streams decoding together, {:.2f}× one stream", batched_tok_s, streams,
+                     batched_tok_s / decode_tok_s);
+    s += batched_bound_tok_s > 0 ? fmt::format("; {:.0f}% of their bound {:.1f} tok/s)\n", 100 * batched_efficiency, batched_bound_tok_s)
+                                 : ")\n";
   }
   return s;
 }

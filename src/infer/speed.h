@@ -17,6 +17,7 @@ struct SpeedOptions {
   int prompt_tokens = 128;
   int decode_tokens = 128;
   int repeat = 3;                 // best of this many runs
+  int streams = 1;                // > 1 (CPU backend): also decode that many sequences together, as `orion serve` does
   bool measure_bandwidth = true;  // CPU backend only
   bool measure_gemm = true;       // CPU backend only: the GEMM peak behind the prefill bound
   uint64_t seed = 1;
@@ -65,6 +66,14 @@ struct SpeedReport {
   double gemm_orion_gflops = 0, gemm_library_gflops = 0;  // 0: not measured / not built
   double gemm_q8_gflops = 0;                               // 0: not measured (weights not q8_0)
   double prefill_bound_tok_s = 0, prefill_efficiency = 0;
+  // Batched decode (streams > 1): `streams` sequences, each prefilled with its own prompt, decode
+  // together through the server's engine (infer/batched_decode.h), one pass over the weights per
+  // step for all of them. Its bound: a step reads the weights once and each stream's KV cache, at
+  // read_gb_s, and does 2·params FLOPs per stream at the GEMM peak — whichever takes longer.
+  int streams = 1;
+  double batched_tok_s = 0;         // all streams' tokens per second
+  double batched_bound_tok_s = 0;   // 0: not measured
+  double batched_efficiency = 0;
   uint64_t peak_rss_bytes = 0;      // the process's peak resident memory after the runs
   std::string backend = "cpu";
   AneSpeed ane;  // backend != "cpu"

@@ -63,6 +63,10 @@ void add_bench_command(CLI::App& app) {
   gen->add_option("--repeat", a->speed.repeat, "runs; the best is reported")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  gen->add_option("--streams", a->speed.streams,
+                  "also decode this many sequences together, as `orion serve --parallel N` does (CPU), against their bound")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   gen->add_option("--backend", a->speed.backend,
                   "cpu, or transformer blocks as ANE programs on anesim (any machine) or ane (macOS)")
       ->capture_default_str()

@@ -90,6 +90,25 @@ TEST(Cli, BenchGenerateGemmPathIsChosenAndReported) {
   EXPECT_EQ(j["prefill_bound_tok_s"].get<double>(), 0) << "--no-gemm-peak skips it";
 }
 
+// --streams N: N sequences decode together through the server's engine; their bound reads the
+// weights once for all N (so it passes N single-stream bounds' worth of tokens only by the KV
+// caches' share) and cannot pass the GEMM peak's tokens per second.
+TEST(Cli, BenchGenerateStreamsDecodeTogetherAgainstTheirBound) {
+  auto j = bench_generate_json("--config stories260k --prompt-len 8 --decode-len 8 --repeat 1 --streams 3 --threads 1");
+  ASSERT_FALSE(j.empty());
+  EXPECT_EQ(j["streams"], 3);
+  const double bound = j["batched_bound_tok_s"].get<double>(), single = j["bandwidth_bound_tok_s"].get<double>();
+  const double compute = j["prefill_bound_tok_s"].get<double>();
+  EXPECT_GT(j["batched_decode_tok_s"].get<double>(), 0);
+  EXPECT_GT(single, 0);
+  EXPECT_GE(bound, std::min(single, compute) * (1 - 1e-9));  // no fewer than one stream's bound
+  EXPECT_LE(bound, std::min(3 * single, compute) * (1 + 1e-9));
+  EXPECT_NEAR(j["batched_efficiency"].get<double>(), j["batched_decode_tok_s"].get<double>() / bound, 1e-9);
+  std::string out, err;
+  EXPECT_EQ(run_orion("bench generate --config stories260k --streams 2 --backend anesim", &out, &err), 2);
+  EXPECT_NE(err.find("--streams"), std::string::npos) << err;
+}
+
 TEST(Cli, DemoRunsWithNoFiles) {
   std::string out, err;
   ASSERT_EQ(run_orion("demo --steps 5 --stories 100 --batch 2 --seq 32 -n 8 --threads 1", &out, &err), 0) << err;

@@ -27,6 +27,15 @@ namespace orion::cpu {
 // in L1, so a panel is read from L2 once per tile instead of from memory.
 constexpr size_t kPanelBytes = 256u << 10;
 
+// The calling thread's panel widened to fp32: at least n floats, kept for the thread's next call (a
+// fresh 256 KB vector per call was an mmap, 64 page faults and an munmap for every product of every
+// decode step of a batch).
+float* widened_panel(size_t n) {
+  thread_local std::vector<float> panel;
+  if (panel.size() < n) panel = std::vector<float>(n);
+  return panel.data();
+}
+
 int panel_rows(int K, int step) { return std::max(step, int(kPanelBytes / (size_t(K) * 4)) / step * step); }
 
 void matmul_prefill(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N) {
@@ -40,8 +49,8 @@ void matmul_prefill(float* y, const float* x, const void* W, DType wt, const flo
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int n0 = std::min(N, tiles * t / nt * step), n1 = std::min(N, tiles * (t + 1) / nt * step);
-    std::vector<float> scratch(wt == DType::F32 || wt == DType::Q8_0 ? 0 : size_t(panel) * K);  // a panel in fp32
-    for (int p = n0; p < n1; p += panel) ker.gemm_rows(y, x, W, wt, bias, M, K, N, p, std::min(n1, p + panel), scratch.data());
+    float* scratch = widened_panel(wt == DType::F32 || wt == DType::Q8_0 ? 0 : size_t(panel) * K);
+    for (int p = n0; p < n1; p += panel) ker.gemm_rows(y, x, W, wt, bias, M, K, N, p, std::min(n1, p + panel), scratch);
   }
 }
 

@@ -394,14 +394,7 @@ struct Avx2Q8 {
     size_t next_line = 0;  // the next 64-byte line (offset within a row) to prefetch
     for (int b = 0; b < blocks; b++) {
       const size_t at = size_t(b) * kQ8BlockBytes;
-      if constexpr (PF)
-        for (; next_line < at + kQ8BlockBytes; next_line += 64)
-#pragma GCC unroll 8
-          for (int r = 0; r < R; r++) {
-            const char* line = reinterpret_cast<const char*>(w + r * row_bytes + next_line);
-            _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
-            _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
-          }
+      if constexpr (PF) prefetch_rows_ahead<R>(w, row_bytes, next_line, at + kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
       const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + size_t(b) * kQ8Block));
       __m256i start = _mm256_setzero_si256();  // −128·Σ q_x per group of 4 (VNNI)
       if constexpr (VNNI)
@@ -436,10 +429,11 @@ struct Avx2Q8 {
 // one fp32 product, FMAed into 8 lanes, hsum, + bias), so prefill and decode agree bit for bit.
 constexpr int Q8_TM = 3, Q8_TN = 2;
 
-template <bool VNNI, int TM, int TN>
+template <bool VNNI, int TM, int TN, bool PF>
 void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const uint8_t* w, size_t row_bytes,
              const float* bias) {
   const int blocks = K / kQ8Block;
+  size_t next_line = 0;  // PF: the next 64-byte line of the rows to prefetch
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(char(0x80));
   __m256 acc[TM][TN];
 #pragma GCC unroll 4
@@ -448,6 +442,7 @@ void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const 
     for (int r = 0; r < TN; r++) acc[m][r] = _mm256_setzero_ps();
   for (int b = 0; b < blocks; b++) {
     const size_t at = size_t(b) * kQ8BlockBytes;
+    if constexpr (PF) prefetch_rows_ahead<TN>(w, row_bytes, next_line, at + kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
     __m256i wv[TN], aw[TN];  // VNNI: w ^ 0x80 (w + 128 unsigned); else w and |w|
     __m256 ws[TN];
 #pragma GCC unroll 4
@@ -481,11 +476,17 @@ template <bool VNNI, int TN>
 void q8_tile_rows(float* y, const Q8Activations& a, const uint8_t* w, size_t row_bytes, const float* bias, int M, int K,
                   int N) {
   const int blocks = K / kQ8Block;
+  // The first tile brings the rows from memory (streamed as the decode streams them); the others
+  // find them in L1.
   int m = 0;
-  for (; m + Q8_TM <= M; m += Q8_TM)
-    q8_tile<VNNI, Q8_TM, TN>(y + size_t(m) * N, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, bias);
-  for (; m < M; m++)
-    q8_tile<VNNI, 1, TN>(y + size_t(m) * N, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, bias);
+  for (; m + Q8_TM <= M; m += Q8_TM) {
+    if (m == 0) q8_tile<VNNI, Q8_TM, TN, true>(y, N, a.q, a.d, K, w, row_bytes, bias);
+    else q8_tile<VNNI, Q8_TM, TN, false>(y + size_t(m) * N, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, bias);
+  }
+  for (; m < M; m++) {
+    if (m == 0) q8_tile<VNNI, 1, TN, true>(y, N, a.q, a.d, K, w, row_bytes, bias);
+    else q8_tile<VNNI, 1, TN, false>(y + size_t(m) * N, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, bias);
+  }
 }
 
 template <bool VNNI>

@@ -431,14 +431,7 @@ struct Avx512Q8 {
     int b = 0;
     for (; b + 2 <= blocks; b += 2) {
       const size_t at = size_t(b) * kQ8BlockBytes;
-      if constexpr (PF)
-        for (; next_line < at + 2 * kQ8BlockBytes; next_line += 64)
-#pragma GCC unroll 8
-          for (int r = 0; r < R; r++) {
-            const char* line = reinterpret_cast<const char*>(w + r * row_bytes + next_line);
-            _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
-            _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
-          }
+      if constexpr (PF) prefetch_rows_ahead<R>(w, row_bytes, next_line, at + 2 * kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
       const Q8Step s = q8_step<VNNI>(_mm512_loadu_si512(xq + size_t(b) * kQ8Block));
       const __m512 xs = halves(xd[b], xd[b + 1]);
 #pragma GCC unroll 8
@@ -478,10 +471,11 @@ struct Avx512Q8 {
 // same sequence of operations as Avx512Q8::block's, so prefill and decode agree bit for bit.
 constexpr int Q8_TM = 4, Q8_TN = 4;
 
-template <bool VNNI, int TM>
+template <bool VNNI, int TM, bool PF>
 void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const uint8_t* w, size_t row_bytes,
              const float* bias) {
   const int blocks = K / kQ8Block;
+  size_t next_line = 0;  // PF: the next 64-byte line of the rows to prefetch
   __m512 acc[TM][Q8_TN];
 #pragma GCC unroll 8
   for (int m = 0; m < TM; m++)
@@ -489,8 +483,9 @@ void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const 
     for (int r = 0; r < Q8_TN; r++) acc[m][r] = _mm512_setzero_ps();
   // One step over the blocks b (and b + 1 unless single): weights and scales of every row, then
   // every token against them.
-  auto step = [&](int b, bool single) {
+  auto step = [&](int b, bool single) __attribute__((always_inline)) {  // inlined: `single` folds away
     const size_t at = size_t(b) * kQ8BlockBytes;
+    if constexpr (PF) prefetch_rows_ahead<Q8_TN>(w, row_bytes, next_line, at + 2 * kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
     __m512i wv[Q8_TN];
     __m512 ws[Q8_TN];
 #pragma GCC unroll 8
@@ -530,11 +525,19 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
   for (; n + Q8_TN <= n1; n += Q8_TN) {
     const uint8_t* w = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
     const float* b = bias ? bias + n : nullptr;
+    // The first tile brings the rows from memory (streamed as the decode streams them); the others
+    // find them in L1.
     int m = 0;
-    for (; m + Q8_TM <= M; m += Q8_TM)
-      q8_tile<VNNI, Q8_TM>(y + size_t(m) * N + n, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, b);
-    for (; m < M; m++)
-      q8_tile<VNNI, 1>(y + size_t(m) * N + n, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, b);
+    for (; m + Q8_TM <= M; m += Q8_TM) {
+      float* yt = y + size_t(m) * N + n;
+      if (m == 0) q8_tile<VNNI, Q8_TM, true>(yt, N, a.q, a.d, K, w, row_bytes, b);
+      else q8_tile<VNNI, Q8_TM, false>(yt, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, b);
+    }
+    for (; m < M; m++) {
+      float* yt = y + size_t(m) * N + n;
+      if (m == 0) q8_tile<VNNI, 1, true>(yt, N, a.q, a.d, K, w, row_bytes, b);
+      else q8_tile<VNNI, 1, false>(yt, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, b);
+    }
   }
   for (int m = 0; m < M && n < n1; m++)  // the last rows of the range, fewer than a tile
     q8_rows<Avx512Q8<VNNI>, false>(y + size_t(m) * N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, W, bias, K, n, n1);

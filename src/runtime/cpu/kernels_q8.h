@@ -100,6 +100,22 @@ void q8_matvec_quantized_avx512(float* y, const int8_t* xq, const float* xd, con
                                 int n0, int n1);
 void q8_gemm_avx512(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
 
+// Streaming R weight rows (row_bytes apart from w) from memory, as the decode kernels do: before a
+// kernel's loads reach byte `upto` of its rows, each row's 64-byte lines from `next` on are
+// prefetched `near` bytes ahead into L1 and `far` bytes ahead into L2 (one core's L1 fill buffers
+// alone cannot keep enough lines in flight; kernels_avx512.cpp). next: the first line not yet
+// prefetched, advanced here.
+template <int R>
+inline void prefetch_rows_ahead(const uint8_t* w, size_t row_bytes, size_t& next, size_t upto, int near, int far) {
+  for (; next < upto; next += 64)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const uint8_t* line = w + r * row_bytes + next;
+      __builtin_prefetch(line + near, 0, 3);  // _MM_HINT_T0
+      __builtin_prefetch(line + far, 0, 2);   // _MM_HINT_T1
+    }
+}
+
 // The AVX2 and AVX-512 kernels use vpdpbusd (AVX-VNNI, AVX512-VNNI) when the CPU has it, else
 // vpmaddubsw + vpmaddwd (the same exact sums). Tests switch it off to check the other path; each
 // returns whether it is on.
