@@ -234,6 +234,28 @@ void attention(float* out, const float* q, const void* k, const void* v, int T, 
   }
 }
 
+// Asks for the keys and values query head h of the token at pos will read (attention_task) to be
+// brought into L2, all at once.
+static void prefetch_attention_task(const void* k, const void* v, int pos, int h, int group, const KvLayout& kv,
+                                    int window) {
+  const int first = attention_start(pos, window);
+  const size_t bytes = size_t(pos + 1 - first) * kv.pos_stride * kv.elem_bytes();  // heads layout: one run per head
+  const char* kp = static_cast<const char*>(kv.address(k, h / group, first));
+  const char* vp = static_cast<const char*>(kv.address(v, h / group, first));
+  for (size_t o = 0; o < bytes; o += 64) {
+    __builtin_prefetch(kp + o, 0, 2);  // _MM_HINT_T1
+    __builtin_prefetch(vp + o, 0, 2);
+    // GCC counts a prefetch as no effect and deleted this loop, once inlined, as dead code; an
+    // (empty) volatile asm is an effect it must keep.
+    asm volatile("");
+  }
+}
+
+// Every row of a batched decode step attends to its own sequence's cache, so a thread's next task
+// reads memory its current one does not: each thread asks for its next task's keys and values
+// before it starts the current one, and they arrive while it computes (a task is a few tens of KB
+// read in two short runs, too short for the hardware prefetchers to reach full speed: 8 rows at
+// position 160, 12 heads of 64, f32 cache from memory, 27–29 → 33–37 GB/s on the Zen 5 VM).
 void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv, int window) {
   const int group = n_heads / n_kv_heads, tasks = B * n_heads;
   int longest = 0;
@@ -241,8 +263,13 @@ void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads
 #pragma omp parallel if (tasks > 1)
   {
     std::vector<float> att(static_cast<size_t>(longest));
-#pragma omp for schedule(static, 1)
-    for (int task = 0; task < tasks; task++) {
+    // Round-robin, as schedule(static, 1): this thread's next task is task + threads.
+    const int threads = omp_get_num_threads();
+    for (int task = omp_get_thread_num(); task < tasks; task += threads) {
+      if (const int next = task + threads; next < tasks) {
+        const AttentionRow& n = rows[next / n_heads];
+        prefetch_attention_task(n.k, n.v, n.pos, next % n_heads, group, kv, window);
+      }
       const AttentionRow& r = rows[task / n_heads];
       attention_task(r.out, r.q, r.k, r.v, r.pos, task % n_heads, group, kv, window, att.data());
     }
