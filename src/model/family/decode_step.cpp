@@ -196,6 +196,8 @@ void attend_kv_heads(const AttentionStep& s, Input& xn, float* scores, int first
   const LayerWeights& lw = s.lw;
   const int HS = c.head_dim(), group = c.n_heads / c.n_kv_heads;
   const auto [g0, g1, q0, q1, k0, k1] = HeadShare(c, first, last);
+  // The heads' cached keys and values start coming into L2 while their rows of q, k, v are computed.
+  for (int g = g0; g < g1; g++) cpu::prefetch_kv_head(s.kv, s.kc, s.vc, g, s.first, s.pos - s.first);
   matvec_tensor_rows(s.a.q.data(), xn, lw.wq, lw.bq, q0, q1);
   matvec_tensor_rows(s.k, xn, lw.wk, lw.bk, k0, k1);
   matvec_tensor_rows(s.v, xn, lw.wv, lw.bv, k0, k1);

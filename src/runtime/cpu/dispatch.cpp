@@ -234,20 +234,19 @@ void attention(float* out, const float* q, const void* k, const void* v, int T, 
   }
 }
 
-// Asks for the keys and values query head h of the token at pos will read (attention_task) to be
-// brought into L2, all at once.
-static void prefetch_attention_task(const void* k, const void* v, int pos, int h, int group, const KvLayout& kv,
-                                    int window) {
-  const int first = attention_start(pos, window);
-  const size_t bytes = size_t(pos + 1 - first) * kv.pos_stride * kv.elem_bytes();  // heads layout: one run per head
-  const char* kp = static_cast<const char*>(kv.address(k, h / group, first));
-  const char* vp = static_cast<const char*>(kv.address(v, h / group, first));
-  for (size_t o = 0; o < bytes; o += 64) {
-    __builtin_prefetch(kp + o, 0, 2);  // _MM_HINT_T1
-    __builtin_prefetch(vp + o, 0, 2);
-    // GCC counts a prefetch as no effect and deleted this loop, once inlined, as dead code; an
-    // (empty) volatile asm is an effect it must keep.
-    asm volatile("");
+void prefetch_kv_head(const KvLayout& kv, const void* k, const void* v, int head, int first, int len) {
+  const size_t run = kv.pos_stride == size_t(kv.head_dim) ? size_t(len) : 1;  // positions per contiguous run
+  const size_t run_bytes = run * size_t(kv.head_dim) * kv.elem_bytes();
+  for (int p = first; p < first + len; p += int(run)) {
+    const char* kp = static_cast<const char*>(kv.address(k, head, p));
+    const char* vp = static_cast<const char*>(kv.address(v, head, p));
+    for (size_t o = 0; o < run_bytes; o += 64) {
+      __builtin_prefetch(kp + o, 0, 2);  // _MM_HINT_T1
+      __builtin_prefetch(vp + o, 0, 2);
+      // GCC counts a prefetch as no effect and deleted this loop, once inlined, as dead code; an
+      // (empty) volatile asm is an effect it must keep.
+      asm volatile("");
+    }
   }
 }
 
@@ -268,7 +267,8 @@ void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads
     for (int task = omp_get_thread_num(); task < tasks; task += threads) {
       if (const int next = task + threads; next < tasks) {
         const AttentionRow& n = rows[next / n_heads];
-        prefetch_attention_task(n.k, n.v, n.pos, next % n_heads, group, kv, window);
+        const int first = attention_start(n.pos, window);
+        prefetch_kv_head(kv, n.k, n.v, next % n_heads / group, first, n.pos + 1 - first);
       }
       const AttentionRow& r = rows[task / n_heads];
       attention_task(r.out, r.q, r.k, r.v, r.pos, task % n_heads, group, kv, window, att.data());
