@@ -112,6 +112,33 @@ TEST(Kernels, MatmulBitIdenticalForOneAndTwoThreads) {
   }
 }
 
+// A batched decode step's products (a few tokens, big enough to share out: the threads take rows
+// with work stealing) give every token the bits of its own single-token product, at any thread count.
+TEST(Kernels, FewTokenProductsSharedByThreadsEqualEachTokensMatvec) {
+  RestoreIsa restore;
+  const int K = 768;
+  for (Isa isa : available_isas()) {
+    ASSERT_TRUE(set_isa(isa));
+    for (DType dt : {DType::F32, DType::F16, DType::BF16})  // q8_0: test_kernels_q8.cpp
+      for (int M : {2, 8, 16})
+        for (int N : {1001, 2048}) {
+          const Weights W = make_weights(dt, size_t(N) * K, uint32_t(31 * M + N));
+          const std::vector<float> x = random_floats(size_t(M) * K, uint32_t(M)), b = random_floats(size_t(N), 5);
+          std::vector<float> yd(size_t(M) * N);
+          set_num_threads(1);
+          for (int m = 0; m < M; m++)
+            matmul(yd.data() + size_t(m) * N, x.data() + size_t(m) * K, W.bytes.data(), dt, b.data(), 1, K, N);
+          for (int threads : {1, 2, 3}) {
+            set_num_threads(threads);
+            std::vector<float> y(size_t(M) * N, NAN);
+            matmul(y.data(), x.data(), W.bytes.data(), dt, b.data(), M, K, N);
+            EXPECT_EQ(std::memcmp(y.data(), yd.data(), y.size() * 4), 0)
+                << isa_name(isa) << " " << dtype_name(dt) << " M=" << M << " N=" << N << " threads=" << threads;
+          }
+        }
+  }
+}
+
 // A token gives the same logits whether it went through prefill (M > 1) or decode (M = 1).
 TEST(Kernels, PrefillRowsEqualDecodeBitForBit) {
   RestoreIsa restore;

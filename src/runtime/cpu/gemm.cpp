@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/cpu/kernels_impl.h"
+#include "runtime/cpu/work_shares.h"
 
 namespace orion::cpu {
 
@@ -30,13 +31,39 @@ constexpr size_t kPanelBytes = 256u << 10;
 // The calling thread's panel widened to fp32: at least n floats, kept for the thread's next call (a
 // fresh 256 KB vector per call was an mmap, 64 page faults and an munmap for every product of every
 // decode step of a batch).
-float* widened_panel(size_t n) {
+static float* widened_panel(size_t n) {
   thread_local std::vector<float> panel;
   if (panel.size() < n) panel = std::vector<float>(n);
   return panel.data();
 }
 
 int panel_rows(int K, int step) { return std::max(step, int(kPanelBytes / (size_t(K) * 4)) / step * step); }
+
+// A few tokens (a batched decode step, one row per sequence): the weights stream from memory once
+// for all of them (the ISA's stream tiles, no panels), and the threads meet at a barrier after every
+// product of the step, so they share the rows with work stealing (work_shares.h) — on the Zen 5 VM
+// one core streams slower than the other, and a static split left the faster one waiting:
+// `orion bench generate --streams 8 --dtype f16`, 4 interleaved pairs: 497/563/579/654 →
+// 577/600/611/649 tok/s. Not q8_0: its kernel quantises the tokens on every call, and the takes
+// made it slower (752–807 → 677–751) — it keeps one call per thread.
+constexpr int kFewTokens = 16;
+
+static void matmul_few_tokens(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N,
+                              const IsaKernels& ker) {
+  constexpr int kStepUnits = 2;  // units a thread takes from the front of its own run at a time
+  const int unit = 8 * ker.gemm_rows_step;  // 8 tiles' rows
+  WorkShares rows;
+  rows.reset(N, unit, num_threads());
+#pragma omp parallel
+  {
+    // The ISA kernels stream f16/bf16 rows for a few tokens; a kernel that widened them instead
+    // (the portable one does not) would find room for a whole take here.
+    const bool narrow = wt == DType::F16 || wt == DType::BF16;
+    float* scratch = widened_panel(narrow ? size_t(kStepUnits) * unit * K : 0);
+    int n0, n1;
+    while (rows.next(kStepUnits, &n0, &n1)) ker.gemm_rows(y, x, W, wt, bias, M, K, N, n0, n1, scratch);
+  }
+}
 
 void matmul_prefill(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N) {
   const IsaKernels& ker = isa_kernels();
@@ -45,6 +72,7 @@ void matmul_prefill(float* y, const float* x, const void* W, DType wt, const flo
   const int step = ker.gemm_rows_step, tiles = (N + step - 1) / step;
   const int panel = wt == DType::Q8_0 ? std::max(N, 1) : panel_rows(K, step);
   const bool big = double(M) * K * N >= 1e6;  // smaller: not worth waking threads
+  if (big && M <= kFewTokens && wt != DType::Q8_0) return matmul_few_tokens(y, x, W, wt, bias, M, K, N, ker);
 #pragma omp parallel if (big)
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
