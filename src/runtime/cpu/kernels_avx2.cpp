@@ -427,7 +427,8 @@ struct Avx2Q8 {
 // the 16 ymm registers: 6 sums, 2 rows' bytes (and |w|), 2 scales, a token's vectors. Every
 // (token, row) sum is the same sequence of operations as Avx2Q8::block's (the scale d_w·d_x as
 // one fp32 product, FMAed into 8 lanes, hsum, + bias), so prefill and decode agree bit for bit.
-constexpr int Q8_TM = 3, Q8_TN = 2;
+constexpr int Q8_TM = 3, Q8_TN = 2;  // (q8_tile_rows' leftover tiles assume Q8_TM ≤ 3)
+static_assert(Q8_TM <= 3);
 
 template <bool VNNI, int TM, int TN, bool PF>
 void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const uint8_t* w, size_t row_bytes,
@@ -471,21 +472,28 @@ void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const 
   store_tile<TM, TN>(y, ldy, acc, bias);
 }
 
-// All M tokens against TN weight rows from n (each tile of TM tokens, then the leftover tokens).
+// Tokens m .. m+MT−1 against the TN rows at w (y: the rows' first column). The first tile (m == 0)
+// brings the rows from memory, streamed as the decode streams them; the others find them in L1.
+template <bool VNNI, int MT, int TN>
+void q8_tile_at(int m, float* y, int N, const Q8Activations& a, int K, const uint8_t* w, size_t row_bytes,
+                const float* bias) {
+  float* ym = y + size_t(m) * N;
+  const int8_t* xq = a.q + size_t(m) * K;
+  const float* xd = a.d + size_t(m) * (K / kQ8Block);
+  if (m == 0) q8_tile<VNNI, MT, TN, true>(ym, N, xq, xd, K, w, row_bytes, bias);
+  else q8_tile<VNNI, MT, TN, false>(ym, N, xq, xd, K, w, row_bytes, bias);
+}
+
+// All M tokens against TN weight rows from n (each tile of TM tokens, then the tokens left, fewer
+// than a tile, in one tile of their own).
 template <bool VNNI, int TN>
 void q8_tile_rows(float* y, const Q8Activations& a, const uint8_t* w, size_t row_bytes, const float* bias, int M, int K,
                   int N) {
-  const int blocks = K / kQ8Block;
-  // The first tile brings the rows from memory (streamed as the decode streams them); the others
-  // find them in L1.
   int m = 0;
-  for (; m + Q8_TM <= M; m += Q8_TM) {
-    if (m == 0) q8_tile<VNNI, Q8_TM, TN, true>(y, N, a.q, a.d, K, w, row_bytes, bias);
-    else q8_tile<VNNI, Q8_TM, TN, false>(y + size_t(m) * N, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, bias);
-  }
-  for (; m < M; m++) {
-    if (m == 0) q8_tile<VNNI, 1, TN, true>(y, N, a.q, a.d, K, w, row_bytes, bias);
-    else q8_tile<VNNI, 1, TN, false>(y + size_t(m) * N, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, bias);
+  for (; m + Q8_TM <= M; m += Q8_TM) q8_tile_at<VNNI, Q8_TM, TN>(m, y, N, a, K, w, row_bytes, bias);
+  switch (M - m) {
+    case 2: q8_tile_at<VNNI, 2, TN>(m, y, N, a, K, w, row_bytes, bias); break;
+    case 1: q8_tile_at<VNNI, 1, TN>(m, y, N, a, K, w, row_bytes, bias); break;
   }
 }
 

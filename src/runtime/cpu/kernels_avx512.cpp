@@ -469,7 +469,8 @@ struct Avx512Q8 {
 // Prefill: a tile of TM tokens × 4 weight rows per step, so each weight pair (and its scales) is
 // loaded once for TM tokens and each token's step once for 4 rows. Every (token, row) sum is the
 // same sequence of operations as Avx512Q8::block's, so prefill and decode agree bit for bit.
-constexpr int Q8_TM = 4, Q8_TN = 4;
+constexpr int Q8_TM = 4, Q8_TN = 4;  // (q8_gemm's leftover tiles assume Q8_TM ≤ 4)
+static_assert(Q8_TM <= 4);
 
 template <bool VNNI, int TM, bool PF>
 void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const uint8_t* w, size_t row_bytes,
@@ -516,6 +517,19 @@ void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const 
   store_tile<TM, Q8_TN>(y, ldy, acc, bias);
 }
 
+// Tokens m .. m+MT−1 against the Q8_TN rows at w (y: the rows' first column). The first tile
+// (m == 0) brings the rows from memory, streamed as the decode streams them; the others find them
+// in L1.
+template <bool VNNI, int MT>
+void q8_tile_at(int m, float* y, int N, const Q8Activations& a, int K, const uint8_t* w, size_t row_bytes,
+                const float* bias) {
+  float* ym = y + size_t(m) * N;
+  const int8_t* xq = a.q + size_t(m) * K;
+  const float* xd = a.d + size_t(m) * (K / kQ8Block);
+  if (m == 0) q8_tile<VNNI, MT, true>(ym, N, xq, xd, K, w, row_bytes, bias);
+  else q8_tile<VNNI, MT, false>(ym, N, xq, xd, K, w, row_bytes, bias);
+}
+
 template <bool VNNI>
 void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
   const Q8Activations a = quantize_activations(x, M, K);
@@ -525,18 +539,12 @@ void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, 
   for (; n + Q8_TN <= n1; n += Q8_TN) {
     const uint8_t* w = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
     const float* b = bias ? bias + n : nullptr;
-    // The first tile brings the rows from memory (streamed as the decode streams them); the others
-    // find them in L1.
     int m = 0;
-    for (; m + Q8_TM <= M; m += Q8_TM) {
-      float* yt = y + size_t(m) * N + n;
-      if (m == 0) q8_tile<VNNI, Q8_TM, true>(yt, N, a.q, a.d, K, w, row_bytes, b);
-      else q8_tile<VNNI, Q8_TM, false>(yt, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, b);
-    }
-    for (; m < M; m++) {
-      float* yt = y + size_t(m) * N + n;
-      if (m == 0) q8_tile<VNNI, 1, true>(yt, N, a.q, a.d, K, w, row_bytes, b);
-      else q8_tile<VNNI, 1, false>(yt, N, a.q + size_t(m) * K, a.d + size_t(m) * blocks, K, w, row_bytes, b);
+    for (; m + Q8_TM <= M; m += Q8_TM) q8_tile_at<VNNI, Q8_TM>(m, y + n, N, a, K, w, row_bytes, b);
+    switch (M - m) {  // the tokens left, fewer than a tile, in one tile of their own
+      case 3: q8_tile_at<VNNI, 3>(m, y + n, N, a, K, w, row_bytes, b); break;
+      case 2: q8_tile_at<VNNI, 2>(m, y + n, N, a, K, w, row_bytes, b); break;
+      case 1: q8_tile_at<VNNI, 1>(m, y + n, N, a, K, w, row_bytes, b); break;
     }
   }
   for (int m = 0; m < M && n < n1; m++)  // the last rows of the range, fewer than a tile
