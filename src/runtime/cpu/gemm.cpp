@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/cpu/kernels_impl.h"
+#include "runtime/cpu/kernels_q8.h"
 #include "runtime/cpu/work_shares.h"
 
 namespace orion::cpu {
@@ -44,14 +45,16 @@ int panel_rows(int K, int step) { return std::max(step, int(kPanelBytes / (size_
 // product of the step, so they share the rows with work stealing (work_shares.h) — on the Zen 5 VM
 // one core streams slower than the other, and a static split left the faster one waiting:
 // `orion bench generate --streams 8 --dtype f16`, 4 interleaved pairs: 497/563/579/654 →
-// 577/600/611/649 tok/s. Not q8_0: its kernel quantises the tokens on every call, and the takes
-// made it slower (752–807 → 677–751) — it keeps one call per thread.
+// 577/600/611/649 tok/s. q8_0 tokens are quantised once, before the threads start: quantising them
+// in every take made the step slower than the static split (752–807 → 677–751 tok/s).
 constexpr int kFewTokens = 16;
 
 static void matmul_few_tokens(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N,
                               const IsaKernels& ker) {
   constexpr int kStepUnits = 2;  // units a thread takes from the front of its own run at a time
-  const int unit = 8 * ker.gemm_rows_step;  // 8 tiles' rows
+  const int unit = 8 * ker.gemm_rows_step;  // 8 tiles' rows (whole q8_0 tiles too)
+  const bool q8 = wt == DType::Q8_0;
+  const Q8Activations a = q8 ? quantize_activations(x, M, K) : Q8Activations{};  // (this thread's scratch)
   WorkShares rows;
   rows.reset(N, unit, num_threads());
 #pragma omp parallel
@@ -61,7 +64,10 @@ static void matmul_few_tokens(float* y, const float* x, const void* W, DType wt,
     const bool narrow = wt == DType::F16 || wt == DType::BF16;
     float* scratch = widened_panel(narrow ? size_t(kStepUnits) * unit * K : 0);
     int n0, n1;
-    while (rows.next(kStepUnits, &n0, &n1)) ker.gemm_rows(y, x, W, wt, bias, M, K, N, n0, n1, scratch);
+    while (rows.next(kStepUnits, &n0, &n1)) {
+      if (q8) ker.q8_gemm_quantized(y, a, W, bias, M, K, N, n0, n1);
+      else ker.gemm_rows(y, x, W, wt, bias, M, K, N, n0, n1, scratch);
+    }
   }
 }
 
@@ -72,7 +78,7 @@ void matmul_prefill(float* y, const float* x, const void* W, DType wt, const flo
   const int step = ker.gemm_rows_step, tiles = (N + step - 1) / step;
   const int panel = wt == DType::Q8_0 ? std::max(N, 1) : panel_rows(K, step);
   const bool big = double(M) * K * N >= 1e6;  // smaller: not worth waking threads
-  if (big && M <= kFewTokens && wt != DType::Q8_0) return matmul_few_tokens(y, x, W, wt, bias, M, K, N, ker);
+  if (big && M <= kFewTokens) return matmul_few_tokens(y, x, W, wt, bias, M, K, N, ker);
 #pragma omp parallel if (big)
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();

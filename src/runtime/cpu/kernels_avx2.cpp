@@ -498,8 +498,7 @@ void q8_tile_rows(float* y, const Q8Activations& a, const uint8_t* w, size_t row
 }
 
 template <bool VNNI>
-void q8_gemm(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
-  const Q8Activations a = quantize_activations(x, M, K);
+void q8_gemm(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
   const size_t row_bytes = dtype_bytes(DType::Q8_0, size_t(K));
   const uint8_t* w = static_cast<const uint8_t*>(W);
   int n = n0;
@@ -528,7 +527,7 @@ uint64_t read_fold(const void* p, size_t words) {
 
 }  // namespace
 
-const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, q8_matvec_quantized_avx2, gemm_rows, TN, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
+const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, q8_matvec_quantized_avx2, gemm_rows, TN, q8_gemm_avx2, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
                                   scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx2, softmax, read_fold};
 
 bool avx2_vnni_on() { return g_vnni; }
@@ -568,9 +567,10 @@ void q8_matvec_quantized_avx2(float* y, const int8_t* xq, const float* xd, const
   if (g_vnni) return q8_matvec_quantized<Avx2Q8<true>>(y, xq, xd, W, bias, K, n0, n1);
   q8_matvec_quantized<Avx2Q8<false>>(y, xq, xd, W, bias, K, n0, n1);
 }
-void q8_gemm_avx2(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
-  if (g_vnni) return q8_gemm<true>(y, x, W, bias, M, K, N, n0, n1);
-  q8_gemm<false>(y, x, W, bias, M, K, N, n0, n1);
+void q8_gemm_avx2(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
+                  int n1) {
+  if (g_vnni) return q8_gemm<true>(y, a, W, bias, M, K, N, n0, n1);
+  q8_gemm<false>(y, a, W, bias, M, K, N, n0, n1);
 }
 
 }  // namespace orion::cpu

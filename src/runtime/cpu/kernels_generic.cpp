@@ -49,7 +49,7 @@ void matvec_rows(float* y, const float* x, const void* W, DType wt, const float*
 // Prefill columns n0 .. n1−1: one matvec per token (the portable path keeps it simple).
 void gemm_rows(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0, int n1,
                float*) {
-  if (wt == DType::Q8_0) return q8_gemm_generic(y, x, W, bias, M, K, N, n0, n1);
+  if (wt == DType::Q8_0) return q8_gemm_generic(y, quantize_activations(x, M, K), W, bias, M, K, N, n0, n1);
   for (int m = 0; m < M; m++) matvec_rows(y + size_t(m) * N, x + size_t(m) * K, W, wt, bias, K, n0, n1);
 }
 
@@ -127,7 +127,7 @@ uint64_t read_fold(const void* p, size_t words) {
 
 }  // namespace
 
-const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, q8_matvec_quantized_generic, gemm_rows, 4, to_f32, dot, axpy, scores_of<float>, weighted_sum_of<float>, scores_of<uint16_t>,
+const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, q8_matvec_quantized_generic, gemm_rows, 4, q8_gemm_generic, to_f32, dot, axpy, scores_of<float>, weighted_sum_of<float>, scores_of<uint16_t>,
                                      weighted_sum_of<uint16_t>, q8_quantize_generic, softmax, read_fold};
 
 // fn(i) for i in [0, n): split over the threads when `parallel`, else a plain loop on the calling

@@ -17,6 +17,8 @@
 
 namespace orion::cpu {
 
+struct Q8Activations;  // kernels_q8.h
+
 struct IsaKernels {
   Isa isa;
   // Decode rows n0 .. n1−1 of y = x·Wᵀ (+ bias):  y[n] = Σ_k x[k]·W[n, k]
@@ -33,6 +35,11 @@ struct IsaKernels {
   void (*gemm_rows)(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N, int n0,
                     int n1, float* scratch);
   int gemm_rows_step;  // weight rows per tile of gemm_rows; threads split N in multiples of it
+  // gemm_rows for q8_0 weights from the M tokens already quantised (quantize_activations,
+  // kernels_q8.h): gemm_rows for Q8_0 is this after quantising x. Callers that split one product
+  // into many calls quantise once.
+  void (*q8_gemm_quantized)(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N,
+                            int n0, int n1);
   // dst[i] = fp32(src[i]) for i < n (f32, f16, bf16 or q8_0 source; n a multiple of 32 for q8_0).
   void (*to_f32)(float* dst, const void* src, DType dt, size_t n);
   // Σ_i a[i]·b[i], and y[i] += s·x[i]: the two loops of attention over head_dim.

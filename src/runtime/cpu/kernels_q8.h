@@ -72,11 +72,12 @@ inline void q8_matvec_from_f32(Q8MatvecQuantized quantized, float* y, const floa
   quantized(y, a.q, a.d, W, bias, K, n0, n1);
 }
 
-// Prefill: columns n0 .. n1−1 of y[M, N]. A tile of Ker::kRows weight rows (a few KB) stays in
-// the L1 cache while every token passes over it; each element is summed exactly as in decode.
+// Prefill: columns n0 .. n1−1 of y[M, N] from the M tokens quantised (a). A tile of Ker::kRows
+// weight rows (a few KB) stays in the L1 cache while every token passes over it; each element is
+// summed exactly as in decode.
 template <class Ker>
-void q8_gemm_rows(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
-  const Q8Activations a = quantize_activations(x, M, K);
+void q8_gemm_rows(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
+                  int n1) {
   const int blocks = K / kQ8Block;
   for (int n = n0; n < n1; n += Ker::kRows) {
     const int n_end = std::min(n1, n + Ker::kRows);
@@ -87,9 +88,13 @@ void q8_gemm_rows(float* y, const float* x, const void* W, const float* bias, in
 
 // The q8_0 entry points of each instruction set (kernels_*.cpp call them for DType::Q8_0).
 void q8_matvec_generic(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1);
-void q8_gemm_generic(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
+// The prefill columns n0 .. n1−1 from the tokens already quantised (quantize_activations(x, M, K)):
+// IsaKernels::q8_gemm_quantized, and gemm_rows for Q8_0 after quantising x.
+void q8_gemm_generic(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
+                     int n1);
 void q8_matvec_avx2(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1);
-void q8_gemm_avx2(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
+void q8_gemm_avx2(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
+                  int n1);
 void q8_matvec_avx512(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1);
 // The decode rows from activations already quantised (IsaKernels::q8_matvec_quantized).
 void q8_matvec_quantized_generic(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
@@ -98,7 +103,8 @@ void q8_matvec_quantized_avx2(float* y, const int8_t* xq, const float* xd, const
                               int n0, int n1);
 void q8_matvec_quantized_avx512(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
                                 int n0, int n1);
-void q8_gemm_avx512(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
+void q8_gemm_avx512(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
+                    int n1);
 
 // Streaming R weight rows (row_bytes apart from w) from memory, as the decode kernels do: before a
 // kernel's loads reach byte `upto` of its rows, each row's 64-byte lines from `next` on are

@@ -57,8 +57,9 @@ void q8_matvec_quantized_generic(float* y, const int8_t* xq, const float* xd, co
                                  int n0, int n1) {
   q8_matvec_quantized<GenericQ8>(y, xq, xd, W, bias, K, n0, n1);
 }
-void q8_gemm_generic(float* y, const float* x, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
-  q8_gemm_rows<GenericQ8>(y, x, W, bias, M, K, N, n0, n1);
+void q8_gemm_generic(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
+                     int n1) {
+  q8_gemm_rows<GenericQ8>(y, a, W, bias, M, K, N, n0, n1);
 }
 
 }  // namespace orion::cpu
