@@ -25,6 +25,12 @@ size_t ModelConfig::num_params() const {
   return emb + L * per_layer + extra + (tied_embeddings ? 0 : size_t(vocab_size) * C);
 }
 
+size_t ModelConfig::matmul_params() const {
+  const size_t C = dim, kv = size_t(kv_dim()), Q = size_t(n_heads) * head_dim();
+  const size_t per_layer = 2 * C * Q + 2 * C * kv + (model_family(arch).anatomy().gated_ffn ? 3 : 2) * C * size_t(hidden_dim);
+  return size_t(n_layers) * per_layer + size_t(vocab_size) * C;
+}
+
 void ModelConfig::validate(const std::string& source) const {
   auto bad = [&](const char* field, const std::string& msg) {
     throw_input_error(source, msg, field, -1, "the model file or its config is corrupt or not a supported model");

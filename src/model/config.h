@@ -50,6 +50,9 @@ struct ModelConfig {
   int kv_dim() const { return head_dim() * n_kv_heads; }
   // Parameter count (embedding counted once when tied; llm.c padding rows included).
   size_t num_params() const;
+  // The weights that multiply activations: every layer's projections and the classifier (not the
+  // embedding lookups, norms or biases) — 2 FLOPs each per token forward, 6 in a training step.
+  size_t matmul_params() const;
   // Throws an Input error naming `source` and the offending field when the dimensions are
   // inconsistent (zero or negative sizes, NH not dividing C, NKV not dividing NH, odd HS for RoPE...).
   void validate(const std::string& source) const;

@@ -15,6 +15,7 @@
 #include "base/timer.h"
 #include "data/rng.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/train_kernels.h"
 #include "tools/command.h"
 #include "tools/options.h"
 #include "train/ane/ane_blocks.h"
@@ -26,13 +27,40 @@ namespace {
 struct BenchTrainArgs {
   std::string config = "stories260k";
   int batch = 4, seq = 64, steps = 5, warmup = 1;
-  bool json = false;
+  bool json = false, no_gemm_peak = false;
   ThreadOptions threads;
   std::string backend = "cpu";
   std::string checkpoint_activations = "none";
   std::string precision = "fp32";  // cpu: the training products' operands (train_kernels.h)
   train::AneTrainOptions ane;
 };
+
+// The step's compute bound (CPU, fp32 products): its FLOPs at the best fp32 GEMM rate this machine
+// reaches in the same run on a step-shaped product [B·T, C]·[H, C]ᵀ — the training step's own
+// kernel (matmul_forward_train), the prompt kernel or oneDNN (cpu::measure_gemm_peak; oneDNN picks
+// its instruction set from DNNL_MAX_CPU_ISA, not ORION_ISA). FLOPs: 6 per matrix weight per token
+// (forward, dX, dW) and causal attention's q·kᵀ and att·v, 2·T²·C per sequence and layer forward,
+// twice that backward. AdamW, norms and the elementwise work are outside it, so a step cannot
+// reach 100%.
+struct ComputeBound {
+  double step_gflop = 0, gemm_gflops = 0, bound_ms = 0;
+};
+ComputeBound compute_bound(const ModelConfig& c, int B, int T) {
+  ComputeBound cb;
+  const int M = B * T, K = c.dim, N = c.hidden_dim;
+  cb.step_gflop = (6.0 * double(c.matmul_params()) * M + 6.0 * B * double(T) * T * c.dim * c.n_layers) / 1e9;
+  std::vector<float> x(size_t(M) * K, 0.25f), W(size_t(N) * K, -0.125f), y(size_t(M) * N);
+  double best_s = 1e30;
+  for (int r = 0; r < 6; r++) {  // the first warms up
+    Timer t;
+    cpu::matmul_forward_train(y.data(), x.data(), W.data(), nullptr, M, K, N);
+    if (r > 0) best_s = std::min(best_s, t.seconds());
+  }
+  const double train_flops = 2.0 * M * K * N / best_s;
+  cb.gemm_gflops = std::max(train_flops, cpu::measure_gemm_peak(M, K, N, 5).best_flops) / 1e9;
+  cb.bound_ms = 1000 * cb.step_gflop / cb.gemm_gflops;
+  return cb;
+}
 
 // The ANE path's figures per timed step (phases reset after the warmup, whose first step compiles).
 struct AneFigures {
@@ -107,16 +135,24 @@ void run_bench_train(const BenchTrainArgs& a) {
     af.overlap_dw = ane->overlapping_dw();
   }
   const double n = a.steps, ms = 1000 * total / n, tok_s = double(a.batch) * a.seq / (total / n);
+  // The fp32 step against its compute bound (bf16/fp16 products run faster than the fp32 peak).
+  ComputeBound cb;
+  if (!ane && a.precision == "fp32" && !a.no_gemm_peak) {
+    if (!a.json) std::fprintf(stderr, "… measuring the fp32 GEMM peak (a step-shaped product, each GEMM path)\n");
+    cb = compute_bound(c, a.batch, a.seq);
+  }
+  const double compute_efficiency = cb.bound_ms > 0 ? cb.bound_ms / (1000 * median) : 0;
   if (a.json) {
     std::printf(
         "{\"config\":\"%s\",\"params\":%zu,\"batch\":%d,\"seq\":%d,\"threads\":%d,\"steps\":%d,\"ms_per_step\":%.3f,"
         "\"median_ms\":%.3f,\"best_ms\":%.3f,\"tok_per_s\":%.1f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"adamw_ms\":%.3f,"
         "\"cpu_forward_ms\":%.3f,\"cpu_backward_ms\":%.3f,\"cpu_adamw_ms\":%.3f,\"peak_rss_bytes\":%llu,"
-        "\"checkpoint_activations\":\"%s\",\"precision\":\"%s\",\"weight_update_ms\":%.3f,\"weight_pack_bytes\":%zu}\n",
+        "\"checkpoint_activations\":\"%s\",\"precision\":\"%s\",\"weight_update_ms\":%.3f,\"weight_pack_bytes\":%zu,"
+        "\"step_gflop\":%.9g,\"gemm_peak_gflops\":%.9g,\"compute_bound_ms\":%.9g,\"compute_efficiency\":%.9g}\n",
         a.config.c_str(), c.num_params(), a.batch, a.seq, cpu::num_threads(), a.steps, ms, median * 1000, best * 1000, tok_s,
         1000 * fwd / n, 1000 * bwd / n, 1000 * upd / n, 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n,
         static_cast<unsigned long long>(peak_resident_bytes()), a.checkpoint_activations.c_str(), a.precision.c_str(),
-        1000 * wupd / n, cpu::weight_pack_bytes());
+        1000 * wupd / n, cpu::weight_pack_bytes(), cb.step_gflop, cb.gemm_gflops, cb.bound_ms, compute_efficiency);
   } else {
     std::printf(
         "train step %s (B=%d, T=%d, %d threads, activation checkpointing %s, %s): %.1f ms/step (median %.1f, best %.1f), "
@@ -132,6 +168,10 @@ void run_bench_train(const BenchTrainArgs& a) {
     std::printf("  CPU time of all threads: forward %.1f ms | backward %.1f ms | AdamW %.1f ms | step %.1f ms\n",
                 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n, 1000 * (cpu_fwd + cpu_bwd + cpu_upd) / n);
     std::printf("  peak resident memory: %.0f MB\n", peak_resident_bytes() / 1e6);
+    if (cb.bound_ms > 0)
+      std::printf("  compute: %.1f GFLOP a step at the fp32 GEMM peak of %.0f GFLOP/s → bound %.1f ms; the median step reaches "
+                  "%.0f%% of it\n",
+                  cb.step_gflop, cb.gemm_gflops, cb.bound_ms, 100 * compute_efficiency);
   }
   if (!ane) return;
   const train::AnePhaseTimes& ph = af.ph;
@@ -184,6 +224,7 @@ void add_bench_train_command(CLI::App& app) {
   cmd->add_option("--steps", a->steps, "timed steps")->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", a->warmup, "untimed steps first")->capture_default_str()->check(CLI::Range(0, 1000));
   cmd->add_flag("--json", a->json, "print the figures as one JSON object (two with --backend anesim|ane)");
+  cmd->add_flag("--no-gemm-peak", a->no_gemm_peak, "skip the fp32 GEMM-peak measurement behind the compute bound (CPU, fp32)");
   cmd->add_option("--backend", a->backend, "cpu, or anesim / ane: the blocks as ANE programs")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "anesim", "ane"}));

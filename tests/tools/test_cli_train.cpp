@@ -142,6 +142,15 @@ TEST(CliTrain, BenchTrainJson) {
   EXPECT_GT(j["ms_per_step"].get<double>(), 0.0);
   EXPECT_GT(j["tok_per_s"].get<double>(), 0.0);
   EXPECT_GT(j["peak_rss_bytes"].get<double>(), 1e6);  // at least the binary and the parameters
+  // The fp32 step against its compute bound. stories260k: C 64, H 172, 5 layers, 8 heads of 8, 4 kv
+  // heads, V 512 — matrix weights 5·(2·64·64 + 2·64·32 + 3·64·172) + 512·64 = 259,328, 6 FLOPs each
+  // per token over 2·16 tokens, plus causal attention 6·B·T²·C·L = 983,040.
+  EXPECT_NEAR(j["step_gflop"].get<double>(), (6.0 * 259328 * 32 + 983040) / 1e9, 1e-9);
+  EXPECT_GT(j["gemm_peak_gflops"].get<double>(), 0.0);
+  const double bound = j["compute_bound_ms"].get<double>();
+  EXPECT_NEAR(bound, 1000 * j["step_gflop"].get<double>() / j["gemm_peak_gflops"].get<double>(), 1e-6 * bound);
+  const double median = j["median_ms"].get<double>();  // printed to 0.001 ms
+  EXPECT_NEAR(j["compute_efficiency"].get<double>(), bound / median, 0.001 * bound / (median * median));
   ASSERT_EQ(run_orion("bench train --config stories260k --batch 2 --seq 16 --steps 1 --json --threads 1 "
                       "--checkpoint-activations blocks",
                       &out, &err),
@@ -153,6 +162,7 @@ TEST(CliTrain, BenchTrainJson) {
             0)
       << err;
   EXPECT_EQ(nlohmann::json::parse(out)["precision"], "bf16");
+  EXPECT_EQ(nlohmann::json::parse(out)["compute_bound_ms"].get<double>(), 0.0) << "bf16 products pass the fp32 peak";
 }
 
 // fp16 with a dynamic loss scale: a resumed run continues with the checkpoint's scale (and its
