@@ -33,6 +33,9 @@
 #   GPT2_TOKENIZER  GPT-2's encoder.json + vocab.bpe folder, to tokenize llm.c's data and to store
 #                   in the GPT-2 GGUF files (default: ../shared/tokenizers/gpt2 beside this checkout)
 #   REPORT_ONLY=1 prints the tables again from WORK/results.jsonl of the last run, measuring nothing
+# An AVX2 machine on an AVX-512 one: ORION_ISA=avx2 DNNL_MAX_CPU_ISA=AVX2 (oneDNN, behind the
+# GEMM peaks of the bounds, picks its instruction set from the latter), and the peers built with
+# -march=x86-64-v3 instead of -march=native.
 # Example:
 #   LLAMA2C_RUN=$HOME/llama2.c/runomp LLAMA_BENCH=$HOME/llama.cpp/build/bin/llama-bench \
 #   LLMC_DIR=$HOME/llm.c scripts/bench_peers.sh 3 | tee peers.md
@@ -188,6 +191,8 @@ def figures(r):
             f["llmc_n"] = len(x["step_ms"])
         elif t.startswith("train_"):
             f[f"{t}_ms"] = x["bench"].get("median_ms", x["bench"]["ms_per_step"])
+            if x["bench"].get("compute_bound_ms"):  # fp32: the step's FLOPs at the fp32 GEMM peak of the run
+                f[f"{t}_bound_ms"] = x["bench"]["compute_bound_ms"]
     return f
 
 def num(v, fmt="{:.1f}"):
@@ -218,6 +223,8 @@ RATIOS = [  # label, value of a round's figures, what issue 18 asks for
     ("GPT-2 124M: Orion q8_0 ÷ llama.cpp Q8_0 prefill", lambda f: div(f, "gpt2_q8_0.prefill_tok_s", "llama_gpt2_q8_0.prefill"), ""),
     ("GPT-2 124M: Orion f16 decode ÷ bandwidth bound", lambda f: f.get("gpt2_f16.bandwidth_efficiency"), ""),
     ("llm.c ms ÷ Orion fp32 ms (training step)", lambda f: div(f, "llmc_ms", "train_fp32_ms"), "≥ 4×"),
+    ("Orion fp32 training step ÷ its compute bound (bound ms ÷ step ms)", lambda f: div(f, "train_fp32_bound_ms", "train_fp32_ms"), ""),
+    ("llm.c ms ÷ Orion's fp32 compute bound ms (the most fp32 could reach)", lambda f: div(f, "llmc_ms", "train_fp32_bound_ms"), ""),
     ("llm.c ms ÷ Orion bf16 ms (training step)", lambda f: div(f, "llmc_ms", "train_bf16_ms"),
      "≥ 8×" if bf16_hw else "(no AVX512-BF16/AMX here: fp32 counts)"),
 ]
