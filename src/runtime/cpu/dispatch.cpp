@@ -235,6 +235,10 @@ void attention(float* out, const float* q, const void* k, const void* v, int T, 
 }
 
 void prefetch_kv_head(const KvLayout& kv, const void* k, const void* v, int head, int first, int len) {
+  // At most the first 128 KB of each: a long context's would evict each other from L2; once its
+  // reads begin, the hardware prefetchers follow the rest.
+  constexpr size_t kMaxBytes = 128 << 10;
+  len = int(std::min(size_t(len), kMaxBytes / (size_t(kv.head_dim) * kv.elem_bytes())));
   const size_t run = kv.pos_stride == size_t(kv.head_dim) ? size_t(len) : 1;  // positions per contiguous run
   const size_t run_bytes = run * size_t(kv.head_dim) * kv.elem_bytes();
   for (int p = first; p < first + len; p += int(run)) {

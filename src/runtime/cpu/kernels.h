@@ -156,7 +156,8 @@ struct AttentionRow {
 };
 void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv, int window = 0);
 // Asks for kv head `head`'s keys and values at positions first .. first+len−1 of one layer's cache
-// (layout kv) to be brought into L2, all at once: for memory a thread reads next while it computes.
+// (layout kv) to be brought into L2, all at once (at most the first 128 KB of each): for memory a
+// thread reads next while it computes.
 void prefetch_kv_head(const KvLayout& kv, const void* k, const void* v, int head, int first, int len);
 // The first position a query at pos sees: 0, or pos − window + 1 with a sliding window (window > 0).
 inline int attention_start(int pos, int window) { return window > 0 && pos >= window ? pos - window + 1 : 0; }
