@@ -39,7 +39,8 @@ double measure_batched_decode(const SpeedOptions& opt, const ModelWeights& w, st
     for (int i = 0; i < opt.decode_tokens; i++) {
       for (int s = 0; s < N; s++) rows[size_t(s)] = {.slot = s, .token = next[size_t(s)], .pos = opt.prompt_tokens + i};
       const float* lg = dec.decode(rows);
-      for (int s = 0; s < N; s++) next[size_t(s)] = int(std::max_element(lg + size_t(s) * V, lg + size_t(s + 1) * V) - (lg + size_t(s) * V));
+      for (int s = 0; s < N; s++)
+        next[size_t(s)] = int(std::max_element(lg + size_t(s) * V, lg + size_t(s + 1) * V) - (lg + size_t(s) * V));
     }
     best = std::max(best, double(N) * opt.decode_tokens / t.seconds());
   }
@@ -55,7 +56,8 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
   if (opt.prompt_tokens < 1 || opt.decode_tokens < 1 || opt.repeat < 1)
     throw_usage_error("prompt, decode and repeat counts must be ≥ 1", "--prompt-len");
   if (opt.streams < 1 || (opt.streams > 1 && opt.backend != "cpu"))
-    throw_usage_error(fmt::format("--streams {}: batched decode is measured on the CPU backend, with 1 or more streams", opt.streams),
+    throw_usage_error(fmt::format("--streams {}: batched decode is measured on the CPU backend, with 1 or more streams",
+                                  opt.streams),
                       "--streams", "drop --streams or use --backend cpu");
   SpeedReport r;
   r.config_name = opt.config;
@@ -241,8 +243,9 @@ std::string SpeedReport::to_text() const {
   if (streams > 1) {
     s += fmt::format("  batched: {:8.1f} tok/s  ({} streams decoding together, {:.2f}× one stream", batched_tok_s, streams,
                      batched_tok_s / decode_tok_s);
-    s += batched_bound_tok_s > 0 ? fmt::format("; {:.0f}% of their bound {:.1f} tok/s)\n", 100 * batched_efficiency, batched_bound_tok_s)
-                                 : ")\n";
+    s += batched_bound_tok_s > 0
+             ? fmt::format("; {:.0f}% of their bound {:.1f} tok/s)\n", 100 * batched_efficiency, batched_bound_tok_s)
+             : ")\n";
   }
   return s;
 }

@@ -71,8 +71,8 @@ struct SpeedReport {
   // step for all of them. Its bound: a step reads the weights once and each stream's KV cache, at
   // read_gb_s, and does 2·params FLOPs per stream at the GEMM peak — whichever takes longer.
   int streams = 1;
-  double batched_tok_s = 0;         // all streams' tokens per second
-  double batched_bound_tok_s = 0;   // 0: not measured
+  double batched_tok_s = 0;        // all streams' tokens per second
+  double batched_bound_tok_s = 0;  // 0: not measured
   double batched_efficiency = 0;
   uint64_t peak_rss_bytes = 0;      // the process's peak resident memory after the runs
   std::string backend = "cpu";

@@ -27,7 +27,8 @@ size_t ModelConfig::num_params() const {
 
 size_t ModelConfig::matmul_params() const {
   const size_t C = dim, kv = size_t(kv_dim()), Q = size_t(n_heads) * head_dim();
-  const size_t per_layer = 2 * C * Q + 2 * C * kv + (model_family(arch).anatomy().gated_ffn ? 3 : 2) * C * size_t(hidden_dim);
+  const size_t per_layer =
+      2 * C * Q + 2 * C * kv + (model_family(arch).anatomy().gated_ffn ? 3 : 2) * C * size_t(hidden_dim);
   return size_t(n_layers) * per_layer + size_t(vocab_size) * C;
 }
 

@@ -169,9 +169,10 @@ void run_bench_train(const BenchTrainArgs& a) {
                 1000 * cpu_fwd / n, 1000 * cpu_bwd / n, 1000 * cpu_upd / n, 1000 * (cpu_fwd + cpu_bwd + cpu_upd) / n);
     std::printf("  peak resident memory: %.0f MB\n", peak_resident_bytes() / 1e6);
     if (cb.bound_ms > 0)
-      std::printf("  compute: %.1f GFLOP a step at the fp32 GEMM peak of %.0f GFLOP/s → bound %.1f ms; the median step reaches "
-                  "%.0f%% of it\n",
-                  cb.step_gflop, cb.gemm_gflops, cb.bound_ms, 100 * compute_efficiency);
+      std::printf(
+          "  compute: %.1f GFLOP a step at the fp32 GEMM peak of %.0f GFLOP/s → bound %.1f ms; the median step reaches "
+          "%.0f%% of it\n",
+          cb.step_gflop, cb.gemm_gflops, cb.bound_ms, 100 * compute_efficiency);
   }
   if (!ane) return;
   const train::AnePhaseTimes& ph = af.ph;
@@ -224,7 +225,8 @@ void add_bench_train_command(CLI::App& app) {
   cmd->add_option("--steps", a->steps, "timed steps")->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", a->warmup, "untimed steps first")->capture_default_str()->check(CLI::Range(0, 1000));
   cmd->add_flag("--json", a->json, "print the figures as one JSON object (two with --backend anesim|ane)");
-  cmd->add_flag("--no-gemm-peak", a->no_gemm_peak, "skip the fp32 GEMM-peak measurement behind the compute bound (CPU, fp32)");
+  cmd->add_flag("--no-gemm-peak", a->no_gemm_peak,
+                "skip the fp32 GEMM-peak measurement behind the compute bound (CPU, fp32)");
   cmd->add_option("--backend", a->backend, "cpu, or anesim / ane: the blocks as ANE programs")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "anesim", "ane"}));

@@ -51,7 +51,7 @@ constexpr int kFewTokens = 16;
 
 static void matmul_few_tokens(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N,
                               const IsaKernels& ker) {
-  constexpr int kStepUnits = 2;  // units a thread takes from the front of its own run at a time
+  constexpr int kStepUnits = 2;             // units a thread takes from the front of its own run at a time
   const int unit = 8 * ker.gemm_rows_step;  // 8 tiles' rows (whole q8_0 tiles too)
   const bool q8 = wt == DType::Q8_0;
   const Q8Activations a = q8 ? quantize_activations(x, M, K) : Q8Activations{};  // (this thread's scratch)

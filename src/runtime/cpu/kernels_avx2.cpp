@@ -394,7 +394,8 @@ struct Avx2Q8 {
     size_t next_line = 0;  // the next 64-byte line (offset within a row) to prefetch
     for (int b = 0; b < blocks; b++) {
       const size_t at = size_t(b) * kQ8BlockBytes;
-      if constexpr (PF) prefetch_rows_ahead<R>(w, row_bytes, next_line, at + kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
+      if constexpr (PF)
+        prefetch_rows_ahead<R>(w, row_bytes, next_line, at + kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
       const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + size_t(b) * kQ8Block));
       __m256i start = _mm256_setzero_si256();  // −128·Σ q_x per group of 4 (VNNI)
       if constexpr (VNNI)
@@ -443,7 +444,8 @@ void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const 
     for (int r = 0; r < TN; r++) acc[m][r] = _mm256_setzero_ps();
   for (int b = 0; b < blocks; b++) {
     const size_t at = size_t(b) * kQ8BlockBytes;
-    if constexpr (PF) prefetch_rows_ahead<TN>(w, row_bytes, next_line, at + kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
+    if constexpr (PF)
+      prefetch_rows_ahead<TN>(w, row_bytes, next_line, at + kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
     __m256i wv[TN], aw[TN];  // VNNI: w ^ 0x80 (w + 128 unsigned); else w and |w|
     __m256 ws[TN];
 #pragma GCC unroll 4
@@ -527,8 +529,22 @@ uint64_t read_fold(const void* p, size_t words) {
 
 }  // namespace
 
-const IsaKernels kAvx2Kernels = {Isa::Avx2, matvec_rows, q8_matvec_quantized_avx2, gemm_rows, TN, q8_gemm_avx2, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
-                                  scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx2, softmax, read_fold};
+const IsaKernels kAvx2Kernels = {Isa::Avx2,
+                                 matvec_rows,
+                                 q8_matvec_quantized_avx2,
+                                 gemm_rows,
+                                 TN,
+                                 q8_gemm_avx2,
+                                 to_f32,
+                                 dot,
+                                 axpy,
+                                 scores<float>,
+                                 weighted_sum<float>,
+                                 scores<uint16_t>,
+                                 weighted_sum<uint16_t>,
+                                 q8_quantize_avx2,
+                                 softmax,
+                                 read_fold};
 
 bool avx2_vnni_on() { return g_vnni; }
 bool set_avx2_vnni(bool on) {
@@ -567,8 +583,7 @@ void q8_matvec_quantized_avx2(float* y, const int8_t* xq, const float* xd, const
   if (g_vnni) return q8_matvec_quantized<Avx2Q8<true>>(y, xq, xd, W, bias, K, n0, n1);
   q8_matvec_quantized<Avx2Q8<false>>(y, xq, xd, W, bias, K, n0, n1);
 }
-void q8_gemm_avx2(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
-                  int n1) {
+void q8_gemm_avx2(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
   if (g_vnni) return q8_gemm<true>(y, a, W, bias, M, K, N, n0, n1);
   q8_gemm<false>(y, a, W, bias, M, K, N, n0, n1);
 }

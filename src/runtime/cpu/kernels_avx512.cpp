@@ -431,7 +431,8 @@ struct Avx512Q8 {
     int b = 0;
     for (; b + 2 <= blocks; b += 2) {
       const size_t at = size_t(b) * kQ8BlockBytes;
-      if constexpr (PF) prefetch_rows_ahead<R>(w, row_bytes, next_line, at + 2 * kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
+      if constexpr (PF)
+        prefetch_rows_ahead<R>(w, row_bytes, next_line, at + 2 * kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
       const Q8Step s = q8_step<VNNI>(_mm512_loadu_si512(xq + size_t(b) * kQ8Block));
       const __m512 xs = halves(xd[b], xd[b + 1]);
 #pragma GCC unroll 8
@@ -486,7 +487,8 @@ void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const 
   // every token against them.
   auto step = [&](int b, bool single) __attribute__((always_inline)) {  // inlined: `single` folds away
     const size_t at = size_t(b) * kQ8BlockBytes;
-    if constexpr (PF) prefetch_rows_ahead<Q8_TN>(w, row_bytes, next_line, at + 2 * kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
+    if constexpr (PF)
+      prefetch_rows_ahead<Q8_TN>(w, row_bytes, next_line, at + 2 * kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
     __m512i wv[Q8_TN];
     __m512 ws[Q8_TN];
 #pragma GCC unroll 8
@@ -570,8 +572,22 @@ uint64_t read_fold(const void* p, size_t words) {
 
 }  // namespace
 
-const IsaKernels kAvx512Kernels = {Isa::Avx512, matvec_rows, q8_matvec_quantized_avx512, gemm_rows, TN, q8_gemm_avx512, to_f32, dot, axpy, scores<float>, weighted_sum<float>,
-                                    scores<uint16_t>, weighted_sum<uint16_t>, q8_quantize_avx512, softmax, read_fold};
+const IsaKernels kAvx512Kernels = {Isa::Avx512,
+                                   matvec_rows,
+                                   q8_matvec_quantized_avx512,
+                                   gemm_rows,
+                                   TN,
+                                   q8_gemm_avx512,
+                                   to_f32,
+                                   dot,
+                                   axpy,
+                                   scores<float>,
+                                   weighted_sum<float>,
+                                   scores<uint16_t>,
+                                   weighted_sum<uint16_t>,
+                                   q8_quantize_avx512,
+                                   softmax,
+                                   read_fold};
 
 bool avx512_vnni_on() { return g_vnni; }
 bool set_avx512_vnni(bool on) {

@@ -127,8 +127,22 @@ uint64_t read_fold(const void* p, size_t words) {
 
 }  // namespace
 
-const IsaKernels kGenericKernels = {Isa::Generic, matvec_rows, q8_matvec_quantized_generic, gemm_rows, 4, q8_gemm_generic, to_f32, dot, axpy, scores_of<float>, weighted_sum_of<float>, scores_of<uint16_t>,
-                                     weighted_sum_of<uint16_t>, q8_quantize_generic, softmax, read_fold};
+const IsaKernels kGenericKernels = {Isa::Generic,
+                                    matvec_rows,
+                                    q8_matvec_quantized_generic,
+                                    gemm_rows,
+                                    4,
+                                    q8_gemm_generic,
+                                    to_f32,
+                                    dot,
+                                    axpy,
+                                    scores_of<float>,
+                                    weighted_sum_of<float>,
+                                    scores_of<uint16_t>,
+                                    weighted_sum_of<uint16_t>,
+                                    q8_quantize_generic,
+                                    softmax,
+                                    read_fold};
 
 // fn(i) for i in [0, n): split over the threads when `parallel`, else a plain loop on the calling
 // thread — without opening an OpenMP region at all, since even a region an if clause keeps to one

@@ -38,8 +38,8 @@ struct IsaKernels {
   // gemm_rows for q8_0 weights from the M tokens already quantised (quantize_activations,
   // kernels_q8.h): gemm_rows for Q8_0 is this after quantising x. Callers that split one product
   // into many calls quantise once.
-  void (*q8_gemm_quantized)(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N,
-                            int n0, int n1);
+  void (*q8_gemm_quantized)(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
+                            int n1);
   // dst[i] = fp32(src[i]) for i < n (f32, f16, bf16 or q8_0 source; n a multiple of 32 for q8_0).
   void (*to_f32)(float* dst, const void* src, DType dt, size_t n);
   // Σ_i a[i]·b[i], and y[i] += s·x[i]: the two loops of attention over head_dim.

@@ -76,8 +76,7 @@ inline void q8_matvec_from_f32(Q8MatvecQuantized quantized, float* y, const floa
 // weight rows (a few KB) stays in the L1 cache while every token passes over it; each element is
 // summed exactly as in decode.
 template <class Ker>
-void q8_gemm_rows(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
-                  int n1) {
+void q8_gemm_rows(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0, int n1) {
   const int blocks = K / kQ8Block;
   for (int n = n0; n < n1; n += Ker::kRows) {
     const int n_end = std::min(n1, n + Ker::kRows);
@@ -93,8 +92,7 @@ void q8_matvec_generic(float* y, const float* x, const void* W, const float* bia
 void q8_gemm_generic(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
                      int n1);
 void q8_matvec_avx2(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1);
-void q8_gemm_avx2(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
-                  int n1);
+void q8_gemm_avx2(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
 void q8_matvec_avx512(float* y, const float* x, const void* W, const float* bias, int K, int n0, int n1);
 // The decode rows from activations already quantised (IsaKernels::q8_matvec_quantized).
 void q8_matvec_quantized_generic(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
@@ -103,8 +101,7 @@ void q8_matvec_quantized_avx2(float* y, const int8_t* xq, const float* xd, const
                               int n0, int n1);
 void q8_matvec_quantized_avx512(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
                                 int n0, int n1);
-void q8_gemm_avx512(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0,
-                    int n1);
+void q8_gemm_avx512(float* y, const Q8Activations& a, const void* W, const float* bias, int M, int K, int N, int n0, int n1);
 
 // Streaming R weight rows (row_bytes apart from w) from memory, as the decode kernels do: before a
 // kernel's loads reach byte `upto` of its rows, each row's 64-byte lines from `next` on are
