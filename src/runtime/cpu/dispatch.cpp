@@ -153,11 +153,20 @@ void matvec_range(float* y, const MatvecInput& in, const void* W, const float* b
   g_kernels->matvec_rows(y, in.x, W, in.wt, bias, in.K, n0, n1);
 }
 
+// Asks for the 64-byte lines of [p, p + bytes) to be brought into L2 (prefetcht1).
+static void prefetch_to_l2(const void* p, size_t bytes) {
+  for (size_t i = 0; i < bytes; i += 64) {
+    __builtin_prefetch(static_cast<const char*>(p) + i, 0, 2);
+    // GCC counts a prefetch as no effect and deleted such a loop, once inlined, as dead code; an
+    // (empty) volatile asm is an effect it must keep.
+    asm volatile("");
+  }
+}
+
 void prefetch_rows(const void* W, DType wt, int K, int n0, int n1, size_t bytes) {
   if (n0 >= n1) return;
   const char* p = static_cast<const char*>(W) + dtype_bytes(wt, size_t(n0) * K);
-  const size_t n = std::min(bytes, dtype_bytes(wt, size_t(n1 - n0) * K));
-  for (size_t i = 0; i < n; i += 64) __builtin_prefetch(p + i, 0, 2);  // 2: into L2 (prefetcht1)
+  prefetch_to_l2(p, std::min(bytes, dtype_bytes(wt, size_t(n1 - n0) * K)));
 }
 
 // y[M, N] = x[M, K]·W[N, K]ᵀ (+ bias). Decode (M == 1) splits the N output rows into one
@@ -242,15 +251,8 @@ void prefetch_kv_head(const KvLayout& kv, const void* k, const void* v, int head
   const size_t run = kv.pos_stride == size_t(kv.head_dim) ? size_t(len) : 1;  // positions per contiguous run
   const size_t run_bytes = run * size_t(kv.head_dim) * kv.elem_bytes();
   for (int p = first; p < first + len; p += int(run)) {
-    const char* kp = static_cast<const char*>(kv.address(k, head, p));
-    const char* vp = static_cast<const char*>(kv.address(v, head, p));
-    for (size_t o = 0; o < run_bytes; o += 64) {
-      __builtin_prefetch(kp + o, 0, 2);  // _MM_HINT_T1
-      __builtin_prefetch(vp + o, 0, 2);
-      // GCC counts a prefetch as no effect and deleted this loop, once inlined, as dead code; an
-      // (empty) volatile asm is an effect it must keep.
-      asm volatile("");
-    }
+    prefetch_to_l2(kv.address(k, head, p), run_bytes);
+    prefetch_to_l2(kv.address(v, head, p), run_bytes);
   }
 }
 
