@@ -53,8 +53,7 @@ void BatchedDecoder::classify(const float* x, int rows, float* logits) {
   const ModelConfig& c = w_.config;
   if (model_family(c.arch).anatomy().norm == NormKind::RMSNorm)
     cpu::rmsnorm(a_.xb.data(), x, w_.final_norm.f32(), rows, c.dim, c.norm_eps);
-  else
-    cpu::layernorm(a_.xb.data(), x, w_.final_norm.f32(), w_.final_norm_b.f32(), rows, c.dim, c.norm_eps);
+  else cpu::layernorm(a_.xb.data(), x, w_.final_norm.f32(), w_.final_norm_b.f32(), rows, c.dim, c.norm_eps);
   cpu::matmul(logits, a_.xb.data(), w_.classifier.data, w_.classifier.dtype, nullptr, rows, c.dim, c.vocab_size);
 }
 
@@ -131,7 +130,10 @@ const float* BatchedDecoder::decode(const std::vector<Row>& rows) {
   if (B == 1 && !rows[0].adapter &&
       model_family(w_.config.arch).decode_token(w_, a_, rows[0].pos, caches_[size_t(rows[0].slot)], logits_.data()))
     return logits_.data();
-  for (int l = 0; l < layers_; l++) decode_block(l, rows, lora);
+  const bool adapters = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.adapter; });
+  if (!adapters && B <= cpu::kFewTokens) decode_layers_together(rows);  // batched_step.cpp
+  else
+    for (int l = 0; l < layers_; l++) decode_block(l, rows, lora);
   if (wanted == B) {
     classify(a_.x.data(), B, logits_.data());
   } else if (wanted > 0) {  // only the rows whose logits are wanted go through the classifier

@@ -49,14 +49,18 @@ class BatchedDecoder final : public SlotDecoder {
   void check_rows(const std::vector<Row>& rows) const;
   void embed(const int* tokens, const int* positions, int n);
   void classify(const float* x, int rows, float* logits);
+  // One layer for all rows, a parallel region per product (any rows: adapters, prompt rows).
   void decode_block(int layer, const std::vector<Row>& rows, const std::vector<std::vector<LoraLayerRef>>& lora);
+  // Every layer in one parallel region, the same bits (batched_step.cpp): up to cpu::kFewTokens
+  // rows without adapters.
+  void decode_layers_together(const std::vector<Row>& rows);
   void reserve_lora(const LoraAdapter* adapter, int rows);
 
   const ModelWeights& w_;
   int slots_, max_seq_, kv_dim_, layers_;
-  int max_rows_;                                // rows a step holds: slots + kPromptRows
-  Transformer::Activations a_;                  // rows: max(kChunk, max_rows_)
-  std::vector<KvCache> caches_;                 // one per slot
+  int max_rows_;                 // rows a step holds: slots + kPromptRows
+  Transformer::Activations a_;   // rows: max(kChunk, max_rows_)
+  std::vector<KvCache> caches_;  // one per slot
   std::vector<float> logits_, rope_freq_, wanted_x_;
 };
 

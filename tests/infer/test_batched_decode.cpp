@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 
 #include "base/error.h"
 #include "infer/batched_decode.h"
 #include "infer/generate.h"
 #include "infer/sampler.h"
+#include "runtime/cpu/kernels.h"
 
 namespace orion {
 namespace {
@@ -60,7 +62,8 @@ void check_batch_equals_alone(const ModelConfig& c, DType kv = DType::F32) {
     }
   }
   for (size_t s = 0; s < prompts.size(); s++) {
-    EXPECT_EQ(got[s], alone(w, prompts[s], lengths[s], adapters[s], kv)) << "sequence " << s << ", KV cache " << dtype_name(kv);
+    EXPECT_EQ(got[s], alone(w, prompts[s], lengths[s], adapters[s], kv))
+        << "sequence " << s << ", KV cache " << dtype_name(kv);
   }
   EXPECT_NE(got[0], got[3]) << "the adapter changes the output (the test can fail)";
 }
@@ -112,8 +115,71 @@ void check_prompt_rows_equal_prefill(const ModelConfig& c) {
   EXPECT_EQ(got, alone(w, prompt, 6, &a1));
 }
 
-TEST(BatchedDecode, LlamaPromptRowsInADecodeStepEqualPrefill) { check_prompt_rows_equal_prefill(config_preset("stories260k")); }
+TEST(BatchedDecode, LlamaPromptRowsInADecodeStepEqualPrefill) {
+  check_prompt_rows_equal_prefill(config_preset("stories260k"));
+}
 TEST(BatchedDecode, Gpt2PromptRowsInADecodeStepEqualPrefill) { check_prompt_rows_equal_prefill(config_preset("gpt2-tiny")); }
+
+// Steps of rows without adapters run every layer in one parallel region (batched_step.cpp): each
+// row's logits are, bit for bit, the ones its sequence gets decoding alone (the Transformer's own
+// decode step), on 1 and 2 threads — for each kind of block (GQA, biases, q/k norms, GELU and
+// learned positions), f32 / f16 / q8_0 weights and f32 / f16 caches, rows at different positions,
+// and a step carrying two more tokens of one sequence.
+ModelConfig small_config(Arch arch) {
+  ModelConfig c;
+  c.arch = arch;
+  c.dim = 64, c.hidden_dim = 96, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = arch == Arch::GPT2 ? 4 : 2;
+  c.vocab_size = c.padded_vocab = 97, c.seq_len = 64, c.tied_embeddings = true;
+  return c;
+}
+
+size_t rows_differing_from_alone(const ModelConfig& c, DType wt, DType kv, int threads) {
+  const ModelWeights w = random_weights(c, 11, wt);
+  const int S = 4, V = c.vocab_size;
+  cpu::set_num_threads(threads);
+  BatchedDecoder dec(w, S, 48, kv);
+  std::vector<std::unique_ptr<Transformer>> alone;
+  std::vector<int> tok(S), pos(S);
+  size_t differing = 0;
+  auto compare = [&](const float* got, const float* want) {
+    for (int i = 0; i < V; i++) differing += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+  };
+  for (int s = 0; s < S; s++) {  // prompts of 2 .. 5 tokens
+    std::vector<int> prompt(size_t(2 + s));
+    for (size_t i = 0; i < prompt.size(); i++) prompt[i] = int(1 + (7 * s + 3 * i) % (V - 1));
+    alone.push_back(std::make_unique<Transformer>(w, 48, kv));
+    const float* want = alone.back()->forward(prompt.data(), int(prompt.size()), 0);
+    const float* got = dec.prefill(s, prompt.data(), int(prompt.size()), nullptr);
+    compare(got, want);
+    tok[size_t(s)] = argmax(got, V), pos[size_t(s)] = int(prompt.size());
+  }
+  for (int step = 0; step < 5; step++) {
+    std::vector<BatchedDecoder::Row> rows;
+    for (int s = 0; s < S; s++) {
+      rows.push_back({s, tok[size_t(s)], pos[size_t(s)]});
+      if (step == 2 && s == 1)  // two more tokens of sequence 1 ride along
+        for (int i = 1; i <= 2; i++) rows.push_back({s, 10 + i, pos[size_t(s)] + i});
+    }
+    const float* lg = dec.decode(rows);
+    for (size_t b = 0; b < rows.size(); b++) {
+      const BatchedDecoder::Row& r = rows[b];
+      compare(lg + b * size_t(V), alone[size_t(r.slot)]->forward(&r.token, 1, r.pos));
+      tok[size_t(r.slot)] = argmax(lg + b * size_t(V), V), pos[size_t(r.slot)] = r.pos + 1;
+    }
+  }
+  cpu::set_num_threads(0);
+  return differing;
+}
+
+TEST(BatchedDecode, RowsWithoutAdaptersEqualEachSequenceDecodingAloneBitForBit) {
+  for (Arch arch : {Arch::Llama, Arch::GPT2, Arch::Qwen2, Arch::Qwen3})
+    for (DType wt : {DType::F32, DType::F16, DType::Q8_0})
+      for (DType kv : {DType::F32, DType::F16})
+        for (int threads : {1, 2})
+          EXPECT_EQ(rows_differing_from_alone(small_config(arch), wt, kv, threads), 0u)
+              << "arch " << int(arch) << ", weights " << dtype_name(wt) << ", KV cache " << dtype_name(kv) << ", " << threads
+              << " threads";
+}
 
 TEST(BatchedDecode, RefusesPromptRowsOutOfOrder) {
   ModelWeights w = random_weights(config_preset("stories260k"), 5);

@@ -210,8 +210,7 @@ void KvLayout::store(void* cache, int pos, const float* row, int c0, int c1) con
     const size_t e = at(head, pos) + size_t(i);
     if (dtype == DType::F16)
       for (int j = 0; j < n; j++) static_cast<uint16_t*>(cache)[e + size_t(j)] = f32_to_f16(row[c + j]);
-    else
-      std::copy(row + c, row + c + n, static_cast<float*>(cache) + e);
+    else std::copy(row + c, row + c + n, static_cast<float*>(cache) + e);
     c += n;
   }
 }
@@ -222,8 +221,8 @@ void KvLayout::store(void* cache, int pos, const float* row, int c0, int c1) con
 static void attention_task(float* out, const float* q, const void* k, const void* v, int pos, int h, int group,
                            const KvLayout& kv, int window, float* scratch) {
   const int HS = kv.head_dim, first = attention_start(pos, window), len = pos + 1 - first;
-  attention_head(out + size_t(h) * HS, q + size_t(h) * HS, kv.address(k, h / group, first),
-                 kv.address(v, h / group, first), len, HS, int(kv.pos_stride), scratch, kv.dtype);
+  attention_head(out + size_t(h) * HS, q + size_t(h) * HS, kv.address(k, h / group, first), kv.address(v, h / group, first),
+                 len, HS, int(kv.pos_stride), scratch, kv.dtype);
 }
 
 // For each new token t and head h (one task each, spread over threads), attention_task.
@@ -261,25 +260,27 @@ void prefetch_kv_head(const KvLayout& kv, const void* k, const void* v, int head
 // before it starts the current one, and they arrive while it computes (a task is a few tens of KB
 // read in two short runs, too short for the hardware prefetchers to reach full speed: 8 rows at
 // position 160, 12 heads of 64, f32 cache from memory, 27–29 → 33–37 GB/s on the Zen 5 VM).
-void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv, int window) {
+void attention_rows_in_team(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv, int window) {
   const int group = n_heads / n_kv_heads, tasks = B * n_heads;
   int longest = 0;
   for (int b = 0; b < B; b++) longest = std::max(longest, rows[b].pos + 1);
-#pragma omp parallel if (tasks > 1)
-  {
-    std::vector<float> att(static_cast<size_t>(longest));
-    // Round-robin, as schedule(static, 1): this thread's next task is task + threads.
-    const int threads = omp_get_num_threads();
-    for (int task = omp_get_thread_num(); task < tasks; task += threads) {
-      if (const int next = task + threads; next < tasks) {
-        const AttentionRow& n = rows[next / n_heads];
-        const int first = attention_start(n.pos, window);
-        prefetch_kv_head(kv, n.k, n.v, next % n_heads / group, first, n.pos + 1 - first);
-      }
-      const AttentionRow& r = rows[task / n_heads];
-      attention_task(r.out, r.q, r.k, r.v, r.pos, task % n_heads, group, kv, window, att.data());
+  std::vector<float> att(static_cast<size_t>(longest));
+  // Round-robin, as schedule(static, 1): this thread's next task is task + threads.
+  const int threads = omp_get_num_threads();
+  for (int task = omp_get_thread_num(); task < tasks; task += threads) {
+    if (const int next = task + threads; next < tasks) {
+      const AttentionRow& n = rows[next / n_heads];
+      const int first = attention_start(n.pos, window);
+      prefetch_kv_head(kv, n.k, n.v, next % n_heads / group, first, n.pos + 1 - first);
     }
+    const AttentionRow& r = rows[task / n_heads];
+    attention_task(r.out, r.q, r.k, r.v, r.pos, task % n_heads, group, kv, window, att.data());
   }
+}
+
+void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv, int window) {
+#pragma omp parallel if (B * n_heads > 1)
+  attention_rows_in_team(rows, B, n_heads, n_kv_heads, kv, window);
 }
 
 bool cpu_has_avx_vnni() {

@@ -47,27 +47,36 @@ int panel_rows(int K, int step) { return std::max(step, int(kPanelBytes / (size_
 // `orion bench generate --streams 8 --dtype f16`, 4 interleaved pairs: 497/563/579/654 →
 // 577/600/611/649 tok/s. q8_0 tokens are quantised once, before the threads start: quantising them
 // in every take made the step slower than the static split (752–807 → 677–751 tok/s).
-constexpr int kFewTokens = 16;
 
-static void matmul_few_tokens(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N,
-                              const IsaKernels& ker) {
-  constexpr int kStepUnits = 2;             // units a thread takes from the front of its own run at a time
-  const int unit = 8 * ker.gemm_rows_step;  // 8 tiles' rows (whole q8_0 tiles too)
-  const bool q8 = wt == DType::Q8_0;
-  const Q8Activations a = q8 ? quantize_activations(x, M, K) : Q8Activations{};  // (this thread's scratch)
+FewTokenInput prepare_few_tokens(const float* x, int M, int K, DType wt) {
+  FewTokenInput in{x, M, K, wt};
+  if (wt == DType::Q8_0) {
+    const Q8Activations a = quantize_activations(x, M, K);
+    in.q8 = a.q, in.q8_scales = a.d;
+  }
+  return in;
+}
+
+int few_token_rows_unit() { return 8 * isa_kernels().gemm_rows_step; }  // 8 tiles' rows (whole q8_0 tiles too)
+
+void few_token_rows(float* y, const FewTokenInput& in, const void* W, const float* bias, int N, int n0, int n1) {
+  const IsaKernels& ker = isa_kernels();
+  if (in.wt == DType::Q8_0) return ker.q8_gemm_quantized(y, {in.q8, in.q8_scales}, W, bias, in.M, in.K, N, n0, n1);
+  // The ISA kernels stream f16/bf16 rows for a few tokens; a kernel that widened them instead (the
+  // portable one does not) finds room for the range here.
+  const bool narrow = in.wt == DType::F16 || in.wt == DType::BF16;
+  ker.gemm_rows(y, in.x, W, in.wt, bias, in.M, in.K, N, n0, n1, widened_panel(narrow ? size_t(n1 - n0) * in.K : 0));
+}
+
+static void matmul_few_tokens(float* y, const float* x, const void* W, DType wt, const float* bias, int M, int K, int N) {
+  constexpr int kStepUnits = 2;                              // units a thread takes from the front of its own run at a time
+  const FewTokenInput in = prepare_few_tokens(x, M, K, wt);  // (q8_0: this thread's scratch, read by all)
   WorkShares rows;
-  rows.reset(N, unit, num_threads());
+  rows.reset(N, few_token_rows_unit(), num_threads());
 #pragma omp parallel
   {
-    // The ISA kernels stream f16/bf16 rows for a few tokens; a kernel that widened them instead
-    // (the portable one does not) would find room for a whole take here.
-    const bool narrow = wt == DType::F16 || wt == DType::BF16;
-    float* scratch = widened_panel(narrow ? size_t(kStepUnits) * unit * K : 0);
     int n0, n1;
-    while (rows.next(kStepUnits, &n0, &n1)) {
-      if (q8) ker.q8_gemm_quantized(y, a, W, bias, M, K, N, n0, n1);
-      else ker.gemm_rows(y, x, W, wt, bias, M, K, N, n0, n1, scratch);
-    }
+    while (rows.next(kStepUnits, &n0, &n1)) few_token_rows(y, in, W, bias, N, n0, n1);
   }
 }
 
@@ -78,7 +87,7 @@ void matmul_prefill(float* y, const float* x, const void* W, DType wt, const flo
   const int step = ker.gemm_rows_step, tiles = (N + step - 1) / step;
   const int panel = wt == DType::Q8_0 ? std::max(N, 1) : panel_rows(K, step);
   const bool big = double(M) * K * N >= 1e6;  // smaller: not worth waking threads
-  if (big && M <= kFewTokens) return matmul_few_tokens(y, x, W, wt, bias, M, K, N, ker);
+  if (big && M <= kFewTokens) return matmul_few_tokens(y, x, W, wt, bias, M, K, N);
 #pragma omp parallel if (big)
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();

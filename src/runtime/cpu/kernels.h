@@ -148,13 +148,17 @@ void attention(float* out, const float* q, const void* k, const void* v, int T, 
 // (row, head) is attention_head, as attention() computes it for T = 1 — same bits — but all rows
 // share one parallel region instead of one each.
 struct AttentionRow {
-  float* out;          // [NH·HS]
-  const float* q;      // [NH·HS]
-  const void* k;       // one layer's cache of the row's sequence, layout kv
+  float* out;      // [NH·HS]
+  const float* q;  // [NH·HS]
+  const void* k;   // one layer's cache of the row's sequence, layout kv
   const void* v;
   int pos;
 };
 void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv, int window = 0);
+// The same, called by every thread of the caller's parallel region, each taking its share of the
+// (row, head) tasks (no barrier at the end).
+void attention_rows_in_team(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv,
+                            int window = 0);
 // Asks for kv head `head`'s keys and values at positions first .. first+len−1 of one layer's cache
 // (layout kv) to be brought into L2, all at once (at most the first 128 KB of each): for memory a
 // thread reads next while it computes.
@@ -193,6 +197,24 @@ struct MatvecInput {
 MatvecInput prepare_matvec_input(const float* x, int K, DType wt);
 // W in the dtype `in` was prepared for.
 void matvec_range(float* y, const MatvecInput& in, const void* W, const float* bias, int n0, int n1);
+// A few tokens' product (a batched decode step's) computed by the threads of the caller's region:
+// x [M, K] made ready once per thread for weights of dtype wt (q8_0: quantised into the thread's
+// scratch, valid until its next q8_0 product or prepare_*), then any rows n0 .. n1−1 of
+// y[M, N] = x·Wᵀ (+ bias) for all M tokens, with the kernels of matmul()'s few-token products —
+// the same bits as matmul() (and as each token's decode matvec), whichever thread computes a row.
+// Ranges start at multiples of few_token_rows_unit() rows (whole tiles of every kernel).
+// matmul() takes this path for products of 2 .. kFewTokens tokens worth sharing out.
+constexpr int kFewTokens = 16;
+struct FewTokenInput {
+  const float* x;
+  int M, K;
+  DType wt;
+  const int8_t* q8 = nullptr;  // q8_0: x quantised, and its block scales
+  const float* q8_scales = nullptr;
+};
+FewTokenInput prepare_few_tokens(const float* x, int M, int K, DType wt);
+void few_token_rows(float* y, const FewTokenInput& in, const void* W, const float* bias, int N, int n0, int n1);
+int few_token_rows_unit();
 // A hint, no effect on any result: starts fetching the first `bytes` of rows n0 .. n1−1 of W
 // ([N, K] in dtype wt) from memory, for a thread that reads them next but first waits or computes
 // (a barrier, attention), so that the memory bus stays busy meanwhile.
