@@ -260,8 +260,11 @@ void prefetch_kv_head(const KvLayout& kv, const void* k, const void* v, int head
 // before it starts the current one, and they arrive while it computes (a task is a few tens of KB
 // read in two short runs, too short for the hardware prefetchers to reach full speed: 8 rows at
 // position 160, 12 heads of 64, f32 cache from memory, 27–29 → 33–37 GB/s on the Zen 5 VM).
+// A task is one kv head of one row with all its query heads (grouped-query attention: NH/NKV
+// heads read the same keys and values, from L2 after the first) — one task per query head, shared
+// out round-robin, had both threads read every kv head from memory.
 void attention_rows_in_team(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv, int window) {
-  const int group = n_heads / n_kv_heads, tasks = B * n_heads;
+  const int group = n_heads / n_kv_heads, tasks = B * n_kv_heads;
   int longest = 0;
   for (int b = 0; b < B; b++) longest = std::max(longest, rows[b].pos + 1);
   std::vector<float> att(static_cast<size_t>(longest));
@@ -269,12 +272,14 @@ void attention_rows_in_team(const AttentionRow* rows, int B, int n_heads, int n_
   const int threads = omp_get_num_threads();
   for (int task = omp_get_thread_num(); task < tasks; task += threads) {
     if (const int next = task + threads; next < tasks) {
-      const AttentionRow& n = rows[next / n_heads];
+      const AttentionRow& n = rows[next / n_kv_heads];
       const int first = attention_start(n.pos, window);
-      prefetch_kv_head(kv, n.k, n.v, next % n_heads / group, first, n.pos + 1 - first);
+      prefetch_kv_head(kv, n.k, n.v, next % n_kv_heads, first, n.pos + 1 - first);
     }
-    const AttentionRow& r = rows[task / n_heads];
-    attention_task(r.out, r.q, r.k, r.v, r.pos, task % n_heads, group, kv, window, att.data());
+    const AttentionRow& r = rows[task / n_kv_heads];
+    const int g = task % n_kv_heads;
+    for (int h = g * group; h < (g + 1) * group; h++)
+      attention_task(r.out, r.q, r.k, r.v, r.pos, h, group, kv, window, att.data());
   }
 }
 
