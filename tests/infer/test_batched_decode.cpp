@@ -123,7 +123,7 @@ TEST(BatchedDecode, Gpt2PromptRowsInADecodeStepEqualPrefill) { check_prompt_rows
 // Steps of rows without adapters run every layer in one parallel region (batched_step.cpp): each
 // row's logits are, bit for bit, the ones its sequence gets decoding alone (the Transformer's own
 // decode step), on 1 and 2 threads — for each kind of block (GQA, biases, q/k norms, GELU and
-// learned positions), f32 / f16 / q8_0 weights and f32 / f16 caches, rows at different positions,
+// learned positions, a sliding window), f32 / f16 / q8_0 weights and f32 / f16 caches, rows at different positions,
 // and a step carrying two more tokens of one sequence.
 ModelConfig small_config(Arch arch) {
   ModelConfig c;
@@ -172,13 +172,16 @@ size_t rows_differing_from_alone(const ModelConfig& c, DType wt, DType kv, int t
 }
 
 TEST(BatchedDecode, RowsWithoutAdaptersEqualEachSequenceDecodingAloneBitForBit) {
-  for (Arch arch : {Arch::Llama, Arch::GPT2, Arch::Qwen2, Arch::Qwen3})
+  ModelConfig mistral = small_config(Arch::Llama);
+  mistral.sliding_window = 4;  // rows attend to their last 4 positions only
+  for (const ModelConfig& c :
+       {small_config(Arch::Llama), small_config(Arch::GPT2), small_config(Arch::Qwen2), small_config(Arch::Qwen3), mistral})
     for (DType wt : {DType::F32, DType::F16, DType::Q8_0})
       for (DType kv : {DType::F32, DType::F16})
         for (int threads : {1, 2})
-          EXPECT_EQ(rows_differing_from_alone(small_config(arch), wt, kv, threads), 0u)
-              << "arch " << int(arch) << ", weights " << dtype_name(wt) << ", KV cache " << dtype_name(kv) << ", " << threads
-              << " threads";
+          EXPECT_EQ(rows_differing_from_alone(c, wt, kv, threads), 0u)
+              << "arch " << int(c.arch) << ", window " << c.sliding_window << ", weights " << dtype_name(wt) << ", KV cache "
+              << dtype_name(kv) << ", " << threads << " threads";
 }
 
 TEST(BatchedDecode, RefusesPromptRowsOutOfOrder) {
