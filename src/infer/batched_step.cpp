@@ -2,14 +2,15 @@
 //
 // decode_block (batched_decode.cpp) runs a layer as the family blocks do: a parallel region for each
 // of its 7 products and for the attention, and the norms, RoPE, cache writes, SwiGLU and adds on the
-// calling thread. With 8 rows on the Zen 5 VM those serial parts took ~90 of a layer's ~870 µs
-// (a rows' norm opens a region of its own; the adds read rows the other core just wrote). Here the
-// team starts once per step and meets at 6 barriers per layer, as decode_step does for one token:
+// calling thread. With 8 rows on the Zen 5 VM those serial parts took ~90 of a layer's ~870 µs (a
+// norm of several rows opens a region of its own; the adds read rows the other core just wrote).
+// Here the team starts once per step and meets at 6 barriers per layer, as decode_step does for one
+// token (bench/RESULTS.md: 8 q8_0 streams of Stories110M ~8% faster, 2 streams ~15%):
 //
 //   each thread:  xn = norm(x)                        (its own copy: B·C values, cheaper than a barrier)
 //   split rows:   q, k, v = xn·[wq; wk; wv]ᵀ (+ biases)  — one row space, taken with work stealing
 //   split rows b: q/k norms, RoPE at row b's position, k and v into row b's slot cache
-//   split tasks:  attention of every (row, head), as attention_rows
+//   split tasks:  attention of every (row, kv head), as attention_rows
 //   split rows:   x[:, r] += (att·woᵀ + bo)[:, r]
 //   each thread:  xn = norm(x)
 //   split rows:   SwiGLU hb[:, j] = silu((xn·w1ᵀ)[:, j]) · (xn·w3ᵀ)[:, j]  |  GELU hb[:, j] = gelu((xn·w1ᵀ + b1)[:, j])
