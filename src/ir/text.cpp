@@ -70,17 +70,26 @@ std::optional<std::string> splat_text(ElemType elem, const std::vector<uint8_t>&
   if (bytes.empty()) return std::nullopt;
   for (size_t i = es; i < bytes.size(); i += es)
     if (std::memcmp(&bytes[0], &bytes[i], es) != 0) return std::nullopt;
+  // A NaN reads back bit for bit only as the two the parser makes from "nan" and "-nan" (any other
+  // payload prints dense; a 32 MiB splat of nan printed dense was 64 MB of text to parse again).
+  const float nan = float(NAN), minus_nan = float(-NAN);
   switch (elem) {
     case ElemType::F16: {
       uint16_t h;
       std::memcpy(&h, bytes.data(), 2);
-      float f = f16_to_f32(h);
-      return std::isnan(f) ? std::nullopt : std::optional(float_text(f));
+      const float f = f16_to_f32(h);
+      if (!std::isnan(f)) return float_text(f);
+      if (h == f32_to_f16(nan)) return std::string("nan");
+      if (h == f32_to_f16(minus_nan)) return std::string("-nan");
+      return std::nullopt;
     }
     case ElemType::F32: {
       float f;
       std::memcpy(&f, bytes.data(), 4);
-      return std::isnan(f) ? std::nullopt : std::optional(float_text(f));
+      if (!std::isnan(f)) return float_text(f);
+      if (std::memcmp(&f, &nan, 4) == 0) return std::string("nan");
+      if (std::memcmp(&f, &minus_nan, 4) == 0) return std::string("-nan");
+      return std::nullopt;
     }
     case ElemType::I32: {
       int32_t i;
