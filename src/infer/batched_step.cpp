@@ -92,11 +92,7 @@ void add_product_rows(cpu::WorkShares& units, float* x, float* tmp, const float*
 // y[b] = norm(x[b]) for b < B, row by row (rmsnorm/layernorm of several rows would open a region).
 void normalise_rows(const Anatomy& an, float* y, const float* x, const Tensor& g, const Tensor& bias, int B, int C,
                     float eps) {
-  for (int b = 0; b < B; b++) {
-    const size_t o = size_t(b) * C;
-    if (an.norm == NormKind::RMSNorm) cpu::rmsnorm(y + o, x + o, g.f32(), 1, C, eps);
-    else cpu::layernorm(y + o, x + o, g.f32(), bias.f32(), 1, C, eps);
-  }
+  for (int b = 0; b < B; b++) normalise_row(an, y + size_t(b) * C, x + size_t(b) * C, g, bias, C, eps);
 }
 
 }  // namespace

@@ -125,12 +125,6 @@ void gelu_rows(cpu::WorkShares& rows, float* hb, const float* xn, const LayerWei
   }
 }
 
-// y = norm(x) with gain g (and bias b): the block's RMSNorm or LayerNorm, as block_forward.   x, y: [C]
-void normalise(const Anatomy& an, float* y, const float* x, const Tensor& g, const Tensor& b, int C, float eps) {
-  if (an.norm == NormKind::RMSNorm) cpu::rmsnorm(y, x, g.f32(), 1, C, eps);
-  else cpu::layernorm(y, x, g.f32(), b.f32(), 1, C, eps);
-}
-
 // What one layer's attention reads and writes in a decode step.
 struct AttentionStep {
   const ModelConfig& c;
@@ -258,6 +252,11 @@ void attention_by_rows(const AttentionStep& s, const float* xn, float* scores) {
 
 }  // namespace
 
+void normalise_row(const Anatomy& an, float* y, const float* x, const Tensor& g, const Tensor& b, int C, float eps) {
+  if (an.norm == NormKind::RMSNorm) cpu::rmsnorm(y, x, g.f32(), 1, C, eps);
+  else cpu::layernorm(y, x, g.f32(), b.f32(), 1, C, eps);
+}
+
 void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache,
                  float* logits) {
   const ModelConfig& c = w.config;
@@ -308,7 +307,7 @@ void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activati
                                first};
 
       // --- attention ---
-      normalise(an, xn.data(), x, lw.attn_norm, lw.attn_norm_b, C, c.norm_eps);
+      normalise_row(an, xn.data(), x, lw.attn_norm, lw.attn_norm_b, C, c.norm_eps);
       if (by_heads) {
         attention_by_heads(step, phase[kHeads], xn.data(), att.data());
         warm_share(lw.wo, Q, C);
@@ -321,7 +320,7 @@ void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activati
 #pragma omp barrier
 
       // --- feed-forward ---
-      normalise(an, xn.data(), x, lw.ffn_norm, lw.ffn_norm_b, C, c.norm_eps);
+      normalise_row(an, xn.data(), x, lw.ffn_norm, lw.ffn_norm_b, C, c.norm_eps);
       if (an.gated_ffn) swiglu_rows(phase[kW13], a.hb.data(), a.hb2.data(), xn.data(), lw, C);
       else gelu_rows(phase[kW13], a.hb.data(), xn.data(), lw, C);
       warm_share(lw.w2, H, C);
@@ -335,7 +334,7 @@ void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activati
 #pragma omp barrier
     }
     // --- final norm and classifier (the real vocabulary; llm.c's padding rows are skipped) ---
-    normalise(an, xn.data(), x, w.final_norm, w.final_norm_b, C, c.norm_eps);
+    normalise_row(an, xn.data(), x, w.final_norm, w.final_norm_b, C, c.norm_eps);
     Input in(xn.data(), C);
     int r0, r1;
     while (shares.back().next(kStepUnits, &r0, &r1)) matvec_tensor_rows(logits, in, w.classifier, Tensor{}, r0, r1);

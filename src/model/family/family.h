@@ -130,6 +130,10 @@ class ModelFamily {
 // family's block_forward for one token + the final norm and classifier, whatever the thread count.
 void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activations& a, int pos, KvCache& cache,
                  float* logits);
+// y = norm(x) with gain g (and bias b): the block's RMSNorm or LayerNorm as anatomy `an` names it,
+// as block_forward computes it for one row (decode_step.cpp; one thread, no parallel region).
+//   x, y: [C]
+void normalise_row(const Anatomy& an, float* y, const float* x, const Tensor& g, const Tensor& b, int C, float eps);
 
 // The registered families (registry.cpp), in registration order.
 const std::vector<const ModelFamily*>& model_families();

@@ -284,7 +284,7 @@ void attention_rows_in_team(const AttentionRow* rows, int B, int n_heads, int n_
 }
 
 void attention_rows(const AttentionRow* rows, int B, int n_heads, int n_kv_heads, const KvLayout& kv, int window) {
-#pragma omp parallel if (B * n_heads > 1)
+#pragma omp parallel if (B * n_kv_heads > 1)  // one task per (row, kv head)
   attention_rows_in_team(rows, B, n_heads, n_kv_heads, kv, window);
 }
 
