@@ -1,6 +1,7 @@
 // Speed of the CPU kernels (runtime/cpu/kernels.h), Google Benchmark.
 //
 //   bench_kernels --benchmark_filter=Decode     decode matvec, bytes/s of W and % of STREAM triad
+//                                               (DecodeArithmetic: one thread, W in cache)
 //   bench_kernels --benchmark_filter=Prefill    prefill matmul, FLOP/s (and OpenBLAS sgemm beside it)
 //   bench_kernels --benchmark_filter=Attention  attention over a KV cache
 //   bench_kernels --benchmark_filter=Stream     STREAM triad
@@ -84,6 +85,42 @@ void decode_args(benchmark::internal::Benchmark* b) {
       for (auto& s : shapes) b->Args({s[0], s[1], d, isa});
 }
 BENCHMARK(BM_Decode)->Apply(decode_args)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Args: K, dtype index (0 f32, 1 f16, 2 bf16, 3 q8_0), isa index. One thread, one matrix of ~192
+// KB (in L2) multiplied again and again with the decode's own row loop (cpu::matvec_range, in the
+// order matvec_order() picks): how fast the kernel's arithmetic alone goes, in bytes of W a second.
+// A decode step can only reach the memory bandwidth if this is well above a core's share of it
+// (bench/RESULTS.md: on the Zen 5 VM one row at a time computes at 43–51 GB/s, a core's share of
+// memory is ~30–35).
+void BM_DecodeArithmetic(benchmark::State& st) {
+  const int K = int(st.range(0));
+  const DType dt = st.range(1) == 3 ? DType::Q8_0 : kDtypes[st.range(1)];
+  if (!cpu::set_isa(kIsas[st.range(2)])) return st.SkipWithError("ISA not available");
+  const int N = int((192u << 10) / orion::dtype_bytes(dt, size_t(K)));
+  std::vector<float> w(size_t(N) * K), x(static_cast<size_t>(K)), y(static_cast<size_t>(N));
+  for (size_t i = 0; i < w.size(); i++) w[i] = float(int(i * 7919 % 2001) - 1000) / 1000.0f;
+  for (size_t i = 0; i < x.size(); i++) x[i] = float(int(i * 104729 % 2001) - 1000) / 1000.0f;
+  std::vector<uint8_t> W(orion::dtype_bytes(dt, w.size()));
+  for (size_t i = 0; i < w.size(); i++) {
+    if (dt == DType::F32) std::memcpy(W.data() + 4 * i, &w[i], 4);
+    const uint16_t h = dt == DType::F16 ? orion::f32_to_f16(w[i]) : orion::f32_to_bf16(w[i]);
+    if (dt == DType::F16 || dt == DType::BF16) std::memcpy(W.data() + 2 * i, &h, 2);
+  }
+  if (dt == DType::Q8_0) orion::quantize_q8_0(w.data(), reinterpret_cast<orion::BlockQ8_0*>(W.data()), w.size());
+  const cpu::MatvecInput in = cpu::prepare_matvec_input(x.data(), K, dt);
+  for (auto _ : st) {
+    cpu::matvec_range(y.data(), in, W.data(), nullptr, 0, N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(W.size()));
+  st.SetLabel(std::string(orion::dtype_name(dt)) + " " + cpu::isa_name(kIsas[st.range(2)]) + " " +
+              (cpu::matvec_order() == cpu::MatvecOrder::RowByRow ? "row by row" : "row blocks"));
+  cpu::set_isa(cpu::Isa::Avx512) || cpu::set_isa(cpu::Isa::Avx2);
+}
+BENCHMARK(BM_DecodeArithmetic)
+    ->ArgsProduct({{768, 2048}, {1, 3, 0, 2}, {2, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // Args: K, N, isa index (1 avx2, 2 avx512), whether W stays in cache (1) or is read from memory (0).
 // y[N] = x[K]·Wᵀ with q8_0 weights: from memory it is BM_Decode for q8_0 (1.0625 bytes a weight);
