@@ -90,8 +90,8 @@ BENCHMARK(BM_Decode)->Apply(decode_args)->UseRealTime()->Unit(benchmark::kMicros
 // KB (in L2) multiplied again and again with the decode's own row loop (cpu::matvec_range, in the
 // order matvec_order() picks): how fast the kernel's arithmetic alone goes, in bytes of W a second.
 // A decode step can only reach the memory bandwidth if this is well above a core's share of it
-// (bench/RESULTS.md: on the Zen 5 VM one row at a time computes at 43–51 GB/s, a core's share of
-// memory is ~30–35).
+// (bench/RESULTS.md: on the Zen 5 VM one row at a time computes at 43–51 GB/s with the AVX-512
+// kernels and 15–24 with the AVX2 ones; a core's share of memory there is ~30–35).
 void BM_DecodeArithmetic(benchmark::State& st) {
   const int K = int(st.range(0));
   const DType dt = st.range(1) == 3 ? DType::Q8_0 : kDtypes[st.range(1)];
