@@ -101,12 +101,7 @@ void BM_DecodeArithmetic(benchmark::State& st) {
   for (size_t i = 0; i < w.size(); i++) w[i] = float(int(i * 7919 % 2001) - 1000) / 1000.0f;
   for (size_t i = 0; i < x.size(); i++) x[i] = float(int(i * 104729 % 2001) - 1000) / 1000.0f;
   std::vector<uint8_t> W(orion::dtype_bytes(dt, w.size()));
-  for (size_t i = 0; i < w.size(); i++) {
-    if (dt == DType::F32) std::memcpy(W.data() + 4 * i, &w[i], 4);
-    const uint16_t h = dt == DType::F16 ? orion::f32_to_f16(w[i]) : orion::f32_to_bf16(w[i]);
-    if (dt == DType::F16 || dt == DType::BF16) std::memcpy(W.data() + 2 * i, &h, 2);
-  }
-  if (dt == DType::Q8_0) orion::quantize_q8_0(w.data(), reinterpret_cast<orion::BlockQ8_0*>(W.data()), w.size());
+  orion::convert_dtype(w.data(), DType::F32, W.data(), dt, w.size());
   const cpu::MatvecInput in = cpu::prepare_matvec_input(x.data(), K, dt);
   for (auto _ : st) {
     cpu::matvec_range(y.data(), in, W.data(), nullptr, 0, N);

@@ -11,6 +11,7 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "base/hex.h"
 #include "ir/text.h"
 #include "ir/text_lexer.h"
 
@@ -259,18 +260,11 @@ std::shared_ptr<ConstData> Parser::const_data(const ConstSpelling& c, const Type
   const std::string& hex = c.token.text;
   if (hex.rfind("0x", 0) != 0) error_at(c.token, "dense data must start with 0x");
   if (hex.size() % 2) error_at(c.token, "dense data has an odd number of hex digits");
-  // Two digits a byte, each from a range check, not a substring and std::stoi per byte: a 32 MiB
-  // constant printed as dense (a splat of NaN) took > 10 s to parse again under the sanitizers,
-  // found by fuzz_ir_text.
-  auto digit = [](char ch) {
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-  };
+  // Two digits a byte (hex_digit), not a substring and std::stoi per byte: a 32 MiB constant printed
+  // as dense (a splat of NaN) took > 10 s to parse again under the sanitizers, found by fuzz_ir_text.
   data->bytes.resize((hex.size() - 2) / 2);
   for (size_t i = 2; i < hex.size(); i += 2) {
-    const int hi = digit(hex[i]), lo = digit(hex[i + 1]);
+    const int hi = hex_digit(hex[i]), lo = hex_digit(hex[i + 1]);
     if (hi < 0 || lo < 0) error_at(c.token, fmt::format("dense data has a non-hex character at digit {}", i - 1));
     data->bytes[(i - 2) / 2] = uint8_t(hi << 4 | lo);
   }

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "base/hex.h"
 
 namespace orion {
 namespace {
@@ -12,13 +13,6 @@ constexpr int kBosId = 1;
 constexpr int kEosId = 2;
 constexpr int kByteFallbackOffset = 3;    // <0x00> is id 3
 constexpr float kMinMergeScore = -1e10f;  // run.c's starting "best score"
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // run.c recognises raw-byte pieces with sscanf("<0x%02hhX>"): "<0x" and one or two hex digits.
 bool parse_byte_piece(const std::string& p, uint8_t* byte) {
