@@ -178,7 +178,7 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
 // weight once from memory (matvec's prefetching), widens it in a register and uses it for every
 // token of a tile (3 tokens × 4 rows = 12 accumulators, 3 x registers, 1 weight). Each accumulator
 // sums like matvec_block's, so every row equals its single-sequence decode bit for bit.
-constexpr int STREAM_TOKENS_MAX = 16, STREAM_TM = 3, STREAM_R = 4;
+constexpr int STREAM_TOKENS_MAX = 16, STREAM_TM = 3, STREAM_R = 4, STREAM_R_FEW = 4;
 
 // y[i, n + r] = Σ_k x[i, k]·W[n + r, k] (+ bias) for i < MT, r < R.   x: MT rows, stride K; y: stride ldy
 template <DType D, int MT, int R>

@@ -65,18 +65,40 @@ inline float hsum(__m512 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Rows n .. n+R−1 (R ≤ ROWS): acc[r] lane j sums x[k]·W[n+r, k] over k ≡ j mod 16, then one
-// horizontal sum per row. Every row follows the same order whatever R is. With PF each row is
-// prefetched ahead of its loads, stopping at `end` (MatvecOrder::RowBlocks).
+// How every fp32/f16/bf16 kernel below sums a row (decode, prefill and few-token tiles alike, so
+// they agree bit for bit): the row's k in groups of 16, group g = k / 16 (the last one masked, its
+// missing lanes zero) added into accumulator g mod 2 — a0 lane j sums k ≡ j, a1 lane j sums
+// k ≡ j + 16 (mod 32) — and the row's sum is hsum(a0 + a1). Two accumulators make two independent
+// FMA chains per row. With one, a row read on its own (the decode's order on AMD, MatvecOrder::
+// RowByRow) was a single chain of K/16 dependent FMAs, which computed only 43–51 GB/s of f16
+// weights on one Zen 5 core (bench_kernels BM_DecodeArithmetic), barely above the core's share of
+// memory bandwidth; two chains lifted Stories110M f16 decode from 74–78% to 78–81% of the
+// bandwidth bound (bench/RESULTS.md).
+
+// The mask of group k's lanes that lie inside K.
+inline __mmask16 group_mask(int k, int K) { return K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1); }
+
+// step(k, mask) for every group of parity a in order (a = 0: k = 0, 32, …; a = 1: k = 16, 48, …).
+// The tiles run all even groups, then all odd ones, with one accumulator set in registers: the
+// even sums wait in memory meanwhile. Each pass touches its own 64-byte lines of fp32 rows, so
+// the two passes read no more than one.
+template <typename Step>
+inline void for_each_group_of_parity(int K, int a, Step&& step) {
+  for (int k = 16 * a; k < K; k += 32) step(k, group_mask(k, K));
+}
+
+// Rows n .. n+R−1 (R ≤ ROWS): acc[r][0] and acc[r][1] sum row n+r's groups as the order above
+// says, the same for any R. With PF each row is prefetched ahead of its loads, stopping at `end`
+// (MatvecOrder::RowBlocks).
 template <DType D, int R, bool PF>
 inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n, const char* end) {
   const size_t row_bytes = size_t(K) * dtype_size(D);
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
-  __m512 acc[R];
+  __m512 acc[R][2];
 #pragma GCC unroll 8
-  for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-  int k = 0;
-  for (; k + 16 <= K; k += 16) {
+  for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  // Group k of every row into accumulator a.
+  auto group = [&](int k, int a, __mmask16 m) __attribute__((always_inline)) {
     if (PF && k * dtype_size(D) % 64 == 0)  // once per 64-byte cache line of each row
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
@@ -84,19 +106,17 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
         if (line + MATVEC_L1_BYTES < end) _mm_prefetch(line + MATVEC_L1_BYTES, _MM_HINT_T0);
         if (line + PREFETCH_L2_BYTES < end) _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
       }
-    const __m512 xv = _mm512_loadu_ps(x + k);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, 0xffff), xv, acc[r]);
-  }
-  if (k < K) {  // tail of K % 16 elements, zero-padded
-    const __mmask16 m = __mmask16((1u << (K - k)) - 1);
     const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
 #pragma GCC unroll 8
-    for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, m), xv, acc[r]);
-  }
+    for (int r = 0; r < R; r++) acc[r][a] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, m), xv, acc[r][a]);
+  };
+  int k = 0;
+  for (; k + 32 <= K; k += 32) group(k, 0, 0xffff), group(k + 16, 1, 0xffff);
+  if (k < K) group(k, 0, group_mask(k, K));
+  if (k + 16 < K) group(k + 16, 1, group_mask(k + 16, K));
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++) {
-    const float s = hsum(acc[r]);
+    const float s = hsum(_mm512_add_ps(acc[r][0], acc[r][1]));
     y[n + r] = bias ? s + bias[n + r] : s;
   }
 }
@@ -144,9 +164,28 @@ void to_f32(float* dst, const void* src, DType dt, size_t n) {
 //
 // A tile of TM tokens × TN weight rows keeps TM·TN accumulators in registers (4·6 = 24 of the 32
 // zmm registers; 4 more hold x). Each step loads 16 k of TM x rows and TN weight rows and does
-// TM·TN FMAs: 24 FMAs per 10 loads, where matvec does 4 per 5. Each accumulator is summed exactly
-// like matvec_block's (lane j over k ≡ j mod 16, masked tail, hsum), so y is the same bit for bit.
+// TM·TN FMAs: 24 FMAs per 10 loads, where matvec does 4 per 5. Each (token, row) sums as
+// matvec_block sums a row (the even groups, then the odd ones, then hsum of the two), so y is the
+// same bit for bit.
 constexpr int TM = 4, TN = 6;
+
+// acc[i][j] += even[i][j]: the odd groups' sums joined to the even groups' (a0 + a1 of the order).
+template <int MT, int NT>
+inline void join_parities(__m512 (&acc)[MT][NT], const __m512 (&even)[MT][NT]) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) acc[i][j] = _mm512_add_ps(even[i][j], acc[i][j]);
+}
+
+// Sets the even groups' sums aside and starts the odd groups' from zero.
+template <int MT, int NT>
+inline void park_even(__m512 (&acc)[MT][NT], __m512 (&even)[MT][NT]) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) even[i][j] = acc[i][j], acc[i][j] = _mm512_setzero_ps();
+}
 
 // y[i, j] = hsum(acc[i][j]) (+ bias[j]): a tile's sums stored (row stride ldy).
 template <int MT, int NT>
@@ -169,8 +208,7 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
   for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8
     for (int j = 0; j < NT; j++) acc[i][j] = _mm512_setzero_ps();
-  for (int k = 0; k < K; k += 16) {
-    const __mmask16 m = K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1);
+  auto step = [&](int k, __mmask16 m) __attribute__((always_inline)) {
     __m512 xv[MT];
 #pragma GCC unroll 8
     for (int i = 0; i < MT; i++) xv[i] = _mm512_maskz_loadu_ps(m, x + size_t(i) * K + k);
@@ -180,7 +218,12 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
 #pragma GCC unroll 8
       for (int i = 0; i < MT; i++) acc[i][j] = _mm512_fmadd_ps(wv, xv[i], acc[i][j]);
     }
-  }
+  };
+  __m512 even[MT][NT];
+  for_each_group_of_parity(K, 0, step);
+  park_even(acc, even);
+  for_each_group_of_parity(K, 1, step);
+  join_parities(acc, even);
   store_tile<MT, NT>(y, ldy, acc, bias);
 }
 
@@ -189,33 +232,28 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
 // A decode step of a few sequences (M ≤ STREAM_TOKENS_MAX, e.g. orion serve's batch) is still
 // memory-bound: each weight is loaded once (with matvec's prefetching), widened in a register and
 // used by every token of a tile, instead of being widened into a scratch panel first. Each
-// accumulator sums like matvec_block's (lane j over k ≡ j mod 16, masked tail, hsum), so every row
-// equals its single-sequence decode bit for bit.
-constexpr int STREAM_TOKENS_MAX = 16, STREAM_TM = 4, STREAM_R = 6;
+// (token, row) keeps both accumulators of the order above in registers and sums like
+// matvec_block, so every row equals its single-sequence decode bit for bit. Both sets need
+// 2·MT·R registers: tiles of 3 tokens take 4 rows at a time (24 + 3 x + 1 w), one or two tokens 6
+// rows (24 + 2 + 1). Measured on Stories110M f16, batches of 2–16 (bench/RESULTS.md): summing the
+// even groups first and the odd ones after, as gemm_tile does, with 4 × 6 tiles took 10–25% off 2
+// and 8 streams (the second pass reads from cache while memory idles); 4 tokens × 3 rows took
+// 16–19% off 8 streams; 3 × 4 is level with the one-accumulator 4 × 6 tiles before.
+constexpr int STREAM_TOKENS_MAX = 16, STREAM_TM = 3, STREAM_R = 4, STREAM_R_FEW = 6;
 
 // y[i, n + r] = Σ_k x[i, k]·W[n + r, k] (+ bias) for i < MT, r < R.   x: MT rows, stride K; y: stride ldy
 template <DType D, int MT, int R>
 inline void stream_tile(float* y, int ldy, const float* x, const void* W, const float* bias, int K, int n) {
+  static_assert(2 * MT * R + MT + 1 <= 32, "both accumulator sets, x and a weight vector fit the zmm registers");
   const size_t row_bytes = size_t(K) * dtype_size(D);
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
-  __m512 acc[MT][R];
+  __m512 acc[MT][R][2];
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8
-    for (int r = 0; r < R; r++) acc[i][r] = _mm512_setzero_ps();
-  auto step = [&](int k, __mmask16 m) {
-    __m512 xv[MT];
-#pragma GCC unroll 8
-    for (int i = 0; i < MT; i++) xv[i] = _mm512_maskz_loadu_ps(m, x + size_t(i) * K + k);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-      const __m512 wv = load16<D>(w0 + r * row_bytes, k, m);
-#pragma GCC unroll 8
-      for (int i = 0; i < MT; i++) acc[i][r] = _mm512_fmadd_ps(wv, xv[i], acc[i][r]);
-    }
-  };
-  int k = 0;
-  for (; k + 16 <= K; k += 16) {
+    for (int r = 0; r < R; r++) acc[i][r][0] = acc[i][r][1] = _mm512_setzero_ps();
+  // Group k of every (token, row) into accumulator a.
+  auto group = [&](int k, int a, __mmask16 m) __attribute__((always_inline)) {
     if (k * dtype_size(D) % 64 == 0)  // once per 64-byte cache line of each row, as in matvec_block
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
@@ -223,14 +261,25 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
         _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
         _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
       }
-    step(k, 0xffff);
-  }
-  if (k < K) step(k, __mmask16((1u << (K - k)) - 1));
+    __m512 xv[MT];
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; i++) xv[i] = _mm512_maskz_loadu_ps(m, x + size_t(i) * K + k);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const __m512 wv = load16<D>(w0 + r * row_bytes, k, m);
+#pragma GCC unroll 8
+      for (int i = 0; i < MT; i++) acc[i][r][a] = _mm512_fmadd_ps(wv, xv[i], acc[i][r][a]);
+    }
+  };
+  int k = 0;
+  for (; k + 32 <= K; k += 32) group(k, 0, 0xffff), group(k + 16, 1, 0xffff);
+  if (k < K) group(k, 0, group_mask(k, K));
+  if (k + 16 < K) group(k + 16, 1, group_mask(k + 16, K));
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
-      const float sum = hsum(acc[i][r]);
+      const float sum = hsum(_mm512_add_ps(acc[i][r][0], acc[i][r][1]));
       y[size_t(i) * ldy + n + r] = bias ? sum + bias[n + r] : sum;
     }
 }
