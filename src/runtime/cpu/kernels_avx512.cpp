@@ -72,16 +72,17 @@ inline float hsum(__m512 v) {
 // FMA chains per row. With one, a row read on its own (the decode's order on AMD, MatvecOrder::
 // RowByRow) was a single chain of K/16 dependent FMAs, which computed only 43–51 GB/s of f16
 // weights on one Zen 5 core (bench_kernels BM_DecodeArithmetic), barely above the core's share of
-// memory bandwidth; two chains lifted Stories110M f16 decode from 74–78% to 78–81% of the
-// bandwidth bound (bench/RESULTS.md).
+// memory bandwidth; two chains compute 54–63 GB/s and lifted Stories110M f16 decode from 71–78%
+// to 76–82% of the bandwidth bound (bench/RESULTS.md).
 
 // The mask of group k's lanes that lie inside K.
 inline __mmask16 group_mask(int k, int K) { return K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1); }
 
 // step(k, mask) for every group of parity a in order (a = 0: k = 0, 32, …; a = 1: k = 16, 48, …).
-// The tiles run all even groups, then all odd ones, with one accumulator set in registers: the
-// even sums wait in memory meanwhile. Each pass touches its own 64-byte lines of fp32 rows, so
-// the two passes read no more than one.
+// The prefill tiles run all even groups, then all odd ones, with one accumulator set in registers:
+// the even sums wait in memory meanwhile. Each pass touches its own 64-byte lines of fp32 rows, so
+// the two passes read no more than one. Prefill took 4–9% longer than with one accumulator; a
+// tile holding both sets (3 × 4) and passes in chunks of 512 or 1024 k were slower still.
 template <typename Step>
 inline void for_each_group_of_parity(int K, int a, Step&& step) {
   for (int k = 16 * a; k < K; k += 32) step(k, group_mask(k, K));
