@@ -16,7 +16,15 @@
 namespace orion::cpu {
 namespace {
 
-constexpr int ROWS = 8;  // weight rows per step: ROWS independent FMA chains, x loaded once for all
+// How every fp32/f16/bf16 kernel below sums a row (decode, prefill and few-token tiles alike, so
+// they agree bit for bit): the row's k in groups of 8, group g = k / 8 (the last one zero-padded)
+// added into accumulator g mod 2 — a0 lane j sums k ≡ j, a1 lane j sums k ≡ j + 8 (mod 16) — and
+// the row's sum is hsum(a0 + a1). Two accumulators make two independent FMA chains per row: with
+// one, a row read on its own (the decode's order on AMD) was a single chain of K/8 dependent FMAs.
+// `ORION_ISA=avx2` on the Zen 5 VM (bench/RESULTS.md): Stories110M f16 decode 63–68% → 79–81% of
+// the bandwidth bound; prefill −5–18% (its tile sums the even groups, then the odd ones); batches
+// of 2 level, of 8 −9–10% (2 × 3 tiles). To be weighed again on an AVX2-only machine.
+constexpr int ROWS = 4;  // weight rows per step: 2·ROWS independent FMA chains, x loaded once for all
 // Each row is prefetched ahead of its loads, near into L1 and far into L2: one core's L1 fill
 // buffers alone cannot keep enough lines in flight (kernels_avx512.cpp, where this is measured).
 constexpr int PREFETCH_L1_BYTES = 8 << 10;
@@ -42,17 +50,17 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Rows n .. n+R−1: acc[r] lane j sums x[k]·W[n+r, k] over k ≡ j mod 8; the same order for any R.
-// With PF each row is prefetched ahead of its loads (MatvecOrder::RowBlocks).
+// Rows n .. n+R−1: acc[r][0] and acc[r][1] sum row n+r's groups as the order above says, the same
+// for any R. With PF each row is prefetched ahead of its loads (MatvecOrder::RowBlocks).
 template <DType D, int R, bool PF>
 inline void matvec_block(float* y, const float* x, const void* W, const float* bias, int K, int n) {
   const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
-  __m256 acc[R];
+  __m256 acc[R][2];
 #pragma GCC unroll 8
-  for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-  int k = 0;
-  for (; k + 8 <= K; k += 8) {
+  for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  // Group k .. k+7 of every row into accumulator a.
+  auto group = [&](int k, int a) __attribute__((always_inline)) {
     if (PF && k * es % 64 == 0)  // once per 64-byte cache line of each row
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
@@ -62,10 +70,13 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
       }
     const __m256 xv = _mm256_loadu_ps(x + k);
 #pragma GCC unroll 8
-    for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(load8<D>(w0 + r * row_bytes + k * es), xv, acc[r]);
-  }
-  if (k < K) {  // tail of K % 8 elements, copied into zero-padded blocks
-    const int t = K - k;
+    for (int r = 0; r < R; r++) acc[r][a] = _mm256_fmadd_ps(load8<D>(w0 + r * row_bytes + k * es), xv, acc[r][a]);
+  };
+  int k = 0;
+  for (; k + 16 <= K; k += 16) group(k, 0), group(k + 8, 1);
+  if (k + 8 <= K) group(k, 0), k += 8;
+  if (k < K) {  // tail of K % 8 elements, copied into zero-padded blocks: group k / 8
+    const int t = K - k, a = (k / 8) % 2;
     alignas(32) float xt[8] = {};
     std::memcpy(xt, x + k, t * 4);
     const __m256 xv = _mm256_load_ps(xt);
@@ -73,12 +84,12 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
     for (int r = 0; r < R; r++) {
       alignas(32) uint8_t wt[32] = {};
       std::memcpy(wt, w0 + r * row_bytes + k * es, t * es);
-      acc[r] = _mm256_fmadd_ps(load8<D>(wt), xv, acc[r]);
+      acc[r][a] = _mm256_fmadd_ps(load8<D>(wt), xv, acc[r][a]);
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++) {
-    const float s = hsum(acc[r]);
+    const float s = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
     y[n + r] = bias ? s + bias[n + r] : s;
   }
 }
@@ -148,7 +159,7 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
 #pragma GCC unroll 8
     for (int j = 0; j < NT; j++) acc[i][j] = _mm256_setzero_ps();
   // One step: 8 k of every x and w row, read from xs / ws (row strides sx / sw).
-  auto step = [&](const float* xs, size_t sx, const float* ws, size_t sw) {
+  auto step = [&](const float* xs, size_t sx, const float* ws, size_t sw) __attribute__((always_inline)) {
     __m256 xv[MT];
 #pragma GCC unroll 8
     for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xs + i * sx);
@@ -159,16 +170,32 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
       for (int i = 0; i < MT; i++) acc[i][j] = _mm256_fmadd_ps(wv, xv[i], acc[i][j]);
     }
   };
-  int k = 0;
-  for (; k + 8 <= K; k += 8) step(x + k, size_t(K), w + k, size_t(K));
-  if (k < K) {  // tail of K % 8, copied into zero-padded blocks of 8
-    alignas(32) float xt[MT][8] = {}, wt[NT][8] = {};
+  const int whole = K / 8 * 8;  // where the zero-padded last group starts, if K % 8
+  // The groups of parity a: the whole ones, then the tail if it has that parity.
+  auto pass = [&](int a) __attribute__((always_inline)) {
+    for (int k = 8 * a; k < whole; k += 16) step(x + k, size_t(K), w + k, size_t(K));
+    if (whole < K && (whole / 8) % 2 == a) {  // tail of K % 8, copied into zero-padded blocks of 8
+      alignas(32) float xt[MT][8] = {}, wt[NT][8] = {};
 #pragma GCC unroll 8
-    for (int i = 0; i < MT; i++) std::memcpy(xt[i], x + size_t(i) * K + k, (K - k) * 4);
+      for (int i = 0; i < MT; i++) std::memcpy(xt[i], x + size_t(i) * K + whole, (K - whole) * 4);
 #pragma GCC unroll 8
-    for (int j = 0; j < NT; j++) std::memcpy(wt[j], w + size_t(j) * K + k, (K - k) * 4);
-    step(xt[0], 8, wt[0], 8);
-  }
+      for (int j = 0; j < NT; j++) std::memcpy(wt[j], w + size_t(j) * K + whole, (K - whole) * 4);
+      step(xt[0], 8, wt[0], 8);
+    }
+  };
+  // Both sets would need 24 registers: all even groups with one set, then all odd ones, the even
+  // sums waiting in memory meanwhile (as the AVX-512 tiles do).
+  __m256 even[MT][NT];
+  pass(0);
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) even[i][j] = acc[i][j], acc[i][j] = _mm256_setzero_ps();
+  pass(1);
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) acc[i][j] = _mm256_add_ps(even[i][j], acc[i][j]);
   store_tile<MT, NT>(y, ldy, acc, bias);
 }
 
@@ -176,22 +203,24 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
 //
 // As in kernels_avx512.cpp: a decode step of a few sequences (M ≤ STREAM_TOKENS_MAX) loads each
 // weight once from memory (matvec's prefetching), widens it in a register and uses it for every
-// token of a tile (3 tokens × 4 rows = 12 accumulators, 3 x registers, 1 weight). Each accumulator
-// sums like matvec_block's, so every row equals its single-sequence decode bit for bit.
-constexpr int STREAM_TOKENS_MAX = 16, STREAM_TM = 3, STREAM_R = 4, STREAM_R_FEW = 4;
+// token of a tile. Each (token, row) keeps both accumulators of the order above in registers and
+// sums like matvec_block, so every row equals its single-sequence decode bit for bit: 2 tokens ×
+// 3 rows = 12 accumulators, 2 x registers, 1 weight.
+constexpr int STREAM_TOKENS_MAX = 16, STREAM_TM = 2, STREAM_R = 3, STREAM_R_FEW = 3;
 
 // y[i, n + r] = Σ_k x[i, k]·W[n + r, k] (+ bias) for i < MT, r < R.   x: MT rows, stride K; y: stride ldy
 template <DType D, int MT, int R>
 inline void stream_tile(float* y, int ldy, const float* x, const void* W, const float* bias, int K, int n) {
+  static_assert(2 * MT * R + MT + 1 <= 16, "both accumulator sets, x and a weight vector fit the ymm registers");
   const size_t es = dtype_size(D), row_bytes = size_t(K) * es;
   const uint8_t* w0 = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
-  __m256 acc[MT][R];
+  __m256 acc[MT][R][2];
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8
-    for (int r = 0; r < R; r++) acc[i][r] = _mm256_setzero_ps();
-  // One step: 8 k of every x row (xs, stride sx) and weight row (ws(r)).
-  auto step = [&](const float* xs, size_t sx, auto&& ws) {
+    for (int r = 0; r < R; r++) acc[i][r][0] = acc[i][r][1] = _mm256_setzero_ps();
+  // One group into accumulator a: 8 k of every x row (xs, stride sx) and weight row (ws(r)).
+  auto step = [&](const float* xs, size_t sx, auto&& ws, int a) __attribute__((always_inline)) {
     __m256 xv[MT];
 #pragma GCC unroll 8
     for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xs + i * sx);
@@ -199,11 +228,10 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
     for (int r = 0; r < R; r++) {
       const __m256 wv = load8<D>(ws(r));
 #pragma GCC unroll 8
-      for (int i = 0; i < MT; i++) acc[i][r] = _mm256_fmadd_ps(wv, xv[i], acc[i][r]);
+      for (int i = 0; i < MT; i++) acc[i][r][a] = _mm256_fmadd_ps(wv, xv[i], acc[i][r][a]);
     }
   };
-  int k = 0;
-  for (; k + 8 <= K; k += 8) {
+  auto group = [&](int k, int a) __attribute__((always_inline)) {
     if (k * es % 64 == 0)  // once per 64-byte cache line of each row, as in matvec_block
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
@@ -211,8 +239,11 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
         _mm_prefetch(line + PREFETCH_L1_BYTES, _MM_HINT_T0);
         _mm_prefetch(line + PREFETCH_L2_BYTES, _MM_HINT_T1);
       }
-    step(x + k, size_t(K), [&](int r) { return w0 + r * row_bytes + k * es; });
-  }
+    step(x + k, size_t(K), [&](int r) { return w0 + r * row_bytes + k * es; }, a);
+  };
+  int k = 0;
+  for (; k + 16 <= K; k += 16) group(k, 0), group(k + 8, 1);
+  if (k + 8 <= K) group(k, 0), k += 8;
   if (k < K) {  // tail of K % 8, copied into zero-padded blocks of 8 (as matvec_block does)
     const int t = K - k;
     alignas(32) float xt[MT][8] = {};
@@ -221,13 +252,13 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
     for (int i = 0; i < MT; i++) std::memcpy(xt[i], x + size_t(i) * K + k, t * 4);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) std::memcpy(wt[r], w0 + r * row_bytes + k * es, t * es);
-    step(xt[0], 8, [&](int r) { return static_cast<const void*>(wt[r]); });
+    step(xt[0], 8, [&](int r) { return static_cast<const void*>(wt[r]); }, (k / 8) % 2);
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
-      const float sum = hsum(acc[i][r]);
+      const float sum = hsum(_mm256_add_ps(acc[i][r][0], acc[i][r][1]));
       y[size_t(i) * ldy + n + r] = bias ? sum + bias[n + r] : sum;
     }
 }
