@@ -133,8 +133,9 @@ void to_f32(float* dst, const void* src, DType dt, size_t n) {
 // --- prefill: register-tiled y = x·Wᵀ --------------------------------------------------------------
 //
 // A tile of TM tokens × TN weight rows keeps TM·TN accumulators in registers (3·4 = 12 of the 16
-// ymm registers; 3 more hold x, 1 the weights): 12 FMAs per 7 loads. Each accumulator is summed
-// exactly like matvec_block's, so prefill and decode give the same y bit for bit.
+// ymm registers; 3 more hold x, 1 the weights): 12 FMAs per 7 loads. Each (token, row) sums as
+// matvec_block sums a row (the even groups, then the odd ones; see gemm_tile), so prefill and
+// decode give the same y bit for bit.
 constexpr int TM = 3, TN = 4;
 
 // y[i·ldy + j] = hsum(acc[i][j]) (+ bias[j]): a tile's sums, as matvec_block ends a row.
