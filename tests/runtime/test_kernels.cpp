@@ -140,12 +140,16 @@ TEST(Kernels, FewTokenProductsSharedByThreadsEqualEachTokensMatvec) {
 }
 
 // A token gives the same logits whether it went through prefill (M > 1) or decode (M = 1).
+// M = 9: the few-token tiles, which read a row in address order as decode does; M = 37: the prompt
+// tiles, which sum the even groups and then the odd ones.
 TEST(Kernels, PrefillRowsEqualDecodeBitForBit) {
   RestoreIsa restore;
-  const int M = 9, N = 131;
+  const int N = 131;
+  for (int M : {9, 37})
   // K: a partial last group of 16 that is even (773 = 48·16 + 5) and odd (789 = 49·16 + 5) in the
-  // AVX-512 kernels' two-accumulator order; of 8: 96·8 + 5 and 98·8 + 5.
-  for (int K : {773, 789})
+  // AVX-512 kernels' two-accumulator order; of 8, for the AVX2 ones: even (773 = 96·8 + 5) and
+  // odd (781 = 97·8 + 5).
+  for (int K : {773, 781, 789})
   for (Isa isa : available_isas()) {
     SCOPED_TRACE(K);
     ASSERT_TRUE(set_isa(isa));
@@ -156,7 +160,7 @@ TEST(Kernels, PrefillRowsEqualDecodeBitForBit) {
       matmul(yp.data(), x.data(), W.bytes.data(), dt, b.data(), M, K, N);
       for (int m = 0; m < M; m++)
         matmul(yd.data() + size_t(m) * N, x.data() + size_t(m) * K, W.bytes.data(), dt, b.data(), 1, K, N);
-      EXPECT_EQ(std::memcmp(yp.data(), yd.data(), yp.size() * 4), 0) << isa_name(isa) << " " << dtype_name(dt);
+      EXPECT_EQ(std::memcmp(yp.data(), yd.data(), yp.size() * 4), 0) << isa_name(isa) << " " << dtype_name(dt) << " M=" << M;
     }
   }
 }

@@ -50,6 +50,17 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// group(k, a) for every whole group of 8 of a row in address order, group g into accumulator
+// a = g mod 2, then tail(k, a) for the last K − k < 8 elements, if any (group k / 8). (Decode rows
+// and few-token tiles; the prefill tiles go by parity.)
+template <typename Group, typename Tail>
+__attribute__((always_inline)) inline void for_each_group_in_row_order(int K, Group&& group, Tail&& tail) {
+  int k = 0;
+  for (; k + 16 <= K; k += 16) group(k, 0), group(k + 8, 1);
+  if (k + 8 <= K) group(k, 0), k += 8;
+  if (k < K) tail(k, (k / 8) % 2);
+}
+
 // Rows n .. n+R−1: acc[r][0] and acc[r][1] sum row n+r's groups as the order above says, the same
 // for any R. With PF each row is prefetched ahead of its loads (MatvecOrder::RowBlocks).
 template <DType D, int R, bool PF>
@@ -72,11 +83,9 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r][a] = _mm256_fmadd_ps(load8<D>(w0 + r * row_bytes + k * es), xv, acc[r][a]);
   };
-  int k = 0;
-  for (; k + 16 <= K; k += 16) group(k, 0), group(k + 8, 1);
-  if (k + 8 <= K) group(k, 0), k += 8;
-  if (k < K) {  // tail of K % 8 elements, copied into zero-padded blocks: group k / 8
-    const int t = K - k, a = (k / 8) % 2;
+  // The tail of K % 8 elements, copied into zero-padded blocks.
+  for_each_group_in_row_order(K, group, [&](int k, int a) {
+    const int t = K - k;
     alignas(32) float xt[8] = {};
     std::memcpy(xt, x + k, t * 4);
     const __m256 xv = _mm256_load_ps(xt);
@@ -86,7 +95,7 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
       std::memcpy(wt, w0 + r * row_bytes + k * es, t * es);
       acc[r][a] = _mm256_fmadd_ps(load8<D>(wt), xv, acc[r][a]);
     }
-  }
+  });
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++) {
     const float s = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
@@ -242,10 +251,8 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
       }
     step(x + k, size_t(K), [&](int r) { return w0 + r * row_bytes + k * es; }, a);
   };
-  int k = 0;
-  for (; k + 16 <= K; k += 16) group(k, 0), group(k + 8, 1);
-  if (k + 8 <= K) group(k, 0), k += 8;
-  if (k < K) {  // tail of K % 8, copied into zero-padded blocks of 8 (as matvec_block does)
+  // The tail of K % 8, copied into zero-padded blocks of 8 (as matvec_block does).
+  for_each_group_in_row_order(K, group, [&](int k, int a) {
     const int t = K - k;
     alignas(32) float xt[MT][8] = {};
     alignas(32) uint8_t wt[R][32] = {};
@@ -253,8 +260,8 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
     for (int i = 0; i < MT; i++) std::memcpy(xt[i], x + size_t(i) * K + k, t * 4);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) std::memcpy(wt[r], w0 + r * row_bytes + k * es, t * es);
-    step(xt[0], 8, [&](int r) { return static_cast<const void*>(wt[r]); }, (k / 8) % 2);
-  }
+    step(xt[0], 8, [&](int r) { return static_cast<const void*>(wt[r]); }, a);
+  });
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8

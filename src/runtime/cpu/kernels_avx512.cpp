@@ -88,6 +88,17 @@ inline void for_each_group_of_parity(int K, int a, Step&& step) {
   for (int k = 16 * a; k < K; k += 32) step(k, group_mask(k, K));
 }
 
+// group(k, a, mask) for every group of a row in address order, group g into accumulator a = g mod 2:
+// the whole pairs, then the last one or two groups, masked. (Decode rows and few-token tiles; the
+// prefill tiles go by parity, for_each_group_of_parity.)
+template <typename Group>
+__attribute__((always_inline)) inline void for_each_group_in_row_order(int K, Group&& group) {
+  int k = 0;
+  for (; k + 32 <= K; k += 32) group(k, 0, 0xffff), group(k + 16, 1, 0xffff);
+  if (k < K) group(k, 0, group_mask(k, K));
+  if (k + 16 < K) group(k + 16, 1, group_mask(k + 16, K));
+}
+
 // Rows n .. n+R−1 (R ≤ ROWS): acc[r][0] and acc[r][1] sum row n+r's groups as the order above
 // says, the same for any R. With PF each row is prefetched ahead of its loads, stopping at `end`
 // (MatvecOrder::RowBlocks).
@@ -111,10 +122,7 @@ inline void matvec_block(float* y, const float* x, const void* W, const float* b
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r][a] = _mm512_fmadd_ps(load16<D>(w0 + r * row_bytes, k, m), xv, acc[r][a]);
   };
-  int k = 0;
-  for (; k + 32 <= K; k += 32) group(k, 0, 0xffff), group(k + 16, 1, 0xffff);
-  if (k < K) group(k, 0, group_mask(k, K));
-  if (k + 16 < K) group(k + 16, 1, group_mask(k + 16, K));
+  for_each_group_in_row_order(K, group);
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++) {
     const float s = hsum(_mm512_add_ps(acc[r][0], acc[r][1]));
@@ -272,10 +280,7 @@ inline void stream_tile(float* y, int ldy, const float* x, const void* W, const 
       for (int i = 0; i < MT; i++) acc[i][r][a] = _mm512_fmadd_ps(wv, xv[i], acc[i][r][a]);
     }
   };
-  int k = 0;
-  for (; k + 32 <= K; k += 32) group(k, 0, 0xffff), group(k + 16, 1, 0xffff);
-  if (k < K) group(k, 0, group_mask(k, K));
-  if (k + 16 < K) group(k + 16, 1, group_mask(k + 16, K));
+  for_each_group_in_row_order(K, group);
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8
