@@ -100,11 +100,14 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
     r.prefill_tok_s = std::max(r.prefill_tok_s, opt.prompt_tokens / t.seconds());
     double decode_s = 0;
     std::vector<double> rates;  // bytes/s of each pass
+    DecodeProfile profile;
     for (int i = 0; i < opt.decode_tokens; i++) {
       int next = int(std::max_element(lg, lg + r.config.vocab_size) - lg);
       const int pos = opt.prompt_tokens + i;
       t.reset();
+      if (opt.phases) set_decode_profile(&profile);
       lg = tf.forward(&next, 1, pos);
+      set_decode_profile(nullptr);
       decode_s += t.seconds();
       const bool last_chance = i == opt.decode_tokens - 1 && rates.empty();
       if (opt.measure_bandwidth && (i % kPassEvery == kPassEvery - 1 || last_chance)) {
@@ -115,6 +118,12 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
     const double decode_tok_s = opt.decode_tokens / decode_s;
     if (decode_tok_s > r.decode_tok_s) {
       r.decode_tok_s = decode_tok_s;
+      r.decode_phase_us.clear();
+      for (const auto& thread : profile.seconds) {
+        r.decode_phase_us.emplace_back();
+        for (int p = 0; p < DecodeProfile::kPhases; p++)
+          r.decode_phase_us.back()[size_t(p)] = 1e6 * thread[size_t(p)] / double(std::max<int64_t>(profile.tokens, 1));
+      }
       if (!rates.empty()) {
         std::nth_element(rates.begin(), rates.begin() + rates.size() / 2, rates.end());
         best_read = rates[rates.size() / 2];
@@ -186,6 +195,15 @@ std::string SpeedReport::to_json() const {
                       {"batched_efficiency", batched_efficiency},
                       {"peak_rss_bytes", peak_rss_bytes},
                       {"backend", backend}};
+  if (!decode_phase_us.empty()) {
+    nlohmann::json phases;
+    for (int p = 0; p < DecodeProfile::kPhases; p++) {
+      std::vector<double> per_thread;
+      for (const auto& t : decode_phase_us) per_thread.push_back(t[size_t(p)]);
+      phases[DecodeProfile::name(DecodeProfile::Phase(p))] = per_thread;
+    }
+    j["decode_phase_us"] = phases;
+  }
   if (backend != "cpu") {
     j["chip"] = ane.chip;
     j["programs"] = ane.programs;
@@ -239,6 +257,23 @@ std::string SpeedReport::to_text() const {
         "  compute: fp32 GEMM {:.0f} GFLOP/s (Orion {:.0f}{}){} → bound {:.1f} tok/s; prefill ({}) reaches {:.0f}% of it\n",
         std::max(gemm_orion_gflops, gemm_library_gflops), gemm_orion_gflops, library, q8, prefill_bound_tok_s,
         prefill_gemm, 100 * prefill_efficiency);
+  }
+  if (!decode_phase_us.empty()) {
+    // µs per token in each phase, thread by thread ("a / b"), and the share of the token's time.
+    s += fmt::format("  phases:  µs per decode token (thread {}), of {:.0f} µs a token:",
+                     decode_phase_us.size() == 1 ? "0" : fmt::format("0 … {}", decode_phase_us.size() - 1),
+                     1e6 / decode_tok_s);
+    for (int p = 0; p < DecodeProfile::kPhases; p++) {
+      std::string per_thread;
+      double sum = 0;
+      for (const auto& t : decode_phase_us) {
+        per_thread += fmt::format("{}{:.0f}", per_thread.empty() ? "" : " / ", t[size_t(p)]);
+        sum += t[size_t(p)];
+      }
+      const double share = 100 * sum / double(decode_phase_us.size()) * decode_tok_s / 1e6;
+      s += fmt::format("{} {} {} ({:.0f}%)", p ? "," : "", DecodeProfile::name(DecodeProfile::Phase(p)), per_thread, share);
+    }
+    s += "\n";
   }
   if (streams > 1) {
     s += fmt::format("  batched: {:8.1f} tok/s  ({} streams decoding together, {:.2f}× one stream", batched_tok_s, streams,

@@ -4,9 +4,11 @@
 // (ANE backends: the transformer blocks as compiled programs, infer/ane_model.h).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "base/dtype.h"
 #include "model/config.h"
+#include "model/family/decode_profile.h"
 
 namespace orion {
 
@@ -20,6 +22,7 @@ struct SpeedOptions {
   int streams = 1;                // > 1 (CPU backend): also decode that many sequences together, as `orion serve` does
   bool measure_bandwidth = true;  // CPU backend only
   bool measure_gemm = true;       // CPU backend only: the GEMM peak behind the prefill bound
+  bool phases = false;            // CPU backend only: where the decode steps' time goes (DecodeProfile)
   uint64_t seed = 1;
   std::string backend = "cpu";  // "cpu", "anesim", or "ane" (macOS)
   std::string chip = "m4";      // the ANE generation anesim models
@@ -74,6 +77,9 @@ struct SpeedReport {
   double batched_tok_s = 0;        // all streams' tokens per second
   double batched_bound_tok_s = 0;  // 0: not measured
   double batched_efficiency = 0;
+  // opt.phases: the best decode run's time per token in each phase of decode_step, per thread
+  // ([thread][DecodeProfile::Phase], µs).
+  std::vector<std::array<double, DecodeProfile::kPhases>> decode_phase_us;
   uint64_t peak_rss_bytes = 0;      // the process's peak resident memory after the runs
   std::string backend = "cpu";
   AneSpeed ane;  // backend != "cpu"

@@ -16,7 +16,7 @@ struct BenchGenerateArgs {
   ThreadOptions threads;
   DTypeOption dtype;
   KvCacheOption kv_cache;
-  bool json = false, no_bandwidth = false, no_gemm = false;
+  bool json = false, no_bandwidth = false, no_gemm = false, phases = false;
   std::string gemm;  // empty: the default path (cpu::prefill_gemm)
 };
 
@@ -28,6 +28,9 @@ void run_bench_generate(BenchGenerateArgs& a) {
     throw_usage_error("--kv-cache f16 is for the CPU backend", "--kv-cache", "drop --kv-cache or use --backend cpu");
   a.speed.measure_bandwidth = !a.no_bandwidth && a.speed.backend == "cpu";
   a.speed.measure_gemm = !a.no_gemm && a.speed.backend == "cpu";
+  if (a.phases && a.speed.backend != "cpu")
+    throw_usage_error("--phases times the CPU decode step", "--phases", "drop --phases or use --backend cpu");
+  a.speed.phases = a.phases;
   if (!a.gemm.empty() &&
       !cpu::set_prefill_gemm(a.gemm == "onednn" ? cpu::PrefillGemm::OneDnn : cpu::PrefillGemm::Orion))
     throw_usage_error("this build has no oneDNN", "--gemm",
@@ -74,6 +77,9 @@ void add_bench_command(CLI::App& app) {
   gen->add_option("--chip", a->speed.chip, "ANE generation anesim models (m1 … m5)")->capture_default_str();
   gen->add_flag("--json", a->json, "print the figures as one JSON object");
   gen->add_flag("--no-bandwidth", a->no_bandwidth, "skip the memory-bandwidth measurements (the read probe after each decode run, the STREAM triad)");
+  gen->add_flag("--phases", a->phases,
+                "also time each phase of the decode step per thread (attention, wo, ffn in/out, classifier, barrier "
+                "waits): where a token's time goes against its bound (CPU)");
   gen->add_flag("--no-gemm-peak", a->no_gemm, "skip the GEMM-peak measurement behind the prefill bound");
   gen->add_option("--gemm", a->gemm,
                   "prompt GEMMs through Orion's kernels (default; bit-identical to decode) or oneDNN (when built in)")

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/family/decode_profile.h"
+
 #include "support.h"
 
 namespace orion {
@@ -88,6 +90,35 @@ TEST(Cli, BenchGenerateGemmPathIsChosenAndReported) {
   ASSERT_FALSE(j.empty());
   EXPECT_EQ(j["prefill_gemm"], "orion");
   EXPECT_EQ(j["prefill_bound_tok_s"].get<double>(), 0) << "--no-gemm-peak skips it";
+}
+
+// --phases: each thread's time per decode token in each phase of the decode step, measured inside
+// the step, so a thread's phases add up to no more than the token's time measured around it.
+TEST(Cli, BenchGeneratePhasesAddUpToNoMoreThanAToken) {
+  auto j = bench_generate_json("--config stories260k --prompt-len 8 --decode-len 8 --repeat 1 --no-bandwidth "
+                               "--no-gemm-peak --threads 2 --phases");
+  ASSERT_TRUE(j.contains("decode_phase_us")) << j.dump();
+  const nlohmann::json& phases = j["decode_phase_us"];
+  EXPECT_EQ(phases.size(), size_t(DecodeProfile::kPhases));
+  const double token_us = 1e6 / j["decode_tok_s"].get<double>();
+  for (size_t t = 0; t < 2; t++) {
+    double sum = 0;
+    for (int p = 0; p < DecodeProfile::kPhases; p++) {
+      const nlohmann::json& per_thread = phases[DecodeProfile::name(DecodeProfile::Phase(p))];
+      ASSERT_EQ(per_thread.size(), 2u) << DecodeProfile::name(DecodeProfile::Phase(p));
+      EXPECT_GE(per_thread[t].get<double>(), 0);
+      sum += per_thread[t].get<double>();
+    }
+    EXPECT_GT(sum, 0) << "thread " << t;
+    EXPECT_LE(sum, token_us * (1 + 1e-6)) << "thread " << t;
+  }
+  EXPECT_GT(phases["classifier"][0].get<double>(), 0);
+  EXPECT_FALSE(bench_generate_json("--config stories260k --prompt-len 8 --decode-len 2 --repeat 1 --no-bandwidth "
+                                   "--no-gemm-peak")
+                   .contains("decode_phase_us"));
+  std::string out, err;
+  EXPECT_EQ(run_orion("bench generate --config stories260k --phases --backend anesim", &out, &err), 2);
+  EXPECT_NE(err.find("--phases"), std::string::npos) << err;
 }
 
 // --streams N: N sequences decode together through the server's engine; their bound reads the

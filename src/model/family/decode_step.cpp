@@ -29,14 +29,19 @@
 // core streamed memory slower than the other, and the faster one spent ~20% of a token waiting
 // at the barriers.
 //
+// With a DecodeProfile attached (decode_profile.h; `orion bench generate --phases`) each thread
+// also times its phases and its waits at the barriers.
+//
 // Every output element is computed by one thread with the kernels of the prefill path (matvec_range,
 // rope_rotate, attention_head, the same norms, SwiGLU and GELU expressions), so the logits equal
 // block_forward's bit for bit, whatever the number of threads.
 #include <omp.h>
 
+#include <chrono>
 #include <cmath>
 #include <vector>
 
+#include "model/family/decode_profile.h"
 #include "model/family/family.h"
 #include "model/family/llama/llama.h"  // llama_rope_frequencies: every RoPE family turns as Llama
 #include "runtime/cpu/kernels.h"
@@ -250,6 +255,25 @@ void attention_by_rows(const AttentionStep& s, const float* xn, float* scores) {
   for (int h = 0; h < c.n_heads; h++) attend(s, h, scores);  // (implicit barrier)
 }
 
+// A thread's clock for the decode profile: mark(p) adds the time since the last mark to phase p.
+// Without a profile it does nothing.
+class PhaseClock {
+ public:
+  explicit PhaseClock(std::array<double, DecodeProfile::kPhases>* seconds) : seconds_(seconds) {
+    if (seconds_) last_ = std::chrono::steady_clock::now();
+  }
+  void mark(DecodeProfile::Phase p) {
+    if (!seconds_) return;
+    const auto now = std::chrono::steady_clock::now();
+    (*seconds_)[p] += std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+  }
+
+ private:
+  std::array<double, DecodeProfile::kPhases>* seconds_;
+  std::chrono::steady_clock::time_point last_;
+};
+
 }  // namespace
 
 void normalise_row(const Anatomy& an, float* y, const float* x, const Tensor& g, const Tensor& b, int C, float eps) {
@@ -274,11 +298,17 @@ void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activati
   // w1(/w3) and w2 rows; then the classifier's.
   enum { kHeads, kWo, kW13, kW2, kPhases };
   std::vector<cpu::WorkShares> shares(size_t(kPhases * c.n_layers + 1));
+  DecodeProfile* profile = decode_profile();
+  using P = DecodeProfile;
 #pragma omp parallel
   {
 #pragma omp single
     {
       const int nt = omp_get_num_threads();
+      if (profile) {
+        if (profile->seconds.size() < size_t(nt)) profile->seconds.resize(size_t(nt));
+        profile->tokens++;
+      }
       for (int l = 0; l < c.n_layers; l++) {
         cpu::WorkShares* s = &shares[size_t(kPhases * l)];
         s[kHeads].reset(c.n_kv_heads, 1, nt);
@@ -291,6 +321,7 @@ void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activati
     std::vector<float> xn(static_cast<size_t>(C));     // this thread's normalised copy of x
     std::vector<float> att(static_cast<size_t>(len));  // attention scores of one head
     const bool by_heads = c.n_kv_heads % omp_get_num_threads() == 0;
+    PhaseClock clock(profile ? &profile->seconds[size_t(omp_get_thread_num())] : nullptr);
     for (int l = 0; l < c.n_layers; l++) {
       const LayerWeights& lw = w.layers[size_t(l)];
       cpu::WorkShares* phase = &shares[size_t(kPhases * l)];
@@ -311,33 +342,43 @@ void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activati
       if (by_heads) {
         attention_by_heads(step, phase[kHeads], xn.data(), att.data());
         warm_share(lw.wo, Q, C);
+        clock.mark(P::Attention);
 #pragma omp barrier
+        clock.mark(P::Waiting);
       } else {
-        attention_by_rows(step, xn.data(), att.data());
+        attention_by_rows(step, xn.data(), att.data());  // (its barriers' waits count as attention)
+        clock.mark(P::Attention);
       }
       matvec_add_rows(phase[kWo], x, a.xb.data(), a.att.data(), lw.wo, lw.bo, Q);
       warm_share(lw.w1, C, H);
+      clock.mark(P::Projection);
 #pragma omp barrier
+      clock.mark(P::Waiting);
 
       // --- feed-forward ---
       normalise_row(an, xn.data(), x, lw.ffn_norm, lw.ffn_norm_b, C, c.norm_eps);
       if (an.gated_ffn) swiglu_rows(phase[kW13], a.hb.data(), a.hb2.data(), xn.data(), lw, C);
       else gelu_rows(phase[kW13], a.hb.data(), xn.data(), lw, C);
       warm_share(lw.w2, H, C);
+      clock.mark(P::FfnIn);
 #pragma omp barrier
+      clock.mark(P::Waiting);
       matvec_add_rows(phase[kW2], x, a.xb.data(), a.hb.data(), lw.w2, lw.b2, H);
       if (l + 1 == c.n_layers) warm_share(w.classifier, C, c.vocab_size);
       else if (by_heads) {
         const HeadShare own = own_heads(c);
         warm(w.layers[size_t(l + 1)].wq, C, own.q0, own.q1);
       }
+      clock.mark(P::FfnOut);
 #pragma omp barrier
+      clock.mark(P::Waiting);
     }
     // --- final norm and classifier (the real vocabulary; llm.c's padding rows are skipped) ---
     normalise_row(an, xn.data(), x, w.final_norm, w.final_norm_b, C, c.norm_eps);
     Input in(xn.data(), C);
     int r0, r1;
     while (shares.back().next(kStepUnits, &r0, &r1)) matvec_tensor_rows(logits, in, w.classifier, Tensor{}, r0, r1);
+    clock.mark(P::Classifier);
   }
 }
 
