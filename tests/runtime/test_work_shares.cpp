@@ -68,5 +68,21 @@ TEST(WorkShares, AThreadThatIsDoneTakesTheOthersUnits) {
   EXPECT_EQ(count[1], 0);
 }
 
+// A thief that finds nothing left waits for the owner's last take, so the owner's steps shrink as
+// its run's end nears: never longer than asked, never longer than the one before, and the last
+// ones a single unit each.
+TEST(WorkShares, TheOwnersStepsShrinkToOneUnitAtTheEndOfItsRun) {
+  WorkShares shares;
+  shares.reset(64 * 16, 16, 1);  // one thread: its own run is all 64 units
+  std::vector<int> steps;
+  int first, last;
+  while (shares.next(4, &first, &last)) steps.push_back((last - first) / 16);
+  ASSERT_GE(steps.size(), 16u);
+  EXPECT_EQ(steps.front(), 4);
+  for (size_t i = 1; i < steps.size(); i++) EXPECT_LE(steps[i], steps[i - 1]) << "step " << i;
+  EXPECT_EQ(steps.back(), 1);
+  EXPECT_EQ(steps[steps.size() - 2], 1);
+}
+
 }  // namespace
 }  // namespace orion::cpu

@@ -12,7 +12,10 @@ const char* DecodeProfile::name(Phase p) {
     case FfnIn: return "ffn in";
     case FfnOut: return "ffn out";
     case Classifier: return "classifier";
-    case Waiting: return "barrier waits";
+    case WaitAttention: return "wait after attention";
+    case WaitWo: return "wait after wo";
+    case WaitFfnIn: return "wait after ffn in";
+    case WaitFfnOut: return "wait after ffn out";
     case kPhases: break;
   }
   return "?";

@@ -2,7 +2,7 @@
 //
 // decode_step (decode_step.cpp) runs a token in one parallel region, its threads meeting at four
 // barriers per layer. With a profile attached, each thread adds the time of each of its phases
-// (the split below) and of its waits at the barriers; the report divides by the tokens. A phase
+// (the split below) and of its waits at each of the barriers; the report divides by the tokens. A phase
 // that reads memory at the bandwidth the bound measures takes its bytes over that bandwidth; a
 // phase slower than that, or a long wait, is where a token loses against its bound.
 #pragma once
@@ -19,7 +19,12 @@ struct DecodeProfile {
     FfnIn,       // norm, w1 (and w3) rows: SwiGLU or GELU
     FfnOut,      // x += hb·W2ᵀ
     Classifier,  // the final norm and the logits
-    Waiting,     // at the barriers between them
+    // At the barrier after each of the four phases of a layer: where the threads' shares of a
+    // phase came out uneven (the attention's share is whole kv heads; the rows' a few rows).
+    WaitAttention,
+    WaitWo,
+    WaitFfnIn,
+    WaitFfnOut,
     kPhases
   };
   static const char* name(Phase p);

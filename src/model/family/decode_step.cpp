@@ -344,7 +344,7 @@ void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activati
         warm_share(lw.wo, Q, C);
         clock.mark(P::Attention);
 #pragma omp barrier
-        clock.mark(P::Waiting);
+        clock.mark(P::WaitAttention);
       } else {
         attention_by_rows(step, xn.data(), att.data());  // (its barriers' waits count as attention)
         clock.mark(P::Attention);
@@ -353,7 +353,7 @@ void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activati
       warm_share(lw.w1, C, H);
       clock.mark(P::Projection);
 #pragma omp barrier
-      clock.mark(P::Waiting);
+      clock.mark(P::WaitWo);
 
       // --- feed-forward ---
       normalise_row(an, xn.data(), x, lw.ffn_norm, lw.ffn_norm_b, C, c.norm_eps);
@@ -362,7 +362,7 @@ void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activati
       warm_share(lw.w2, H, C);
       clock.mark(P::FfnIn);
 #pragma omp barrier
-      clock.mark(P::Waiting);
+      clock.mark(P::WaitFfnIn);
       matvec_add_rows(phase[kW2], x, a.xb.data(), a.hb.data(), lw.w2, lw.b2, H);
       if (l + 1 == c.n_layers) warm_share(w.classifier, C, c.vocab_size);
       else if (by_heads) {
@@ -371,7 +371,7 @@ void decode_step(const Anatomy& an, const ModelWeights& w, Transformer::Activati
       }
       clock.mark(P::FfnOut);
 #pragma omp barrier
-      clock.mark(P::Waiting);
+      clock.mark(P::WaitFfnOut);
     }
     // --- final norm and classifier (the real vocabulary; llm.c's padding rows are skipped) ---
     normalise_row(an, xn.data(), x, w.final_norm, w.final_norm_b, C, c.norm_eps);
