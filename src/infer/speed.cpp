@@ -47,6 +47,23 @@ double measure_batched_decode(const SpeedOptions& opt, const ModelWeights& w, st
   return best;
 }
 
+// The bytes a decode token at pos reads in each phase of the decode step: Transformer::decode_reads
+// split as DecodeProfile splits the step (the attention's phase reads wq, wk, wv and the KV cache;
+// the waits read nothing).
+std::array<double, DecodeProfile::kPhases> decode_phase_bytes(const ModelWeights& w, const Transformer& tf, int pos) {
+  using P = DecodeProfile;
+  std::array<double, P::kPhases> b{};
+  auto add = [](double& to, const Tensor& t) { to += t.empty() ? 0.0 : double(t.nbytes()); };
+  for (const LayerWeights& lw : w.layers) {
+    add(b[P::Projection], lw.wo);
+    add(b[P::FfnIn], lw.w1), add(b[P::FfnIn], lw.w3);  // (no w3 without a gated feed-forward)
+    add(b[P::FfnOut], lw.w2);
+  }
+  b[P::Classifier] = double(dtype_bytes(w.classifier.dtype, size_t(w.config.vocab_size) * size_t(w.config.dim)));
+  b[P::Attention] = tf.decode_bytes(pos) - b[P::Projection] - b[P::FfnIn] - b[P::FfnOut] - b[P::Classifier];
+  return b;
+}
+
 }  // namespace
 
 SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress)(const char*)) {
@@ -135,6 +152,7 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
   r.peak_rss_bytes = peak_resident_bytes();  // the runs', before the STREAM triad's arrays
   r.weight_bytes = double(w.matrix_bytes());
   r.bytes_per_token = tf.decode_bytes(opt.prompt_tokens + opt.decode_tokens / 2);
+  if (!r.decode_phase_us.empty()) r.decode_phase_bytes = decode_phase_bytes(w, tf, opt.prompt_tokens + opt.decode_tokens / 2);
   if (opt.measure_bandwidth) {
     r.read_gb_s = best_read / 1e9;
     r.bound_tok_s = best_read / r.bytes_per_token;
@@ -203,6 +221,10 @@ std::string SpeedReport::to_json() const {
       phases[DecodeProfile::name(DecodeProfile::Phase(p))] = per_thread;
     }
     j["decode_phase_us"] = phases;
+    nlohmann::json bytes;
+    for (int p = 0; p < DecodeProfile::kPhases; p++)
+      bytes[DecodeProfile::name(DecodeProfile::Phase(p))] = decode_phase_bytes[size_t(p)];
+    j["decode_phase_bytes"] = bytes;
   }
   if (backend != "cpu") {
     j["chip"] = ane.chip;
@@ -270,8 +292,17 @@ std::string SpeedReport::to_text() const {
         per_thread += fmt::format("{}{:.0f}", per_thread.empty() ? "" : " / ", t[size_t(p)]);
         sum += t[size_t(p)];
       }
-      const double share = 100 * sum / double(decode_phase_us.size()) * decode_tok_s / 1e6;
-      s += fmt::format("{} {} {} ({:.0f}%)", p ? "," : "", DecodeProfile::name(DecodeProfile::Phase(p)), per_thread, share);
+      const double mean_us = sum / double(decode_phase_us.size()), share = 100 * mean_us * decode_tok_s / 1e6;
+      // A phase that reads memory: its bytes over the threads' mean time in it, and that rate against
+      // the read pass behind the bound (where a token's time goes slower than its bytes allow).
+      std::string rate;
+      if (const double bytes = decode_phase_bytes[size_t(p)]; bytes > 0 && mean_us > 0) {
+        const double gb_s = bytes / (mean_us * 1e3);
+        rate = read_gb_s > 0 ? fmt::format("; {:.1f} GB/s, {:.0f}% of the read pass", gb_s, 100 * gb_s / read_gb_s)
+                             : fmt::format("; {:.1f} GB/s", gb_s);
+      }
+      s += fmt::format("{} {} {} ({:.0f}%{})", p ? "," : "", DecodeProfile::name(DecodeProfile::Phase(p)), per_thread,
+                       share, rate);
     }
     s += "\n";
   }

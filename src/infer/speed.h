@@ -80,6 +80,9 @@ struct SpeedReport {
   // opt.phases: the best decode run's time per token in each phase of decode_step, per thread
   // ([thread][DecodeProfile::Phase], µs).
   std::vector<std::array<double, DecodeProfile::kPhases>> decode_phase_us;
+  // and the bytes a token reads in each phase at the mean decode position (summing to bytes_per_token;
+  // the waits read none), so that each phase's rate can be set against the read pass.
+  std::array<double, DecodeProfile::kPhases> decode_phase_bytes{};
   uint64_t peak_rss_bytes = 0;      // the process's peak resident memory after the runs
   std::string backend = "cpu";
   AneSpeed ane;  // backend != "cpu"

@@ -78,8 +78,9 @@ void add_bench_command(CLI::App& app) {
   gen->add_flag("--json", a->json, "print the figures as one JSON object");
   gen->add_flag("--no-bandwidth", a->no_bandwidth, "skip the memory-bandwidth measurements (the read probe after each decode run, the STREAM triad)");
   gen->add_flag("--phases", a->phases,
-                "also time each phase of the decode step per thread (attention, wo, ffn in/out, classifier) and the "
-                "wait at the barrier after each: where a token's time goes against its bound (CPU)");
+                "also time each phase of the decode step per thread (attention, wo, ffn in/out, classifier; its "
+                "bytes over its time against the read pass) and the wait at the barrier after each: where a "
+                "token's time goes against its bound (CPU)");
   gen->add_flag("--no-gemm-peak", a->no_gemm, "skip the GEMM-peak measurement behind the prefill bound");
   gen->add_option("--gemm", a->gemm,
                   "prompt GEMMs through Orion's kernels (default; bit-identical to decode) or oneDNN (when built in)")

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/config.h"
 #include "model/family/decode_profile.h"
 
 #include "support.h"
@@ -113,6 +114,26 @@ TEST(Cli, BenchGeneratePhasesAddUpToNoMoreThanAToken) {
     EXPECT_LE(sum, token_us * (1 + 1e-6)) << "thread " << t;
   }
   EXPECT_GT(phases["classifier"][0].get<double>(), 0);
+  // The bytes of each phase, counted from the config: q/k/v rows and the KV cache at the mean decode
+  // position (prompt 8 + 8/2 → positions 0 … 12) in the attention's phase, the other matrices in
+  // theirs, the waits none; together a token's bytes.
+  ASSERT_TRUE(j.contains("decode_phase_bytes")) << j.dump();
+  const nlohmann::json& bytes = j["decode_phase_bytes"];
+  const ModelConfig c = config_preset("stories260k");
+  const double e = j["dtype"] == "f32" ? 4 : 2, C = c.dim, KV = c.kv_dim(), H = c.hidden_dim, L = c.n_layers;
+  ASSERT_TRUE(j["dtype"] == "f32" || j["dtype"] == "f16") << j["dtype"];
+  EXPECT_DOUBLE_EQ(bytes["attention"].get<double>(), L * (e * C * (C + 2 * KV) + 4.0 * 2 * KV * 13));
+  EXPECT_DOUBLE_EQ(bytes["wo"].get<double>(), L * e * C * C);
+  EXPECT_DOUBLE_EQ(bytes["ffn in"].get<double>(), L * e * 2 * C * H);
+  EXPECT_DOUBLE_EQ(bytes["ffn out"].get<double>(), L * e * H * C);
+  EXPECT_DOUBLE_EQ(bytes["classifier"].get<double>(), e * c.vocab_size * C);
+  double total = 0;
+  for (int p = 0; p < DecodeProfile::kPhases; p++) {
+    const double b = bytes[DecodeProfile::name(DecodeProfile::Phase(p))].get<double>();
+    if (std::string(DecodeProfile::name(DecodeProfile::Phase(p))).rfind("wait", 0) == 0) EXPECT_EQ(b, 0);
+    total += b;
+  }
+  EXPECT_NEAR(total, j["bytes_per_token"].get<double>(), 1e-9 * total);
   EXPECT_FALSE(bench_generate_json("--config stories260k --prompt-len 8 --decode-len 2 --repeat 1 --no-bandwidth "
                                    "--no-gemm-peak")
                    .contains("decode_phase_us"));
