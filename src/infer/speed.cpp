@@ -47,10 +47,10 @@ double measure_batched_decode(const SpeedOptions& opt, const ModelWeights& w, st
   return best;
 }
 
-// The bytes a decode token at pos reads in each phase of the decode step: Transformer::decode_reads
-// split as DecodeProfile splits the step (the attention's phase reads wq, wk, wv and the KV cache;
-// the waits read nothing).
-std::array<double, DecodeProfile::kPhases> decode_phase_bytes(const ModelWeights& w, const Transformer& tf, int pos) {
+// The bytes a decode token reads in each phase of the decode step, given all it reads (token_bytes:
+// Transformer::decode_bytes at its position), split as DecodeProfile splits the step: the attention's
+// phase reads wq, wk, wv and the KV cache — what the other phases' matrices leave; the waits nothing.
+std::array<double, DecodeProfile::kPhases> decode_phase_bytes(const ModelWeights& w, double token_bytes) {
   using P = DecodeProfile;
   std::array<double, P::kPhases> b{};
   auto add = [](double& to, const Tensor& t) { to += t.empty() ? 0.0 : double(t.nbytes()); };
@@ -60,7 +60,7 @@ std::array<double, DecodeProfile::kPhases> decode_phase_bytes(const ModelWeights
     add(b[P::FfnOut], lw.w2);
   }
   b[P::Classifier] = double(dtype_bytes(w.classifier.dtype, size_t(w.config.vocab_size) * size_t(w.config.dim)));
-  b[P::Attention] = tf.decode_bytes(pos) - b[P::Projection] - b[P::FfnIn] - b[P::FfnOut] - b[P::Classifier];
+  b[P::Attention] = token_bytes - b[P::Projection] - b[P::FfnIn] - b[P::FfnOut] - b[P::Classifier];
   return b;
 }
 
@@ -152,7 +152,7 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
   r.peak_rss_bytes = peak_resident_bytes();  // the runs', before the STREAM triad's arrays
   r.weight_bytes = double(w.matrix_bytes());
   r.bytes_per_token = tf.decode_bytes(opt.prompt_tokens + opt.decode_tokens / 2);
-  if (!r.decode_phase_us.empty()) r.decode_phase_bytes = decode_phase_bytes(w, tf, opt.prompt_tokens + opt.decode_tokens / 2);
+  if (!r.decode_phase_us.empty()) r.decode_phase_bytes = decode_phase_bytes(w, r.bytes_per_token);
   if (opt.measure_bandwidth) {
     r.read_gb_s = best_read / 1e9;
     r.bound_tok_s = best_read / r.bytes_per_token;
