@@ -19,6 +19,7 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/kernels_q8.h"  // set_avx2_vnni / set_avx512_vnni
 
 namespace {
 
@@ -86,7 +87,8 @@ void decode_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Decode)->Apply(decode_args)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
-// Args: K, dtype index (0 f32, 1 f16, 2 bf16, 3 q8_0), isa index. One thread, one matrix of ~192
+// Args: K, dtype index (0 f32, 1 f16, 2 bf16, 3 q8_0, 4 q8_0 with VNNI switched off — the path of
+// a CPU without AVX-VNNI / AVX512-VNNI), isa index. One thread, one matrix of ~192
 // KB (in L2) multiplied again and again with the decode's own row loop (cpu::matvec_range, in the
 // order matvec_order() picks): how fast the kernel's arithmetic alone goes, in bytes of W a second.
 // A decode step can only reach the memory bandwidth if this is well above a core's share of it
@@ -94,8 +96,10 @@ BENCHMARK(BM_Decode)->Apply(decode_args)->UseRealTime()->Unit(benchmark::kMicros
 // kernels and 15–24 with the AVX2 ones; a core's share of memory there is ~30–35).
 void BM_DecodeArithmetic(benchmark::State& st) {
   const int K = int(st.range(0));
-  const DType dt = st.range(1) == 3 ? DType::Q8_0 : kDtypes[st.range(1)];
+  const DType dt = st.range(1) >= 3 ? DType::Q8_0 : kDtypes[st.range(1)];
   if (!cpu::set_isa(kIsas[st.range(2)])) return st.SkipWithError("ISA not available");
+  const bool avx2_vnni = cpu::set_avx2_vnni(st.range(1) != 4), avx512_vnni = cpu::set_avx512_vnni(st.range(1) != 4);
+  const bool vnni = kIsas[st.range(2)] == cpu::Isa::Avx512 ? avx512_vnni : avx2_vnni;
   const int N = int((192u << 10) / orion::dtype_bytes(dt, size_t(K)));
   std::vector<float> w(size_t(N) * K), x(static_cast<size_t>(K)), y(static_cast<size_t>(N));
   for (size_t i = 0; i < w.size(); i++) w[i] = float(int(i * 7919 % 2001) - 1000) / 1000.0f;
@@ -108,12 +112,14 @@ void BM_DecodeArithmetic(benchmark::State& st) {
     benchmark::DoNotOptimize(y.data());
   }
   st.SetBytesProcessed(int64_t(st.iterations()) * int64_t(W.size()));
-  st.SetLabel(std::string(orion::dtype_name(dt)) + " " + cpu::isa_name(kIsas[st.range(2)]) + " " +
+  st.SetLabel(std::string(orion::dtype_name(dt)) + (dt == DType::Q8_0 && !vnni ? " (no VNNI)" : "") +
+              " " + cpu::isa_name(kIsas[st.range(2)]) + " " +
               (cpu::matvec_order() == cpu::MatvecOrder::RowByRow ? "row by row" : "row blocks"));
+  cpu::set_avx2_vnni(true), cpu::set_avx512_vnni(true);  // (each stays off where the CPU lacks it)
   cpu::set_isa(cpu::Isa::Avx512) || cpu::set_isa(cpu::Isa::Avx2);
 }
 BENCHMARK(BM_DecodeArithmetic)
-    ->ArgsProduct({{768, 2048}, {1, 3, 0, 2}, {2, 1}})
+    ->ArgsProduct({{768, 2048}, {1, 3, 4, 0, 2}, {2, 1}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -420,6 +420,9 @@ inline float block_scale(const uint8_t* block) {
   return _cvtsh_ss(d);
 }
 
+// A q8_0 row's blocks are summed as the groups of 8 above: block b into accumulator b mod 2, the
+// row's sum hsum(a0 + a1) — two FMA chains per row (decode, prefill and batched tiles alike). With
+// one, a row read on its own (MatvecOrder::RowByRow) waited on one FMA per 32-byte block.
 template <bool VNNI>
 struct Avx2Q8 {
   static constexpr int kRows = 4;
@@ -427,11 +430,12 @@ struct Avx2Q8 {
   static void block(float* y, const int8_t* xq, const float* xd, const uint8_t* w, size_t row_bytes, int blocks,
                     const float* bias) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[R];
+    __m256 acc[R][2];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     size_t next_line = 0;  // the next 64-byte line (offset within a row) to prefetch
-    for (int b = 0; b < blocks; b++) {
+    // Block b of every row into accumulator a.
+    auto step = [&](int b, int a) __attribute__((always_inline)) {
       const size_t at = size_t(b) * kQ8BlockBytes;
       if constexpr (PF)
         prefetch_rows_ahead<R>(w, row_bytes, next_line, at + kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
@@ -451,12 +455,15 @@ struct Avx2Q8 {
           sums = _mm256_madd_epi16(pairs, ones);
         }
         const __m256 dot = _mm256_cvtepi32_ps(sums);
-        acc[r] = _mm256_fmadd_ps(dot, _mm256_set1_ps(block_scale(blk) * xd[b]), acc[r]);
+        acc[r][a] = _mm256_fmadd_ps(dot, _mm256_set1_ps(block_scale(blk) * xd[b]), acc[r][a]);
       }
-    }
+    };
+    int b = 0;
+    for (; b + 2 <= blocks; b += 2) step(b, 0), step(b + 1, 1);
+    if (b < blocks) step(b, 0);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
-      const float s = hsum(acc[r]);
+      const float s = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
       y[r] = bias ? s + bias[r] : s;
     }
   }
@@ -466,7 +473,8 @@ struct Avx2Q8 {
 // without VNNI, and its scale) is loaded once for TM tokens instead of once per token. 3 × 2 fits
 // the 16 ymm registers: 6 sums, 2 rows' bytes (and |w|), 2 scales, a token's vectors. Every
 // (token, row) sum is the same sequence of operations as Avx2Q8::block's (the scale d_w·d_x as
-// one fp32 product, FMAed into 8 lanes, hsum, + bias), so prefill and decode agree bit for bit.
+// one fp32 product, FMAed into accumulator b mod 2, hsum(a0 + a1), + bias), so prefill and decode
+// agree bit for bit.
 constexpr int Q8_TM = 3, Q8_TN = 2;  // (q8_tile_rows' leftover tiles assume Q8_TM ≤ 3)
 static_assert(Q8_TM <= 3);
 
@@ -481,7 +489,8 @@ void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const 
   for (int m = 0; m < TM; m++)
 #pragma GCC unroll 4
     for (int r = 0; r < TN; r++) acc[m][r] = _mm256_setzero_ps();
-  for (int b = 0; b < blocks; b++) {
+  // Block b of every row against every token.
+  auto step = [&](int b) __attribute__((always_inline)) {
     const size_t at = size_t(b) * kQ8BlockBytes;
     if constexpr (PF)
       prefetch_rows_ahead<TN>(w, row_bytes, next_line, at + kQ8BlockBytes, PREFETCH_L1_BYTES, PREFETCH_L2_BYTES);
@@ -509,7 +518,20 @@ void q8_tile(float* y, int ldy, const int8_t* xq, const float* xd, int K, const 
         acc[m][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(ws[r], xs), acc[m][r]);
       }
     }
-  }
+  };
+  // The even blocks with one accumulator set, then the odd ones, the even sums waiting meanwhile
+  // (both sets would not fit the registers beside the rows' and tokens' vectors).
+  __m256 even[TM][TN];
+  for (int b = 0; b < blocks; b += 2) step(b);
+#pragma GCC unroll 4
+  for (int m = 0; m < TM; m++)
+#pragma GCC unroll 4
+    for (int r = 0; r < TN; r++) even[m][r] = acc[m][r], acc[m][r] = _mm256_setzero_ps();
+  for (int b = 1; b < blocks; b += 2) step(b);
+#pragma GCC unroll 4
+  for (int m = 0; m < TM; m++)
+#pragma GCC unroll 4
+    for (int r = 0; r < TN; r++) acc[m][r] = _mm256_add_ps(even[m][r], acc[m][r]);
   store_tile<TM, TN>(y, ldy, acc, bias);
 }
 
