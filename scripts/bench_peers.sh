@@ -34,7 +34,8 @@
 #                   in the GPT-2 GGUF files (default: ../shared/tokenizers/gpt2 beside this checkout)
 #   REPORT_ONLY=1 prints the tables again from WORK/results.jsonl of the last run, measuring nothing
 # An AVX2 machine on an AVX-512 one: ORION_ISA=avx2 DNNL_MAX_CPU_ISA=AVX2 (oneDNN, behind the
-# GEMM peaks of the bounds, picks its instruction set from the latter), and the peers built with
+# GEMM peaks of the bounds, picks its instruction set from the latter), ORION_VNNI=off where the
+# AVX2 machine meant has no AVX-VNNI (the AMD EPYC with AVX2 + F16C only), and the peers built with
 # -march=x86-64-v3 instead of -march=native.
 # Example:
 #   LLAMA2C_RUN=$HOME/llama2.c/runomp LLAMA_BENCH=$HOME/llama.cpp/build/bin/llama-bench \

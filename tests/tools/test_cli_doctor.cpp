@@ -56,6 +56,20 @@ TEST(CliDoctor, CpuFeaturesAndKernelPathsAreWhatTheDispatchReports) {
       EXPECT_TRUE(j["cpu"]["features"][f].get<bool>()) << f;
 }
 
+// ORION_VNNI=off (to measure, on a newer core, a machine without VNNI): the q8_0 kernels take their
+// path without it, while the features still say what the CPU has.
+TEST(CliDoctor, VnniOffInTheEnvironmentTakesTheQ8PathWithoutIt) {
+  ASSERT_EQ(setenv("ORION_VNNI", "off", 1), 0);
+  const nlohmann::json j = doctor_json();
+  unsetenv("ORION_VNNI");
+  EXPECT_EQ(j["kernels"]["q8_0 dot"], j["cpu"]["isa"]) << j["kernels"].dump();
+  for (const cpu::CpuFeature& f : cpu::cpu_features()) EXPECT_EQ(j["cpu"]["features"][f.name].get<bool>(), f.present) << f.name;
+  // and without it, the path this process reports (with VNNI where the CPU has it)
+  const nlohmann::json with = doctor_json();
+  for (const cpu::KernelPath& k : cpu::kernel_paths())
+    if (k.family == "q8_0 dot") EXPECT_EQ(with["kernels"][k.family], k.path);
+}
+
 TEST(CliDoctor, TextNamesEverySectionAndHelpDescribesJson) {
   std::string out, err;
   ASSERT_EQ(test::run_orion("doctor", &out, &err), 0) << err;

@@ -297,6 +297,14 @@ bool cpu_has_avx512_vnni() {
   return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11)) != 0;
 }
 
+bool vnni_allowed() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("ORION_VNNI");
+    return !(env && std::strcmp(env, "off") == 0);
+  }();
+  return allowed;
+}
+
 std::vector<CpuFeature> cpu_features() {
   const bool avx512_vnni = cpu_has_avx512_vnni(), avx_vnni = cpu_has_avx_vnni();
   return {{"avx2", bool(__builtin_cpu_supports("avx2"))},

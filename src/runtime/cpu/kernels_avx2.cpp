@@ -412,7 +412,7 @@ void softmax(float* x, int n) {
 //    ones sums those pairs into 8 int32.
 // Either way the block's dot product, exact; the AVX-VNNI one is chosen when the CPU has it.
 
-bool g_vnni = cpu_has_avx_vnni();
+bool g_vnni = cpu_has_avx_vnni() && vnni_allowed();
 
 inline float block_scale(const uint8_t* block) {
   uint16_t d;
@@ -609,7 +609,7 @@ const IsaKernels kAvx2Kernels = {Isa::Avx2,
 
 bool avx2_vnni_on() { return g_vnni; }
 bool set_avx2_vnni(bool on) {
-  g_vnni = on && cpu_has_avx_vnni();
+  g_vnni = on && cpu_has_avx_vnni() && vnni_allowed();
   return g_vnni;
 }
 

@@ -434,7 +434,7 @@ void softmax(float* x, int n) {
 // The int32 sums become fp32 and are FMAed with d_w·d_x of their block: both fp16 scales of the
 // row's pair widened at once (vcvtph2ps), times the activations' two scales.
 
-bool g_vnni = cpu_has_avx512_vnni();
+bool g_vnni = cpu_has_avx512_vnni() && vnni_allowed();
 
 
 // The activations' part of a step, the same for every row: the quants x, and −128·Σ x per group of
@@ -646,7 +646,7 @@ const IsaKernels kAvx512Kernels = {Isa::Avx512,
 
 bool avx512_vnni_on() { return g_vnni; }
 bool set_avx512_vnni(bool on) {
-  g_vnni = on && cpu_has_avx512_vnni();
+  g_vnni = on && cpu_has_avx512_vnni() && vnni_allowed();
   return g_vnni;
 }
 

@@ -126,6 +126,10 @@ bool set_avx2_vnni(bool on);
 bool set_avx512_vnni(bool on);
 bool cpu_has_avx_vnni();     // CPUID leaf 7 subleaf 1, EAX bit 4 (dispatch.cpp)
 bool cpu_has_avx512_vnni();  // CPUID leaf 7, ECX bit 11
+// False when the environment says ORION_VNNI=off: the kernels then take their vpmaddubsw path even
+// where the CPU has VNNI — to measure, on a newer core, a machine without it (an AVX2-only EPYC:
+// ORION_ISA=avx2 ORION_VNNI=off). Any other value is ignored (VNNI never changes a result).
+bool vnni_allowed();
 bool avx2_vnni_on();         // the current setting of each (on by default when the CPU has it)
 bool avx512_vnni_on();
 
