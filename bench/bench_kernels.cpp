@@ -180,6 +180,7 @@ BENCHMARK(BM_Prefill)
     ->ArgsProduct({{64, 128, 256}, {768}, {2048}, {0, 1, 2}})
     ->Args({128, 768, 768, 0})
     ->Args({128, 2048, 768, 0})
+    ->Args({128, 2048, 768, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

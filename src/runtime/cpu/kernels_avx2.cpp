@@ -181,31 +181,54 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
     }
   };
   const int whole = K / 8 * 8;  // where the zero-padded last group starts, if K % 8
-  // The groups of parity a: the whole ones, then the tail if it has that parity.
-  auto pass = [&](int a) __attribute__((always_inline)) {
-    for (int k = 8 * a; k < whole; k += 16) step(x + k, size_t(K), w + k, size_t(K));
-    if (whole < K && (whole / 8) % 2 == a) {  // tail of K % 8, copied into zero-padded blocks of 8
-      alignas(32) float xt[MT][8] = {}, wt[NT][8] = {};
+  // Both sets would need 24 registers: one set in registers, the other waiting in memory. Taking
+  // all even groups and then all odd ones would read each 64-byte line of the rows twice from L2
+  // (a line holds one even and one odd group of 8); instead each chunk of kChunk k runs its even
+  // groups, then its odd ones, so the second pass finds the chunk's lines in L1.
+  constexpr int kChunk = 256;  // k: 1 KB of each row, 7 KB for a 3 × 4 tile
+  __m256 sums[2][MT][NT];      // the even and the odd groups' sums
 #pragma GCC unroll 8
-      for (int i = 0; i < MT; i++) std::memcpy(xt[i], x + size_t(i) * K + whole, (K - whole) * 4);
+  for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8
-      for (int j = 0; j < NT; j++) std::memcpy(wt[j], w + size_t(j) * K + whole, (K - whole) * 4);
-      step(xt[0], 8, wt[0], 8);
-    }
+    for (int j = 0; j < NT; j++) sums[0][i][j] = sums[1][i][j] = _mm256_setzero_ps();
+  // The groups of parity a in [k0, k1) (k0 a multiple of 16) added into sums[a].
+  auto pass = [&](int a, int k0, int k1) __attribute__((always_inline)) {
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+      for (int j = 0; j < NT; j++) acc[i][j] = sums[a][i][j];
+    for (int k = k0 + 8 * a; k < k1; k += 16) step(x + k, size_t(K), w + k, size_t(K));
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+      for (int j = 0; j < NT; j++) sums[a][i][j] = acc[i][j];
   };
-  // Both sets would need 24 registers: all even groups with one set, then all odd ones, the even
-  // sums waiting in memory meanwhile (as the AVX-512 tiles do).
-  __m256 even[MT][NT];
-  pass(0);
+  for (int k0 = 0; k0 < whole; k0 += kChunk) {
+    const int k1 = std::min(whole, k0 + kChunk);
+    pass(0, k0, k1);
+    pass(1, k0, k1);
+  }
+  if (whole < K) {  // tail of K % 8 (group whole / 8), copied into zero-padded blocks of 8
+    const int a = (whole / 8) % 2;
+    alignas(32) float xt[MT][8] = {}, wt[NT][8] = {};
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; i++) std::memcpy(xt[i], x + size_t(i) * K + whole, (K - whole) * 4);
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) std::memcpy(wt[j], w + size_t(j) * K + whole, (K - whole) * 4);
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+      for (int j = 0; j < NT; j++) acc[i][j] = sums[a][i][j];
+    step(xt[0], 8, wt[0], 8);
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+      for (int j = 0; j < NT; j++) sums[a][i][j] = acc[i][j];
+  }
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8
-    for (int j = 0; j < NT; j++) even[i][j] = acc[i][j], acc[i][j] = _mm256_setzero_ps();
-  pass(1);
-#pragma GCC unroll 8
-  for (int i = 0; i < MT; i++)
-#pragma GCC unroll 8
-    for (int j = 0; j < NT; j++) acc[i][j] = _mm256_add_ps(even[i][j], acc[i][j]);
+    for (int j = 0; j < NT; j++) acc[i][j] = _mm256_add_ps(sums[0][i][j], sums[1][i][j]);
   store_tile<MT, NT>(y, ldy, acc, bias);
 }
 
