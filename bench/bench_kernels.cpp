@@ -18,6 +18,7 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "base/line_aligned.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/kernels_q8.h"  // set_avx2_vnni / set_avx512_vnni
 
@@ -168,7 +169,7 @@ void BM_Prefill(benchmark::State& st) {
   const int M = int(st.range(0)), K = int(st.range(1)), N = int(st.range(2));
   const DType dt = kDtypes[st.range(3)];
   const uint8_t* W = weight_pool(dt);
-  std::vector<float> x(size_t(M) * K, 0.01f), y(size_t(M) * N, 0.0f);
+  orion::LineAlignedVector<float> x(size_t(M) * K, 0.01f), y(size_t(M) * N, 0.0f);
   for (auto _ : st) {
     cpu::matmul(y.data(), x.data(), W, dt, nullptr, M, K, N);
     benchmark::DoNotOptimize(y.data());

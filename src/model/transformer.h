@@ -9,6 +9,7 @@
 #pragma once
 #include <vector>
 
+#include "base/line_aligned.h"
 #include "model/kv_cache.h"
 #include "model/lora/lora.h"
 #include "model/weights.h"
@@ -55,16 +56,18 @@ class Transformer {
   // Their sum in bytes.
   double decode_bytes(int pos) const;
 
-  // Activations of one chunk of n tokens (n ≤ kChunk), row-major.
+  // Activations of one chunk of n tokens (n ≤ kChunk), row-major, each on a 64-byte line (the
+  // prompt tiles load their rows whole: base/line_aligned.h).
   struct Activations {
-    std::vector<float> x;                    // [n, C] residual stream
-    std::vector<float> xb;                   // [n, C] normalised input of a sublayer / its output
-    std::vector<float> q;                    // [n, NH·HS] queries
-    std::vector<float> k, v;                 // [n, NKV·HS] keys and values, before they enter the cache
-    std::vector<float> att;                  // [n, NH·HS] attention output (before wo)
-    std::vector<float> hb, hb2;              // [n, H] FFN hidden (gate and up for SwiGLU)
-    std::vector<float> logits;               // [n, V] or [V]
-    std::vector<float> lora_ax, lora_delta;  // [n, r] = x·Aᵀ, [n, out] = s·(x·Aᵀ)·Bᵀ (with an adapter)
+    using Rows = LineAlignedVector<float>;
+    Rows x;                    // [n, C] residual stream
+    Rows xb;                   // [n, C] normalised input of a sublayer / its output
+    Rows q;                    // [n, NH·HS] queries
+    Rows k, v;                 // [n, NKV·HS] keys and values, before they enter the cache
+    Rows att;                  // [n, NH·HS] attention output (before wo)
+    Rows hb, hb2;              // [n, H] FFN hidden (gate and up for SwiGLU)
+    Rows logits;               // [n, V] or [V]
+    Rows lora_ax, lora_delta;  // [n, r] = x·Aᵀ, [n, out] = s·(x·Aᵀ)·Bᵀ (with an adapter)
   };
   static constexpr int kChunk = 128;  // prefill runs in chunks of at most this many tokens
 

@@ -16,9 +16,9 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <vector>
 
+#include "base/line_aligned.h"
 #include "runtime/cpu/kernels_impl.h"
 #include "runtime/cpu/kernels_q8.h"
 #include "runtime/cpu/work_shares.h"
@@ -32,14 +32,12 @@ constexpr size_t kPanelBytes = 256u << 10;
 
 // The calling thread's panel widened to fp32: at least n floats, kept for the thread's next call (a
 // fresh 256 KB vector per call was an mmap, 64 page faults and an munmap for every product of every
-// decode step of a batch). It starts on a 64-byte line: a large vector's memory starts 16 bytes into
-// a page, and then every other 32-byte load of a row (K a multiple of 16) straddles two lines — the
-// AVX2 prompt tiles ran 15% slower on such a panel than on the same rows aligned.
+// decode step of a batch). On a 64-byte line (base/line_aligned.h): mid-line, the tiles' loads of
+// its rows straddled two lines.
 static float* widened_panel(size_t n) {
-  thread_local std::vector<float> panel;
-  if (panel.size() < n + 16) panel = std::vector<float>(n + 16);
-  const uintptr_t at = reinterpret_cast<uintptr_t>(panel.data());
-  return panel.data() + (64 - at % 64) % 64 / sizeof(float);
+  thread_local LineAlignedVector<float> panel;
+  if (panel.size() < n) panel = LineAlignedVector<float>(n);
+  return panel.data();
 }
 
 int panel_rows(int K, int step) { return std::max(step, int(kPanelBytes / (size_t(K) * 4)) / step * step); }

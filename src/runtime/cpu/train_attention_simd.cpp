@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "base/line_aligned.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/train_attention.h"
 #include "runtime/cpu/train_kernels.h"
@@ -29,7 +30,7 @@ namespace {
 
 // Scratch buffer i of this thread, at least n floats (kept between calls).
 float* scratch(int i, size_t n) {
-  thread_local std::vector<float> buf[2];
+  thread_local LineAlignedVector<float> buf[2];
   if (buf[i].size() < n) buf[i].resize(n);
   return buf[i].data();
 }

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "base/line_aligned.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/register_tile.h"
 #include "runtime/cpu/c_split.h"
@@ -158,7 +159,7 @@ void gemm_acc_driver(float* C, size_t ldc, const float* A, size_t rsa, size_t cs
     else thread_share(N, set.tile_n, &j_begin, &j_end);
     // A block of B is packed (by each thread, for its own part of C) when enough row tiles reuse it
     // to repay the copy; the products are the same FMA chains either way.
-    thread_local std::vector<float> pk;
+    thread_local LineAlignedVector<float> pk;  // (on a line: the kernels load its panels whole)
     const bool pack = bt || i1 - i0 >= kPackMinRows;
     if (pack && pk.size() < size_t(KC) * NC) pk.resize(size_t(KC) * NC);
     // By rows: the K slices outermost (this thread's rows of C are many; B's block, packed once per

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/line_aligned.h"
 #include "base/dtype.h"
 #include "runtime/cpu/bf16_weight_packs.h"
 #include "runtime/cpu/kernels.h"
@@ -58,12 +59,12 @@ void blocked_walk(int rows, int cols, F&& f) {
 }
 
 uint16_t* scratch16(int i, size_t n) {
-  thread_local std::vector<uint16_t> buf[2];
+  thread_local LineAlignedVector<uint16_t> buf[2];
   if (buf[i].size() < n) buf[i].resize(n);
   return buf[i].data();
 }
 float* scratch32(int i, size_t n) {
-  thread_local std::vector<float> buf[3];
+  thread_local LineAlignedVector<float> buf[3];
   if (buf[i].size() < n) buf[i].resize(n);
   return buf[i].data();
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/line_aligned.h"
 #include "runtime/cpu/bf16_weight_packs.h"
 #include "runtime/cpu/kernels.h"
 
@@ -11,8 +12,8 @@ namespace orion::cpu {
 namespace {
 
 // Scratch reused across calls (the training step calls these from one thread).
-std::vector<float>& scratch(int i, size_t n) {
-  thread_local std::vector<float> buf[4];
+LineAlignedVector<float>& scratch(int i, size_t n) {
+  thread_local LineAlignedVector<float> buf[4];
   if (buf[i].size() < n) buf[i].resize(n);
   return buf[i];
 }
