@@ -191,17 +191,23 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
   for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8
     for (int j = 0; j < NT; j++) sums[0][i][j] = sums[1][i][j] = _mm256_setzero_ps();
-  // The groups of parity a in [k0, k1) (k0 a multiple of 16) added into sums[a].
-  auto pass = [&](int a, int k0, int k1) __attribute__((always_inline)) {
+  // body() with sums[a] as the accumulators in registers.
+  auto into = [&](int a, auto&& body) __attribute__((always_inline)) {
 #pragma GCC unroll 8
     for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8
       for (int j = 0; j < NT; j++) acc[i][j] = sums[a][i][j];
-    for (int k = k0 + 8 * a; k < k1; k += 16) step(x + k, size_t(K), w + k, size_t(K));
+    body();
 #pragma GCC unroll 8
     for (int i = 0; i < MT; i++)
 #pragma GCC unroll 8
       for (int j = 0; j < NT; j++) sums[a][i][j] = acc[i][j];
+  };
+  // The groups of parity a in [k0, k1) (k0 a multiple of 16) added into sums[a].
+  auto pass = [&](int a, int k0, int k1) __attribute__((always_inline)) {
+    into(a, [&] {
+      for (int k = k0 + 8 * a; k < k1; k += 16) step(x + k, size_t(K), w + k, size_t(K));
+    });
   };
   for (int k0 = 0; k0 < whole; k0 += kChunk) {
     const int k1 = std::min(whole, k0 + kChunk);
@@ -209,21 +215,12 @@ inline void gemm_tile(float* y, int ldy, const float* x, const float* w, const f
     pass(1, k0, k1);
   }
   if (whole < K) {  // tail of K % 8 (group whole / 8), copied into zero-padded blocks of 8
-    const int a = (whole / 8) % 2;
     alignas(32) float xt[MT][8] = {}, wt[NT][8] = {};
 #pragma GCC unroll 8
     for (int i = 0; i < MT; i++) std::memcpy(xt[i], x + size_t(i) * K + whole, (K - whole) * 4);
 #pragma GCC unroll 8
     for (int j = 0; j < NT; j++) std::memcpy(wt[j], w + size_t(j) * K + whole, (K - whole) * 4);
-#pragma GCC unroll 8
-    for (int i = 0; i < MT; i++)
-#pragma GCC unroll 8
-      for (int j = 0; j < NT; j++) acc[i][j] = sums[a][i][j];
-    step(xt[0], 8, wt[0], 8);
-#pragma GCC unroll 8
-    for (int i = 0; i < MT; i++)
-#pragma GCC unroll 8
-      for (int j = 0; j < NT; j++) sums[a][i][j] = acc[i][j];
+    into((whole / 8) % 2, [&] { step(xt[0], 8, wt[0], 8); });
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MT; i++)
