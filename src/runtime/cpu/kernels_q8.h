@@ -5,9 +5,10 @@
 // q = round(x / d_x), d_x = max|x| / 127), then for every block the 32 products q_w·q_x are summed
 // exactly in int32 and scaled by d_w·d_x:
 //   y[n] = Σ_blocks b  (Σ_{i<32} q_w[n, b, i]·q_x[b, i]) · d_w[n, b] · d_x[b]
-// The ISA files differ only in how they compute one block's int32 dot for a few rows at once (the
-// `Ker::block` of the drivers below); the activations are quantised by one portable function, so
-// they are the same int8 on every ISA.
+// The ISA files (kernels_q8_generic.cpp, kernels_q8_avx2.cpp, kernels_q8_avx512.cpp) differ only in
+// how they compute one block's int32 dot for a few rows at once (the `Ker::block` of the drivers
+// below); the activations are quantised by one portable function, so they are the same int8 on
+// every ISA.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -106,7 +107,7 @@ void q8_gemm_avx512(float* y, const Q8Activations& a, const void* W, const float
 // Streaming R weight rows (row_bytes apart from w) from memory, as the decode kernels do: before a
 // kernel's loads reach byte `upto` of its rows, each row's 64-byte lines from `next` on are
 // prefetched `near` bytes ahead into L1 and `far` bytes ahead into L2 (one core's L1 fill buffers
-// alone cannot keep enough lines in flight; kernels_avx512.cpp). next: the first line not yet
+// alone cannot keep enough lines in flight; kernels_impl.h). next: the first line not yet
 // prefetched, advanced here.
 template <int R>
 inline void prefetch_rows_ahead(const uint8_t* w, size_t row_bytes, size_t& next, size_t upto, int near, int far) {

@@ -6,6 +6,8 @@
 #pragma once
 #include <immintrin.h>
 
+#include <cstddef>
+
 namespace orion::cpu::lanes_avx2 {
 namespace {
 
@@ -35,6 +37,19 @@ inline float max_of(__m256 x) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+
+// y[i·ldy + j] = sum_of(acc[i][j]) (+ bias[j]): a tile's sums, as matvec_block ends a row.
+template <int MT, int NT>
+inline void store_tile(float* y, int ldy, const __m256 (&acc)[MT][NT], const float* bias) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MT; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; j++) {
+      const float s = sum_of(acc[i][j]);
+      y[size_t(i) * ldy + j] = bias ? s + bias[j] : s;
+    }
 }
 
 }  // namespace
