@@ -7,6 +7,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include <vector>
+
 #include "runtime/cpu/kernels_q8.h"
 #include "runtime/cpu/lanes_avx512.h"
 
@@ -70,6 +72,18 @@ inline __m512 halves(float s0, float s1) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(s0)), _mm256_set1_ps(s1), 1);
 }
 
+// One pair step of a row (its blocks' quants at pair + 2 and pair + 36, scales at pair and pair + 34):
+// acc + (the two blocks' int32 dots, as fp32) · (their scales d_w · xs).
+template <bool VNNI>
+inline __m512 pair_step(__m512 acc, const uint8_t* pair, const Q8Step& s, __m512 xs) {
+  const __m512i wv = _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 2))),
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + kQ8BlockBytes + 2)), 1);
+  const __m512 dot = _mm512_cvtepi32_ps(dot_bytes<VNNI>(wv, s));
+  const __m512 scale = _mm512_mul_ps(scales(scale_bits(pair), scale_bits(pair + kQ8BlockBytes)), xs);
+  return _mm512_fmadd_ps(dot, scale, acc);
+}
+
 template <bool VNNI>
 struct Avx512Q8 {
   static constexpr int kRows = 4;  // measured: 8 rows are slower (register pressure)
@@ -88,15 +102,7 @@ struct Avx512Q8 {
       const Q8Step s = q8_step<VNNI>(_mm512_loadu_si512(xq + size_t(b) * kQ8Block));
       const __m512 xs = halves(xd[b], xd[b + 1]);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; r++) {
-        const uint8_t* pair = w + r * row_bytes + at;
-        const __m512i wv = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 2))),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + kQ8BlockBytes + 2)), 1);
-        const __m512 dot = _mm512_cvtepi32_ps(dot_bytes<VNNI>(wv, s));
-        const __m512 scale = _mm512_mul_ps(scales(scale_bits(pair), scale_bits(pair + kQ8BlockBytes)), xs);
-        acc[r] = _mm512_fmadd_ps(dot, scale, acc[r]);
-      }
+      for (int r = 0; r < R; r++) acc[r] = pair_step<VNNI>(acc[r], w + r * row_bytes + at, s, xs);
     }
     if (b < blocks) {  // an odd last block: the upper half stays zero (scale 0 there)
       const size_t at = size_t(b) * kQ8BlockBytes;
@@ -118,6 +124,37 @@ struct Avx512Q8 {
     }
   }
 };
+
+// Decode row by row (MatvecOrder::RowByRow): the activations' part of every pair step — the quants
+// and their VNNI start (q8_step), and the two blocks' scales d_x side by side — is the same for every
+// row, so it is computed once per call into the thread's scratch (192 bytes a pair: 6 KB for K 2048,
+// in L1) and each row's step only loads it. The same operations on the same values as
+// Avx512Q8::block<1, false>, so the same bits. On the Zen 5 VM (one thread, W in L2; bench_kernels
+// BM_DecodeArithmetic, which runs at one of two rates there) 28–31 or 43–48 → 37–42 or 48–50 GB/s
+// of weights; the decode itself was level within the VM's noise (bench/RESULTS.md).
+struct alignas(64) PreparedPair {
+  Q8Step s;
+  __m512 xs;
+};
+template <bool VNNI>
+void q8_rows_prepared(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K, int n0,
+                      int n1) {
+  const size_t row_bytes = dtype_bytes(DType::Q8_0, size_t(K));
+  const int blocks = K / kQ8Block, pairs = blocks / 2;
+  if (blocks % 2) return q8_matvec_quantized<Avx512Q8<VNNI>>(y, xq, xd, W, bias, K, n0, n1);  // (an odd last block)
+  thread_local std::vector<PreparedPair> prepared;
+  if (prepared.size() < size_t(pairs)) prepared.resize(size_t(pairs));
+  for (int p = 0; p < pairs; p++)
+    prepared[size_t(p)] = {q8_step<VNNI>(_mm512_loadu_si512(xq + size_t(2 * p) * kQ8Block)), halves(xd[2 * p], xd[2 * p + 1])};
+  const PreparedPair* pp = prepared.data();
+  for (int n = n0; n < n1; n++) {
+    const uint8_t* w = static_cast<const uint8_t*>(W) + size_t(n) * row_bytes;
+    __m512 acc = _mm512_setzero_ps();
+    for (int p = 0; p < pairs; p++) acc = pair_step<VNNI>(acc, w + size_t(2 * p) * kQ8BlockBytes, pp[p].s, pp[p].xs);
+    const float sum = hsum(acc);
+    y[n] = bias ? sum + bias[n] : sum;
+  }
+}
 
 // Prefill: a tile of TM tokens × 4 weight rows per step, so each weight pair (and its scales) is
 // loaded once for TM tokens and each token's step once for 4 rows. Every (token, row) sum is the
@@ -231,6 +268,10 @@ void q8_matvec_avx512(float* y, const float* x, const void* W, const float* bias
 }
 void q8_matvec_quantized_avx512(float* y, const int8_t* xq, const float* xd, const void* W, const float* bias, int K,
                                 int n0, int n1) {
+  if (matvec_order() == MatvecOrder::RowByRow) {
+    if (g_vnni) return q8_rows_prepared<true>(y, xq, xd, W, bias, K, n0, n1);
+    return q8_rows_prepared<false>(y, xq, xd, W, bias, K, n0, n1);
+  }
   if (g_vnni) return q8_matvec_quantized<Avx512Q8<true>>(y, xq, xd, W, bias, K, n0, n1);
   q8_matvec_quantized<Avx512Q8<false>>(y, xq, xd, W, bias, K, n0, n1);
 }
