@@ -17,11 +17,11 @@
 
 namespace orion::cpu {
 
-// How far ahead the streaming kernels prefetch each weight row (every ISA): twice. The hardware prefetcher alone keeps too few
-// lines in flight for one core to reach its share of the memory bandwidth, and so does a prefetch
-// into L1 alone: a core has only ~16 L1 fill buffers, so at ~100 ns of DRAM latency it cannot have
-// more than ~16 × 64 B in flight (≈ 10 GB/s). A prefetch into L2 (T1) far ahead uses the L2's
-// larger miss queue; the near one into L1 (T0) then hits in L2. Distances measured on Stories110M
+// How far ahead the streaming kernels of every ISA prefetch each weight row: twice. The hardware
+// prefetcher alone keeps too few lines in flight for one core to reach its share of the memory
+// bandwidth, and so does a prefetch into L1 alone: a core has only ~16 L1 fill buffers, so at
+// ~100 ns of DRAM latency it cannot have more than ~16 × 64 B in flight (≈ 10 GB/s). A prefetch
+// into L2 (T1) far ahead uses the L2's larger miss queue; the near one into L1 (T0) then hits in L2. Distances measured on Stories110M
 // f16 decode, 2 threads, alternating runs (bench/RESULTS.md): 2 KB T0 only 76.5 tok/s median,
 // 8 KB T0 + 128 KB T1 95.0; T0 alone past 24 KB falls (lines leave the 48 KB L1 before use).
 // (A prefetch past the end of W is harmless: it never faults.)

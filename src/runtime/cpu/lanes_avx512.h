@@ -18,7 +18,7 @@ inline float hsum(__m512 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Lanes [i, n) of the 16 from i on: all when n − i ≥ 16.
+// The lanes of a vector starting at element i that lie below n (all 16 when n − i ≥ 16).
 inline __mmask16 lanes_from(int i, int n) { return n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1); }
 
 // y[i, j] = hsum(acc[i][j]) (+ bias[j]): a tile's sums stored (row stride ldy).
