@@ -1,8 +1,8 @@
 // AVX2 + FMA + F16C kernels (8 fp32 lanes). Compiled with -mavx2 -mfma -mf16c (src/CMakeLists.txt)
-// and only called when the CPU has them (dispatch.cpp); -mavxvnni too, whose instructions only the
-// q8_0 kernels use, and only when the CPU has AVX-VNNI. Same structure as kernels_avx512.cpp; AVX2
-// has no masked 16-bit loads, so tails are copied into a zero-padded block of 8 first.
-#include <cpuid.h>
+// and only called when the CPU has them (dispatch.cpp); -mavxvnni too, which only the q8_0 kernels
+// (kernels_q8_avx2.cpp) use, and only when the CPU has AVX-VNNI. Same structure as
+// kernels_avx512.cpp; AVX2 has no masked 16-bit loads, so tails are copied into a zero-padded block
+// of 8 first.
 #include <immintrin.h>
 
 #include <algorithm>

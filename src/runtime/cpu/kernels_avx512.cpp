@@ -12,8 +12,6 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include <cpuid.h>
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
