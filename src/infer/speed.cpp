@@ -12,6 +12,7 @@
 #include "base/memory_usage.h"
 #include "base/timer.h"
 #include "infer/batched_decode.h"
+#include "model/io/model_io.h"
 #include "model/transformer.h"
 #include "runtime/cpu/kernels.h"
 
@@ -64,6 +65,23 @@ std::array<double, DecodeProfile::kPhases> decode_phase_bytes(const ModelWeights
   return b;
 }
 
+// The weights to measure: random ones of opt.config in opt.dtype (f32 unless set), or opt.model
+// loaded as `orion generate` loads it (memory-mapped where its layout allows; converted only when
+// opt.dtype asks).
+ModelWeights bench_weights(const SpeedOptions& opt, const std::function<void(const std::string&)>& say) {
+  if (!opt.model.empty()) {
+    say(fmt::format("loading {}", opt.model));
+    LoadOptions load;
+    load.dtype = opt.dtype;
+    return load_model(opt.model, load);
+  }
+  const ModelConfig config = config_preset(opt.config);
+  const DType dtype = opt.dtype.value_or(DType::F32);
+  say(fmt::format("making random {} weights ({}, {:.1f}M parameters)", opt.config, dtype_name(dtype),
+                  config.num_params() / 1e6));
+  return random_weights(config, opt.seed, dtype);
+}
+
 }  // namespace
 
 SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress)(const char*)) {
@@ -77,21 +95,21 @@ SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress
                                   opt.streams),
                       "--streams", "drop --streams or use --backend cpu");
   SpeedReport r;
-  r.config_name = opt.config;
-  r.config = config_preset(opt.config);
+  const ModelWeights w = bench_weights(opt, say);
+  r.config_name = opt.model.empty() ? opt.config : opt.model;
+  r.config = w.config;
   if (opt.prompt_tokens + opt.decode_tokens > r.config.seq_len)
-    throw_usage_error(fmt::format("prompt + decode tokens exceed the context of {} ({})", opt.config, r.config.seq_len),
-                      "--prompt-len", "use fewer tokens");
-  r.dtype = dtype_name(opt.dtype);
+    throw_usage_error(
+        fmt::format("prompt + decode tokens exceed the context of {} ({})", r.config_name, r.config.seq_len),
+        "--prompt-len", "use fewer tokens");
+  r.dtype = dtype_name(w.matrix_dtype());
   r.isa = cpu::isa_name(cpu::active_isa());
   r.threads = cpu::num_threads();
   r.prompt_tokens = opt.prompt_tokens, r.decode_tokens = opt.decode_tokens;
   r.backend = opt.backend;
   r.prefill_gemm = cpu::prefill_gemm_name(cpu::prefill_gemm());
-  if (opt.backend != "cpu") return measure_ane_generation_speed(opt, std::move(r), on_progress);
+  if (opt.backend != "cpu") return measure_ane_generation_speed(opt, std::move(r), w, on_progress);
 
-  say(fmt::format("making random {} weights ({}, {:.1f}M parameters)", opt.config, r.dtype, r.config.num_params() / 1e6));
-  ModelWeights w = random_weights(r.config, opt.seed, opt.dtype);
   Transformer tf(w, opt.prompt_tokens + opt.decode_tokens, opt.kv_cache);
   r.kv_cache = dtype_name(opt.kv_cache);
   std::mt19937 rng(uint32_t(opt.seed));

@@ -1,8 +1,10 @@
-// Measuring generation speed on random weights of a named config (no files needed): the figures
-// behind `orion bench generate` and `orion demo`, with the memory-bandwidth bound beside them
+// Measuring generation speed on random weights of a named config (no files needed), or on a model
+// file as `orion generate` loads it: the figures behind `orion bench generate` and `orion demo`,
+// with the memory-bandwidth bound beside them
 // (CPU backend), or with compile time, program-cache statistics and anesim's predicted ANE time
 // (ANE backends: the transformer blocks as compiled programs, infer/ane_model.h).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,8 +15,10 @@
 namespace orion {
 
 struct SpeedOptions {
-  std::string config = "stories110m";
-  DType dtype = DType::F32;
+  std::string config = "stories110m";  // random weights of this preset, unless `model` names a file
+  std::string model;                    // a model file (any format load_model reads), memory-mapped as
+                                        // `orion generate` maps it: the speed of the weights a user has
+  std::optional<DType> dtype;           // random weights: f32 unless set; a file: as stored unless set
   DType kv_cache = DType::F32;  // the KV cache's elements (CPU backend): F32 or F16
   int prompt_tokens = 128;
   int decode_tokens = 128;
@@ -49,7 +53,7 @@ struct AneSpeed {
 
 struct SpeedReport {
   ModelConfig config;
-  std::string config_name, dtype, isa;
+  std::string config_name, dtype, isa;  // config_name: the preset, or the model file's path
   std::string kv_cache = "f32";  // the KV cache's elements (CPU)
   int threads = 0, prompt_tokens = 0, decode_tokens = 0;
   double prefill_tok_s = 0, decode_tok_s = 0;
@@ -93,7 +97,10 @@ struct SpeedReport {
 // on_progress(message) is called with short status lines while it works.
 SpeedReport measure_generation_speed(const SpeedOptions& opt, void (*on_progress)(const char*) = nullptr);
 // The ANE backends' half (speed_ane.cpp): measure_generation_speed checks the options, fills r's
-// header (config, dtype, threads, token counts) and hands over when opt.backend is not "cpu".
-SpeedReport measure_ane_generation_speed(const SpeedOptions& opt, SpeedReport r, void (*on_progress)(const char*));
+// header (config, dtype, threads, token counts), makes or loads the weights and hands over when
+// opt.backend is not "cpu".
+struct ModelWeights;
+SpeedReport measure_ane_generation_speed(const SpeedOptions& opt, SpeedReport r, const ModelWeights& w,
+                                         void (*on_progress)(const char*));
 
 }  // namespace orion

@@ -1,8 +1,9 @@
 // `orion bench generate --backend anesim|ane`: prefill and decode through compiled programs
-// (infer/ane_model.h) on random weights. Three clocks are read: the host's (what this machine took
+// (infer/ane_model.h) on random weights or a model file. Three clocks are read: the host's (what this machine took
 // — on anesim that is the software ANE computing in fp16), the program cache's compile time, and
 // the driver's predicted_ane_ms (anesim's timing model of the chip; ANE work only).
 #include <algorithm>
+#include <filesystem>
 #include <random>
 
 #include <fmt/format.h>
@@ -20,18 +21,18 @@ double rate(int tokens, double ms) { return ms > 0 ? tokens / (ms / 1e3) : 0; }
 
 }  // namespace
 
-SpeedReport measure_ane_generation_speed(const SpeedOptions& opt, SpeedReport r, void (*on_progress)(const char*)) {
+SpeedReport measure_ane_generation_speed(const SpeedOptions& opt, SpeedReport r, const ModelWeights& w,
+                                         void (*on_progress)(const char*)) {
   auto say = [&](const std::string& s) {
     if (on_progress) on_progress(s.c_str());
   };
-  say(fmt::format("making random {} weights ({}, {:.1f}M parameters)", opt.config, r.dtype, r.config.num_params() / 1e6));
-  ModelWeights w = random_weights(r.config, opt.seed, opt.dtype);
   std::mt19937 rng(uint32_t(opt.seed));
   std::vector<int> prompt(static_cast<size_t>(opt.prompt_tokens));
   for (int& t : prompt) t = int(rng() % uint32_t(r.config.vocab_size));
 
   AneRuntime rt(opt.backend, opt.chip);
-  AneModel model(w, rt.cache, {opt.config, opt.prompt_tokens + opt.decode_tokens});
+  const std::string name = opt.model.empty() ? opt.config : std::filesystem::path(opt.model).stem().string();
+  AneModel model(w, rt.cache, {name, opt.prompt_tokens + opt.decode_tokens});
   AneSpeed& a = r.ane;
   a.chip = rt.driver->chip().name;
   a.attention_min_bucket = model.attention_min_bucket();

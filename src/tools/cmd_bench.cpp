@@ -1,4 +1,5 @@
-// orion bench: speed measurements that need no files (random weights of named configs).
+// orion bench: speed measurements on random weights of named configs (no files needed), or on a
+// model file as `orion generate` loads it.
 #include <cstdio>
 
 #include "base/error.h"
@@ -22,7 +23,7 @@ struct BenchGenerateArgs {
 
 void run_bench_generate(BenchGenerateArgs& a) {
   a.threads.apply();
-  a.speed.dtype = a.dtype.get().value_or(DType::F32);
+  a.speed.dtype = a.dtype.get();
   a.speed.kv_cache = a.kv_cache.get();
   if (a.speed.backend != "cpu" && a.speed.kv_cache != DType::F32)
     throw_usage_error("--kv-cache f16 is for the CPU backend", "--kv-cache", "drop --kv-cache or use --backend cpu");
@@ -44,7 +45,7 @@ void run_bench_generate(BenchGenerateArgs& a) {
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
-  CLI::App* bench = app.add_subcommand("bench", "measure speed (random weights of named configs; no files needed)");
+  CLI::App* bench = app.add_subcommand("bench", "measure speed (random weights of named configs, no files needed; or generate on a model file)");
   bench->require_subcommand(1);
 
   auto a = std::make_shared<BenchGenerateArgs>();
@@ -52,10 +53,14 @@ void add_bench_command(CLI::App& app) {
       "generate",
       "prefill and decode tok/s: the CPU path against the memory-bandwidth bound, or the ANE path (--backend) "
       "with compile time, cache statistics and anesim's predicted ANE tok/s");
-  gen->add_option("--config", a->speed.config, "model config")
-      ->capture_default_str()
-      ->check(CLI::IsMember(config_preset_names()));
-  a->dtype.add(gen, "weight precision (default f32)");
+  CLI::Option* config = gen->add_option("--config", a->speed.config, "model config (random weights)")
+                             ->capture_default_str()
+                             ->check(CLI::IsMember(config_preset_names()));
+  gen->add_option("-m,--model", a->speed.model,
+                  "instead of --config: a model file or folder (llama2.c .bin, safetensors, llm.c .bin, GGUF), "
+                  "memory-mapped as `orion generate` loads it")
+      ->excludes(config);
+  a->dtype.add(gen, "weight precision (default: f32 for --config, as stored for --model)");
   a->kv_cache.add(gen);
   gen->add_option("--prompt-len", a->speed.prompt_tokens, "prompt tokens (prefill)")
       ->capture_default_str()

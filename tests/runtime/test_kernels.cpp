@@ -489,7 +489,8 @@ TEST(Kernels, StreamTriadReportsAPlausibleBandwidth) {
 }
 
 // The read pass behind the decode bound reads every byte of its ranges once, whatever the number
-// of threads: its fold is the XOR of all their words (a word read twice or skipped changes it).
+// of threads and wherever a range starts: its fold is the XOR of all their lines' words and of the
+// bytes around them (a word read twice or skipped changes it).
 TEST(Kernels, ReadPassReadsEveryByteOnce) {
   RestoreIsa restore;
   std::vector<uint64_t> big(size_t(1) << 19);  // 4 MB
@@ -497,17 +498,22 @@ TEST(Kernels, ReadPassReadsEveryByteOnce) {
   for (uint64_t& w : big) w = rng();
   const char* bytes = reinterpret_cast<const char*>(big.data());
   // A whole buffer, a range starting off a word boundary with a ragged end (a whole step of no
-  // ISA's fold), one of 7 bytes, an empty one.
-  const std::vector<ByteRange> ranges = {{big.data(), big.size() * 8}, {bytes + 3, 1001}, {bytes + 64, 7}, {bytes, 0}};
+  // ISA's fold), one 32 bytes past a line boundary (a GGUF file's tensor), one of 7 bytes, an empty one.
+  const char* line = bytes + (64 - reinterpret_cast<uintptr_t>(bytes) % 64) % 64;
+  const std::vector<ByteRange> ranges = {
+      {big.data(), big.size() * 8}, {bytes + 3, 1001}, {line + 32, 100000}, {bytes + 64, 7}, {bytes, 0}};
   uint64_t expect = 0;
-  for (const ByteRange& r : ranges) {
+  for (const ByteRange& r : ranges) {  // whole lines as words, the bytes around them one by one
     const char* p = static_cast<const char*>(r.data);
-    for (size_t i = 0; i + 8 <= r.bytes; i += 8) {
-      uint64_t w;
-      std::memcpy(&w, p + i, 8);
-      expect ^= w;
-    }
-    for (size_t i = r.bytes / 8 * 8; i < r.bytes; i++) expect ^= uint8_t(p[i]);
+    size_t i = 0;
+    for (; i < r.bytes && reinterpret_cast<uintptr_t>(p + i) % 64 != 0; i++) expect ^= uint8_t(p[i]);
+    for (; i + 64 <= r.bytes; i += 64)
+      for (size_t k = 0; k < 64; k += 8) {
+        uint64_t w;
+        std::memcpy(&w, p + i + k, 8);
+        expect ^= w;
+      }
+    for (; i < r.bytes; i++) expect ^= uint8_t(p[i]);
   }
   for (Isa isa : available_isas()) {
     ASSERT_TRUE(set_isa(isa));
@@ -516,7 +522,7 @@ TEST(Kernels, ReadPassReadsEveryByteOnce) {
       uint64_t fold = 0;
       const double s = time_read_pass(ranges, &fold);
       EXPECT_EQ(fold, expect) << isa_name(isa) << ", " << threads << " threads";
-      const double bytes_per_s = double(big.size() * 8 + 1008) / s;
+      const double bytes_per_s = double(big.size() * 8 + 101008) / s;
       EXPECT_GT(bytes_per_s, 1e8);   // > 0.1 GB/s
       EXPECT_LT(bytes_per_s, 1e13);  // < 10 TB/s
     }

@@ -85,6 +85,30 @@ TEST(Cli, BenchGenerateBoundIsTheReadBandwidthOverTheBytesPerToken) {
   EXPECT_LT(j["peak_rss_bytes"].get<double>(), 200e6);
 }
 
+// --model: a file's weights as `orion generate` loads them (memory-mapped), in the dtype stored
+// (or --dtype's); the report names the file. With --config it is a usage error, a missing file an
+// input error naming it.
+TEST(Cli, BenchGenerateOnAModelFile) {
+  const std::string dir = test::temp_dir(), model = dir + "/m.gguf";
+  std::string out, err;
+  ASSERT_EQ(run_orion("convert --config stories260k --out " + model + " --dtype f16", &out, &err), 0) << err;
+  const std::string run = " --prompt-len 8 --decode-len 4 --repeat 1 --no-gemm-peak --threads 1";
+  auto j = bench_generate_json("--model " + model + run);
+  ASSERT_FALSE(j.empty());
+  EXPECT_EQ(j["config"], model);
+  EXPECT_EQ(j["dtype"], "f16");
+  EXPECT_EQ(j["params"].get<int64_t>(), config_preset("stories260k").num_params());
+  EXPECT_GT(j["decode_tok_s"].get<double>(), 0);
+  EXPECT_GT(j["bandwidth_bound_tok_s"].get<double>(), 0);
+  auto f32 = bench_generate_json("--model " + model + " --dtype f32" + run);
+  ASSERT_FALSE(f32.empty());
+  EXPECT_EQ(f32["dtype"], "f32");
+  EXPECT_DOUBLE_EQ(f32["weight_bytes"].get<double>(), 2 * j["weight_bytes"].get<double>());
+  EXPECT_EQ(run_orion("bench generate --model " + model + " --config stories15m", &out, &err), 2);
+  EXPECT_EQ(run_orion("bench generate --model " + dir + "/missing.gguf", &out, &err), 3);
+  EXPECT_NE(err.find("missing.gguf"), std::string::npos) << err;
+}
+
 TEST(Cli, BenchGenerateGemmPathIsChosenAndReported) {
   auto j = bench_generate_json("--config stories260k --prompt-len 70 --decode-len 2 --repeat 1 --no-bandwidth "
                                "--no-gemm-peak --gemm orion");

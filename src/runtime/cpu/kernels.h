@@ -237,8 +237,10 @@ double total_bytes(const std::vector<ByteRange>& ranges);
 // decode step splits each matrix's rows between them), with no work besides folding the words
 // together: the fastest that a step reading exactly these bytes could go on this machine at this
 // moment — the decode bound, when the ranges are the ones the step reads (Transformer::decode_reads).
-// fold, if given, gets what the reads folded to: the XOR of every whole 8-byte word of every range
-// and of each byte past a range's last whole word (the same for any number of threads).
+// fold, if given, gets what the reads folded to (the same for any number of threads): the XOR of
+// every 8-byte word of each range's whole 64-byte lines (the loads never straddle two lines,
+// wherever the range starts) and of each byte before its first line boundary and after its last
+// whole line.
 double time_read_pass(const std::vector<ByteRange>& ranges, uint64_t* fold = nullptr);
 
 }  // namespace orion::cpu
