@@ -103,6 +103,23 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
   return m;
 }
 
+void release_mapped_pages(const void* p, size_t bytes) {
+  // Only inside a MappedFile's own mapping (private, never written: dropping its pages loses
+  // nothing the file does not hold) — on other memory the same advice would zero it.
+  const auto* at = static_cast<const uint8_t*>(p);
+  for (const MappedRange& r : g_mapped) {
+    const uint8_t* b = r.begin.load();
+    if (!b || at < b || at + bytes > b + r.size.load()) continue;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(at) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(at) + bytes) / page * page;
+#ifdef MADV_DONTNEED
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+#endif
+    return;
+  }
+}
+
 MappedFile::~MappedFile() {
   if (fault_slot_) {
     auto* r = static_cast<MappedRange*>(fault_slot_);

@@ -36,6 +36,12 @@ class MappedFile {
   void* fault_slot_ = nullptr;  // this mapping's entry for the SIGBUS handler
 };
 
+// Takes the whole pages inside [p, p + bytes) out of this process's resident memory when the range
+// lies inside a MappedFile's mapping (nothing happens otherwise): they stay in the page cache, and
+// a later read maps them again from the file. For bytes copied out that will not be read here
+// again. (A hint: no effect where the system has no such advice.)
+void release_mapped_pages(const void* p, size_t bytes);
+
 // Called once by the CLI: a SIGBUS in a mapped file (truncated or on a vanished disk while being
 // read) prints "orion: error: <path>: the file shrank ..." and exits with the Runtime code 4, and
 // SIGXFSZ is ignored so that exceeding a file-size limit is a write error naming the file.

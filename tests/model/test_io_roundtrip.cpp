@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "base/file.h"
+#include "model/io/io_internal.h"
 #include "model/io/model_io.h"
 #include "support.h"
 #include "test_io_util.h"
@@ -62,13 +64,65 @@ TEST(ModelIo, Llama2cLegacyLayoutHasHeaderAndRealRopeTables) {
   EXPECT_NEAR(test::peek<float>(path, freq_at + 4 * (T * HS / 2 + 5 * HS / 2 + 3)), std::sin(angle), 1e-6);
   // The first embedding value is the first float after the header: the data is in place.
   EXPECT_EQ(test::peek<float>(path, 28), w.tok_emb.f32()[0]);
-  // Zero-copy: loaded tensors point into one mapping, at their file offsets.
+  // The 28-byte header leaves every matrix 28 bytes past a 64-byte line, where each 64-byte load
+  // of the f32 kernels would straddle two: they are copied onto lines (same bits), not used in place.
+  ModelWeights r = load_model(path);
+  for (const Tensor* t : {&r.tok_emb, &r.layers[0].wq, &r.layers[1].w3, &r.classifier})
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t->data) % 64, 0u);
+  expect_same_weights(w, r);
+}
+
+// A llama2.c version 1 file's 256-byte header leaves its matrices on 64-byte lines (with dims of
+// multiples of 16): zero-copy, the loaded tensors point into one mapping, at their file offsets.
+TEST(ModelIo, Llama2cV1MatricesAreViewsAtTheirOffsets) {
+  ModelConfig c = tiny_llama(false);
+  ModelWeights w = random_model(c, 3);
+  std::string path = test::temp_dir() + "/m.bin";
+  save_model(w, path, ModelFormat::Llama2cV1);
+  const size_t C = 64, H = 160, L = 2, V = 300, KV = 32;
   ModelWeights r = load_model(path);
   auto offset = [&](const Tensor& t) { return static_cast<const char*>(t.data) - static_cast<const char*>(r.tok_emb.data); };
-  EXPECT_EQ(offset(r.layers[0].wq), ptrdiff_t(4 * (V * C + L * C)));
-  EXPECT_EQ(offset(r.layers[1].w3),
-            ptrdiff_t(4 * (V * C + L * C + L * C * C + 2 * L * KV * C + L * C * C + L * C + 2 * L * C * H + C * H)));
-  EXPECT_EQ(offset(r.classifier), ptrdiff_t(freq_at - 28 + 4 * T * HS));
+  // v1 order: the norms first (attention, ffn, final), then the embedding and the layers' matrices.
+  EXPECT_EQ(offset(r.layers[0].wq), ptrdiff_t(4 * V * C));
+  EXPECT_EQ(offset(r.layers[1].w3), ptrdiff_t(4 * (V * C + L * C * C + 2 * L * KV * C + L * C * C + 2 * L * C * H + C * H)));
+  expect_same_weights(w, r);
+}
+
+// Where a file's bytes are used in place: f32 only from a 64-byte line (the kernels' 64-byte loads
+// then never straddle two), f16 from its element; elsewhere a copy on a line with the same bits —
+// and the memory copied from is left as it was (only a file mapping's pages are let go).
+TEST(ModelIo, F32ViewsStartOnALineOtherDtypesOnTheirElement) {
+  std::vector<uint8_t> buf(16384 + 64);
+  uint8_t* line = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+  for (size_t i = 0; i < 16384; i++) line[i] = uint8_t(i * 7 + 1);
+  ModelWeights w;
+  const Tensor on_line = io::view_or_copy(w, line, DType::F32, {16, 16});
+  EXPECT_EQ(on_line.data, line);
+  const Tensor off_line = io::view_or_copy(w, line + 32, DType::F32, {48, 64});  // 12 KB: whole pages inside
+  EXPECT_NE(off_line.data, static_cast<const void*>(line + 32));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(off_line.data) % 64, 0u);
+  EXPECT_EQ(std::memcmp(off_line.data, line + 32, 48 * 64 * 4), 0);
+  EXPECT_EQ(io::view_or_copy(w, line + 32, DType::F16, {16, 16}).data, line + 32);
+  EXPECT_NE(io::view_or_copy(w, line + 33, DType::F16, {16, 16}).data, static_cast<const void*>(line + 33));
+  for (size_t i = 0; i < 16384; i++) ASSERT_EQ(line[i], uint8_t(i * 7 + 1)) << "byte " << i;
+}
+
+// Orion's GGUF files put every tensor on a 64-byte line (general.alignment 64), so even f32
+// matrices are used in place: each loaded matrix points into the mapping at its tensor's offset.
+TEST(ModelIo, GgufWrittenByOrionKeepsF32MatricesInPlace) {
+  ModelWeights w = random_model(tiny_llama(false), 21);
+  const std::string path = test::temp_dir() + "/m.gguf";
+  save_model(w, path, ModelFormat::Gguf, DType::F32);
+  const io::GgufFile f = io::GgufFile::open(path, io::GgufArrays::Skip);
+  ASSERT_NE(f.find_value("general.alignment"), nullptr);
+  EXPECT_EQ(f.find_value("general.alignment")->value.get<uint64_t>(), 64u);
+  for (const io::GgufTensor& t : f.tensors()) EXPECT_EQ(t.file_offset % 64, 0u) << t.name;
+  ModelWeights r = load_model(path);
+  auto at = [](const Tensor& t) { return static_cast<const char*>(t.data); };
+  const ptrdiff_t wo = ptrdiff_t(f.find("blk.1.attn_output.weight")->file_offset);
+  EXPECT_EQ(at(r.layers[1].wo) - at(r.layers[0].wo), wo - ptrdiff_t(f.find("blk.0.attn_output.weight")->file_offset));
+  EXPECT_EQ(at(r.classifier) - at(r.layers[1].wo), ptrdiff_t(f.find("output.weight")->file_offset) - wo);
+  expect_same_weights(w, r);
 }
 
 TEST(ModelIo, Llama2cWithoutRopeTablesIsAccepted) {

@@ -13,7 +13,10 @@ using json = nlohmann::json;
 namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
-constexpr uint64_t kDefaultAlignment = 32;
+constexpr uint64_t kDefaultAlignment = 32;  // what a file without general.alignment uses
+// What Orion writes (as general.alignment): every tensor on a 64-byte line, so that f32 ones are
+// used in place (io/tensor_views.cpp: an f32 view must start on a line).
+constexpr uint32_t kWriteAlignment = 64;
 constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS
 
 // ggml's type numbers and names (ggml.h), for the errors that name a type Orion does not read.
@@ -293,12 +296,16 @@ void write_scalar(FileWriter& out, GgufValueType t, const json& v) {
 
 void write_gguf(const std::string& path, const std::vector<GgufOutValue>& metadata,
                 const std::vector<GgufOutTensor>& tensors) {
+  std::vector<GgufOutValue> keys;  // the metadata, with general.alignment (the file's own layout) set here
+  for (const GgufOutValue& kv : metadata)
+    if (kv.key != "general.alignment") keys.push_back(kv);
+  keys.push_back({"general.alignment", GgufValue{GgufValueType::U32, GgufValueType::U32, kWriteAlignment, 0}});
   write_file_atomic(path, [&](FileWriter& out) {
     out.write_pod(kMagic);
     out.write_pod(uint32_t(3));
     out.write_pod(uint64_t(tensors.size()));
-    out.write_pod(uint64_t(metadata.size()));
-    for (const GgufOutValue& kv : metadata) {
+    out.write_pod(uint64_t(keys.size()));
+    for (const GgufOutValue& kv : keys) {
       write_string(out, kv.key);
       out.write_pod(uint32_t(kv.value.type));
       if (kv.value.type != GgufValueType::Array) {
@@ -310,7 +317,7 @@ void write_gguf(const std::string& path, const std::vector<GgufOutValue>& metada
       for (const json& e : kv.value.value) write_scalar(out, kv.value.element_type, e);
     }
     uint64_t offset = 0;
-    auto padded = [](uint64_t n) { return (n + kDefaultAlignment - 1) / kDefaultAlignment * kDefaultAlignment; };
+    auto padded = [](uint64_t n) { return (n + kWriteAlignment - 1) / kWriteAlignment * kWriteAlignment; };
     for (const GgufOutTensor& t : tensors) {
       write_string(out, t.name);
       out.write_pod(uint32_t(t.shape.size()));
@@ -320,10 +327,10 @@ void write_gguf(const std::string& path, const std::vector<GgufOutValue>& metada
       Tensor view{t.data, t.src_dtype, t.shape};
       offset += padded(bytes_as(view, t.dtype));
     }
-    out.pad_to(kDefaultAlignment);
+    out.pad_to(kWriteAlignment);
     for (const GgufOutTensor& t : tensors) {
       write_as(out, Tensor{t.data, t.src_dtype, t.shape}, t.dtype);
-      out.pad_to(kDefaultAlignment);
+      out.pad_to(kWriteAlignment);
     }
   });
 }

@@ -90,7 +90,8 @@ struct GgufOutValue {
   std::string key;
   GgufValue value;
 };
-// Writes a version-3 file atomically (temporary file, fsync, rename), alignment 32.
+// Writes a version-3 file atomically (temporary file, fsync, rename) with general.alignment 64 (one
+// in `metadata` is replaced): every tensor starts on a 64-byte line.
 void write_gguf(const std::string& path, const std::vector<GgufOutValue>& metadata,
                 const std::vector<GgufOutTensor>& tensors);
 

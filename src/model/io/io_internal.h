@@ -20,7 +20,9 @@ namespace orion::io {
 // ---- building tensors from mapped bytes -------------------------------------------------------
 
 // A tensor over `data` (memory kept alive by w.keep). Zero-copy when `data` is aligned for its
-// dtype; otherwise copied into an aligned buffer owned by w (same dtype, same bits).
+// dtype's kernels (f32: a 64-byte line; others: their element); otherwise copied into an aligned
+// buffer owned by w (same dtype, same bits), and the mapped pages it came from let go
+// (release_mapped_pages). `data` must be a read-only file mapping or memory no one writes.
 Tensor view_or_copy(ModelWeights& w, const void* data, DType dtype, std::vector<int64_t> shape);
 // A 1-D f32 tensor of n elements read from data of `dtype`: a view when already aligned f32,
 // otherwise converted into a buffer owned by w. (Vectors are always f32 in memory.)

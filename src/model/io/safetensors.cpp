@@ -130,8 +130,10 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
 
 void write_safetensors(const std::string& path, const std::vector<SafetensorsOut>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  // 4-byte tensors first, then 2-byte ones: with an 8-aligned data start every tensor is then
-  // aligned for its dtype, so readers can use the bytes in place.
+  // 4-byte tensors first, then 2-byte ones, from a data start on a 64-byte line (the header padded
+  // with spaces): every tensor is then aligned for its dtype — f32 ones on a line too when the
+  // sizes before them are whole lines (dims of multiples of 16) — so readers use the bytes in place
+  // (io/tensor_views.cpp).
   std::vector<const SafetensorsOut*> order;
   for (auto& t : tensors) order.push_back(&t);
   std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return dtype_size(a->dtype) > dtype_size(b->dtype); });
@@ -144,7 +146,7 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsOut
     at += n;
   }
   std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
+  text.append((64 - (8 + text.size()) % 64) % 64, ' ');
   write_file_atomic(path, [&](FileWriter& out) {
     out.write_pod(uint64_t(text.size()));
     out.write_str(text);

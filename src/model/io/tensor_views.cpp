@@ -9,13 +9,25 @@
 
 namespace orion::io {
 
+namespace {
+// Where a view may start. f32 on a 64-byte line: the kernels load 16 floats (64 bytes) at a time,
+// and from anywhere else each load straddles two lines — a llama2.c .bin puts every matrix 28 bytes
+// past one, and Stories110M decoded from it at 75 tok/s, 67–69% of its bound, against 107–126 tok/s
+// and 89–91% for the same shapes on a line (prefill 918–969 against 1,075–1,223 tok/s; Zen 5 VM,
+// bench/RESULTS.md). f16 and bf16 need only their element: 16 of them are 32 bytes, and a GGUF
+// file's 32-byte alignment decoded no slower than a line's. q8_0 blocks are 34 bytes: never on one.
+size_t view_alignment(DType dtype) { return dtype == DType::F32 ? 64 : dtype_alignment(dtype); }
+}  // namespace
+
 Tensor view_or_copy(ModelWeights& w, const void* data, DType dtype, std::vector<int64_t> shape) {
   Tensor t;
   t.data = data;
   t.dtype = dtype;
   t.shape = std::move(shape);
-  if (reinterpret_cast<uintptr_t>(data) % dtype_alignment(dtype) == 0) return t;
-  return w.copy_as(t, dtype);  // a same-dtype copy into 64-byte-aligned memory
+  if (reinterpret_cast<uintptr_t>(data) % view_alignment(dtype) == 0) return t;
+  Tensor copy = w.copy_as(t, dtype);  // a same-dtype copy into 64-byte-aligned memory
+  release_mapped_pages(data, copy.nbytes());  // the copy is what runs: the file's pages need not stay resident
+  return copy;
 }
 
 Tensor vector_f32(ModelWeights& w, const void* data, DType dtype, int64_t n) {

@@ -15,7 +15,10 @@
 //           uint8 shared_classifier, zeros up to 256 bytes
 //   then: rms_att [L, C], rms_ffn [L, C], rms_final [C], token_embedding [V, C], wq, wk, wv, wo,
 //         w1, w2, w3 (as above), wcls [V, C] when not shared. No RoPE tables.
-// Every array is already in Orion's canonical layout, so every tensor is a view into the mapping.
+// Every array is already in Orion's canonical layout, so a tensor is a view into the mapping where
+// it starts on a 64-byte line (version 1, dims of multiples of 16); version 0's 28-byte header puts
+// every array 28 bytes past one, and those are copied onto lines (view_or_copy: the f32 kernels'
+// 64-byte loads would each straddle two).
 #include <cstdlib>
 
 #include "base/error.h"
