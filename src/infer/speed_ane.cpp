@@ -1,7 +1,7 @@
 // `orion bench generate --backend anesim|ane`: prefill and decode through compiled programs
-// (infer/ane_model.h) on random weights or a model file. Three clocks are read: the host's (what this machine took
-// — on anesim that is the software ANE computing in fp16), the program cache's compile time, and
-// the driver's predicted_ane_ms (anesim's timing model of the chip; ANE work only).
+// (infer/ane_model.h) on random weights or a model file. Three clocks are read: the host's (what
+// this machine took — on anesim that is the software ANE computing in fp16), the program cache's
+// compile time, and the driver's predicted_ane_ms (anesim's timing model of the chip; ANE work only).
 #include <algorithm>
 #include <filesystem>
 #include <random>

@@ -373,7 +373,7 @@ double time_read_pass(const std::vector<ByteRange>& ranges, uint64_t* fold) {
   // — read 10–15% slower on the Zen 5 VM.) The loads start on a line boundary whatever the range's
   // address: 64-byte loads from 32 bytes past one (every tensor of a GGUF file aligned to 32, the
   // format's default) each straddle two lines, and such a pass read 47–50 GB/s where the same bytes
-  // on line boundaries read 57–62 — a bound below what the decode itself reached on those weights.
+  // on line boundaries read 57–67 — a bound below what the decode itself reached on those weights.
   constexpr size_t kUnitWords = 1024;
   std::vector<WorkShares> shares(ranges.size());
   std::vector<LineSpan> spans(ranges.size());
