@@ -3,12 +3,14 @@
 # are the ratios, each taken within one round, since a machine's speed drifts between runs.
 #
 #   Stories110M decode / prefill: llama2.c run.c (fp32), Orion f16 and q8_0 (`orion bench
-#     generate`, which also measures the memory-bandwidth bound — all threads reading exactly a
-#     token's bytes between its decode steps — and the GEMM bound in the same run), each with
-#     its default f32 KV cache and with `--kv-cache f16` (as llama.cpp keeps its cache),
-#     llama.cpp llama-bench F16 and Q8_0 on GGUF files Orion wrote from the same weights as run.c's.
+#     generate --model`, which also measures the memory-bandwidth bound — all threads reading
+#     exactly a token's bytes between its decode steps — and the GEMM bound in the same run), each
+#     with its default f32 KV cache and with `--kv-cache f16` (as llama.cpp keeps its cache), and
+#     llama.cpp llama-bench F16 and Q8_0 — Orion and llama.cpp reading the same GGUF files, which
+#     Orion wrote from run.c's weights.
 #   GPT-2 124M decode / prefill (the same shapes): Orion f16 and q8_0 against llama.cpp F16 and Q8_0
-#     on GGUF files Orion wrote (random weights, GPT-2's tokenizer stored in them).
+#     on the same GGUF files Orion wrote (random weights, GPT-2's tokenizer stored in them; without
+#     llama.cpp Orion runs random weights of the config).
 #   GPT-2 124M training step (B 4, T 64): llm.c train_gpt2 (fp32) against `orion bench train`
 #     --precision fp32 and bf16.
 # Every tool gets the same number of threads (THREADS, default 2). Rounds interleave the tools, so
@@ -112,9 +114,11 @@ run_runc() {  # best tok/s of REPEAT runs of 128 positions (run.c's own "achieve
   record runc "\"decode_tok_s\":$best"
 }
 
-run_orion_generate() {  # dtype kv-cache (f32 | f16) [config, default stories110m]
-  local j config="${3:-stories110m}"
-  j=$("$ORION" bench generate --config "$config" --dtype "$1" --kv-cache "$2" --prompt-len 256 --decode-len 128 \
+run_orion_generate() {  # dtype kv-cache (f32 | f16) [config, default stories110m]: the peers' file when made
+  local j config="${3:-stories110m}" weights
+  weights=(--config "$config" --dtype "$1")
+  [[ -s "$WORK/$config-$1.gguf" ]] && weights=(--model "$WORK/$config-$1.gguf")
+  j=$("$ORION" bench generate "${weights[@]}" --kv-cache "$2" --prompt-len 256 --decode-len 128 \
     --repeat "$REPEAT" --threads "$THREADS" --json)
   record "orion_$([[ $config == gpt2-124m ]] && echo gpt2_)$1$([[ $2 == f16 ]] && echo _kv16)" "\"bench\":$j"
 }
@@ -183,6 +187,7 @@ def figures(r):
             for k in ("decode_tok_s", "prefill_tok_s", "bandwidth_bound_tok_s", "bandwidth_efficiency",
                       "prefill_bound_tok_s", "prefill_efficiency"):
                 f[f"{d}.{k}"] = b[k]
+            f[f"{d}.weights"] = "the GGUF file llama.cpp reads" if b["config"].endswith(".gguf") else "random weights"
         elif t in ("llama_cpp", "llama_cpp_gpt2"):
             for e in x["bench"]:
                 d = ("gpt2_" if t.endswith("gpt2") else "") + ("f16" if e["model_type"].endswith("F16") else "q8_0")
@@ -242,7 +247,7 @@ def round_tables(r):
         if f"{d}.decode_tok_s" not in f:
             continue
         name = d.replace("_kv16", ", f16 KV cache")
-        print(f"| Orion {name} (`orion bench generate`, best of {reps}) | {num(f[d + '.decode_tok_s'])} "
+        print(f"| Orion {name} (`orion bench generate`, {f[d + '.weights']}, best of {reps}) | {num(f[d + '.decode_tok_s'])} "
               f"(bound {num(f[d + '.bandwidth_bound_tok_s'])}) | {num(f[d + '.prefill_tok_s'])} "
               f"(GEMM bound {num(f[d + '.prefill_bound_tok_s'])}) |")
     for d, name in (("f16", "F16"), ("q8_0", "Q8_0")):
@@ -258,7 +263,7 @@ def round_tables(r):
         for d in ("f16", "q8_0"):
             k = f"gpt2_{d}"
             if f"{k}.decode_tok_s" in f:
-                print(f"| Orion {d} (best of {reps}) | {num(f[k + '.decode_tok_s'])} (bound "
+                print(f"| Orion {d} ({f[k + '.weights']}, best of {reps}) | {num(f[k + '.decode_tok_s'])} (bound "
                       f"{num(f[k + '.bandwidth_bound_tok_s'])}) | {num(f[k + '.prefill_tok_s'])} |")
         for d, name in (("f16", "F16"), ("q8_0", "Q8_0")):
             print(f"| llama.cpp {name} (best of {reps}) | {num(f.get(f'llama_gpt2_{d}.decode'))} | "
