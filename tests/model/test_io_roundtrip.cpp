@@ -79,7 +79,8 @@ TEST(ModelIo, Llama2cV1MatricesAreViewsAtTheirOffsets) {
   ModelWeights w = random_model(c, 3);
   std::string path = test::temp_dir() + "/m.bin";
   save_model(w, path, ModelFormat::Llama2cV1);
-  const size_t C = 64, H = 160, L = 2, V = 300, KV = 32;
+  const size_t C = size_t(c.dim), H = size_t(c.hidden_dim), L = size_t(c.n_layers), V = size_t(c.vocab_size),
+               KV = size_t(c.kv_dim());
   ModelWeights r = load_model(path);
   auto offset = [&](const Tensor& t) { return static_cast<const char*>(t.data) - static_cast<const char*>(r.tok_emb.data); };
   // v1 order: the norms first (attention, ffn, final), then the embedding and the layers' matrices.
